@@ -1,0 +1,86 @@
+"""``python -m horovod_batchai.local serve|start|stop|status``.
+
+``serve --host 127.0.0.1 --port PORT --state-dir DIR`` runs the service in the foreground and
+prints its endpoints; other tools call exactly this command.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .backend import ServiceSettings, default_state_dir
+from .server import LocalService, ServiceAlreadyRunning, ensure_running, find_running, stop_daemon
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m horovod_batchai.local",
+                                     description="The local stand-in for Azure Batch AI and Azure Files.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the service in the foreground")
+    serve.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default)")
+    serve.add_argument("--state-dir", type=Path, default=None, help="where state is kept")
+    serve.add_argument("--provision-delay", type=float, default=ServiceSettings.provision_delay_s,
+                       help="seconds a cluster spends resizing (default %(default)s)")
+    serve.add_argument("--fault-rate", type=float, default=0.0, help="fraction of requests to fail (tests)")
+    serve.add_argument("--fault-seed", type=int, default=0)
+    serve.add_argument("--quiet", action="store_true", help="log warnings only")
+    for name, text in (("start", "start a background service (reused if running)"),
+                       ("stop", "stop the background service"), ("status", "say whether one is running")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--state-dir", type=Path, default=None)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    state_dir = args.state_dir or default_state_dir()
+    if args.command == "serve":
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            print(f"error: --host must be a loopback address (127.0.0.1, localhost or ::1), got {args.host!r}",
+                  file=sys.stderr)
+            return 2
+        logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        try:
+            settings = ServiceSettings(provision_delay_s=args.provision_delay, fault_rate=args.fault_rate,
+                                       fault_seed=args.fault_seed)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        service = LocalService(state_dir, host=args.host, port=args.port, settings=settings)
+        try:
+            service.start()
+        except ServiceAlreadyRunning as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        stopping = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+        signal.signal(signal.SIGINT, lambda *_: stopping.set())
+        info = service.info
+        print(f"Management endpoint: {info.endpoint}", flush=True)
+        print(f"Files endpoint:      {info.endpoint}/<account>", flush=True)
+        print(f"CA certificate:      {info.ca_cert}", flush=True)
+        print(f"State directory:     {info.state_dir}", flush=True)
+        stopping.wait()
+        service.stop()
+        return 0
+    if args.command == "start":
+        info = ensure_running(state_dir)
+        print(f"local service running at {info.endpoint} (pid {info.pid}, state in {info.state_dir})")
+        return 0
+    if args.command == "stop":
+        print("stopped" if stop_daemon(state_dir) else "not running")
+        return 0
+    running = find_running(state_dir)
+    print(f"running at {running.endpoint} (pid {running.pid})" if running else "not running")
+    return 0 if running else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The WSGI application: fault injection, the split between ARM and the Files data plane,
+bearer-token checks, api-version checks, and the one place where errors become responses."""
+from __future__ import annotations
+
+import logging
+import random
+import socket
+import threading
+from typing import Any, Callable, Iterable
+
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.wrappers import Request, Response
+
+from . import batchai_api, files_api, resources_api, storage_api
+from .auth import verify_token
+from .backend import LocalBackend
+from .errors import ArmError, StorageError, arm_error_response, storage_error_response
+from .routing import Call, Router
+
+__all__ = ["LocalApp", "make_app"]
+
+log = logging.getLogger(__name__)
+
+ARM_ROUTES = [*resources_api.ROUTES, *storage_api.ROUTES, *batchai_api.ROUTES]
+
+
+class _DropConnection(Exception):
+    """Raised to close the connection without an answer (fault injection)."""
+
+
+class FaultInjector:
+    """Decides, repeatably for a seed, which requests fail and how."""
+
+    KINDS = ("429", "500", "503", "drop")
+
+    def __init__(self, rate: float, seed: int) -> None:
+        self.rate = rate
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+
+    def draw(self) -> str | None:
+        if self.rate <= 0:
+            return None
+        with self._lock:
+            if self._rng.random() >= self.rate:
+                return None
+            return self._rng.choice(self.KINDS)
+
+
+def _is_arm(request: Request) -> bool:
+    # ARM paths start with /subscriptions or /providers and always carry api-version; the Files
+    # data plane is path-style (/<account>/<share>/...) and carries x-ms-version or a SAS instead.
+    first = request.path.lstrip("/").split("/", 1)[0].lower()
+    return first in ("subscriptions", "providers") and "api-version" in request.args
+
+
+class LocalApp:
+    def __init__(self, backend: LocalBackend) -> None:
+        self.backend = backend
+        self.router = Router(ARM_ROUTES)
+        self.faults = FaultInjector(backend.settings.fault_rate, backend.settings.fault_seed)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        request = Request(environ)
+        request.max_content_length = self.backend.settings.max_body_bytes
+        try:
+            response = self.handle(request)
+        except _DropConnection:
+            sock = environ.get("werkzeug.socket")
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            response = Response(b"", status=500)
+        log.info("%s %s -> %s", request.method, request.path, response.status_code)
+        return response(environ, start_response)
+
+    def handle(self, request: Request) -> Response:
+        arm = _is_arm(request)
+        fault = self.faults.draw()
+        if fault is not None:
+            log.info("injected fault %s for %s %s", fault, request.method, request.path)
+            if fault == "drop":
+                raise _DropConnection()
+            status = int(fault)
+            headers = {"Retry-After": "1"} if status == 429 else {}
+            if arm:
+                return arm_error_response(ArmError(status, "InjectedFault", "Fault injected by the local service.",
+                                                   headers=headers))
+            return storage_error_response(StorageError(status, "ServerBusy" if status != 500 else "InternalError",
+                                                       "Fault injected by the local service.", headers=headers),
+                                          head=request.method == "HEAD")
+        call = Call(request=request, backend=self.backend, base_url=self.backend.base_url or request.host_url.rstrip("/"))
+        if arm:
+            return self._handle_arm(call)
+        try:
+            return files_api.handle(call)
+        except StorageError as err:
+            return storage_error_response(err, head=request.method == "HEAD")
+        except RequestEntityTooLarge:
+            return storage_error_response(StorageError(413, "RequestBodyTooLarge",
+                                                       "The request body is too large."), head=request.method == "HEAD")
+        except Exception:  # a bug of ours: answer 500 rather than drop the connection
+            log.exception("unhandled error in Files data plane for %s %s", request.method, request.path)
+            return storage_error_response(StorageError(500, "InternalError", "The server encountered an internal error."))
+
+    def _handle_arm(self, call: Call) -> Response:
+        request = call.request
+        try:
+            self._authenticate(request)
+            route, params, path_known = self.router.match(request.method, request.path)
+            if route is None:
+                if path_known:
+                    raise ArmError(405, "MethodNotAllowed",
+                                   f"The requested method {request.method} is not allowed for {request.path}.")
+                raise ArmError(404, "InvalidResourceType",
+                               f"The resource type could not be found for the path '{request.path}'.")
+            if route.api_versions and call.api_version not in route.api_versions:
+                supported = ", ".join(sorted(route.api_versions))
+                raise ArmError(400, "InvalidApiVersionParameter",
+                               f"The api-version '{call.api_version}' is invalid. The supported versions are '{supported}'.")
+            call.route = route
+            return route.handler(call, **params)
+        except ArmError as err:
+            return arm_error_response(err)
+        except RequestEntityTooLarge:
+            return arm_error_response(ArmError(413, "RequestEntityTooLarge",
+                                               f"The request content exceeds {self.backend.settings.max_body_bytes} bytes."))
+        except Exception:
+            log.exception("unhandled error for %s %s", request.method, request.path)
+            return arm_error_response(ArmError(500, "InternalServerError", "The server encountered an internal error."))
+
+    def _authenticate(self, request: Request) -> None:
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if not header:
+            raise ArmError(401, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.",
+                           headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
+        if scheme.lower() != "bearer" or not verify_token(self.backend.token_secret, token.strip()):
+            raise ArmError(401, "InvalidAuthenticationToken",
+                           "The access token is invalid or has expired.",
+                           headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
+
+
+def make_app(backend: LocalBackend) -> LocalApp:
+    return LocalApp(backend)

@@ -1,0 +1,60 @@
+"""horovod-batchai: run the Azure Batch AI Horovod tutorial from Python, on Azure or locally."""
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+# The training stack is pinned as one unit, because the three only work together:
+# - horovod 0.28.1 is Horovod's last release; its Keras integration (hvd.DistributedOptimizer,
+#   the callbacks) wraps tf.keras optimizers of Keras 2.
+# - TensorFlow 2.16 moved tf.keras to Keras 3, whose optimizers hvd.DistributedOptimizer cannot
+#   wrap, so TensorFlow stays at 2.15.1 (the last 2.15 release) with its Keras 2.15.
+# - horovod is compiled against the installed TensorFlow's headers and ABI: it is not on this
+#   list, because pip would build it in an isolated environment that cannot see TensorFlow.
+#   `make install` builds horovod==0.28.1 afterwards with --no-build-isolation (see the Makefile).
+# On a GPU machine, replace tensorflow-cpu by tensorflow[and-cuda]==2.15.1 before building horovod.
+TRAINING_REQUIRES = [
+    "tensorflow-cpu==2.15.1",
+    "keras==2.15.0",
+    "numpy>=1.23,<2",          # TensorFlow 2.15 is built against NumPy 1.x
+    "h5py>=3.10",              # the tutorial saves the model as HDF5
+]
+
+SDK_REQUIRES = [
+    "azure-mgmt-batchai==7.0.0",     # last release; Batch AI api-version 2018-05-01
+    "msrest>=0.7.1",                 # imported by azure-mgmt-batchai 7.0.0 without declaring it
+    "azure-mgmt-resource>=23,<26",   # 26 dropped the top-level ResourceManagementClient
+    "azure-mgmt-storage>=21,<26",
+    "azure-storage-file-share>=12.20,<13",
+    "azure-identity>=1.15,<2",
+    "azure-core>=1.30,<2",
+    "jsonschema>=4.18,<5",           # validates job.json against the official 2018-05-01 schemas
+    "werkzeug>=3.0,<4",              # the local service's HTTP server
+    "cryptography>=41",              # the local service's loopback TLS certificate
+    "tqdm>=4.60",                    # upload / download progress
+]
+
+setup(
+    name="horovod-batchai",
+    version="0.1.0",
+    description="Provision GPU clusters and file shares and run Horovod training jobs on Azure "
+                "Batch AI -- or on the embedded local service -- from Python.",
+    long_description=Path(__file__).with_name("README.rst").read_text(encoding="utf-8")
+    if Path(__file__).with_name("README.rst").exists() else "",
+    long_description_content_type="text/x-rst",
+    license="MIT",
+    python_requires=">=3.9,<3.12",
+    packages=find_packages(include=["horovod_batchai", "horovod_batchai.*", "training", "training.*"]),
+    package_data={"horovod_batchai": ["py.typed", "schemas/*.json"]},
+    install_requires=SDK_REQUIRES,
+    extras_require={
+        "training": TRAINING_REQUIRES,
+        "test": ["pytest>=7", "responses>=0.23", "mypy>=1.5", "requests>=2.28"],
+        "docs": ["sphinx>=7"],
+    },
+    entry_points={"console_scripts": ["horovod-batchai = horovod_batchai.cli:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "License :: OSI Approved :: MIT License",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

@@ -1,6 +1,7 @@
 """The local service's backend: settings, state directory layout, and the parts handlers share."""
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from dataclasses import dataclass, field
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .auth import ensure_secret
-from .store import Store
+from .store import Store, resource_key
 
 __all__ = ["ServiceSettings", "LocalBackend", "default_state_dir", "STATE_DIR_ENV"]
 
@@ -56,6 +57,7 @@ class LocalBackend:
 
         state.db          resources, operations, nodes, file metadata (SQLite)
         files/<account>/<share>/...   Azure Files share contents, as ordinary files
+        fileservers/<hash>/           data of local file servers
         jobs/<job key>/   per-job scratch (AZ_BATCHAI_JOB_TEMP, node working directories)
         token-secret      signs local bearer tokens (0600)
         tls-cert.pem, tls-key.pem     the loopback certificate (key 0600)
@@ -87,6 +89,11 @@ class LocalBackend:
     @property
     def jobs_root(self) -> Path:
         return self.state_dir / "jobs"
+
+    def fileserver_dir(self, fileserver_id: str) -> Path:
+        """Where a local file server keeps its exported data (its NFS export, on Azure)."""
+        digest = hashlib.sha256(resource_key(fileserver_id).encode()).hexdigest()[:16]
+        return self.state_dir / "fileservers" / digest
 
     def close(self) -> None:
         self.store.close()

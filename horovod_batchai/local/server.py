@@ -120,6 +120,8 @@ class LocalService:
         from .scheduler import Scheduler  # imported late: the scheduler pulls in process handling
         self.backend.scheduler = Scheduler(self.backend)
         self.backend.scheduler.start()
+        from .resources_api import resume_deletions
+        resume_deletions(self.backend)  # resource groups a stopped service left half-deleted
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name="horovod-batchai-local", daemon=True)
         self._thread.start()

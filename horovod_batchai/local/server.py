@@ -46,6 +46,13 @@ class _QuietRequestHandler(WSGIRequestHandler):
     def log_request(self, code: Any = "-", size: Any = "-") -> None:
         pass
 
+    def make_environ(self) -> dict[str, Any]:
+        environ = super().make_environ()
+        # The environ upper-cases header names and drops those with '_'; the Files data plane
+        # needs them as sent (metadata names keep their case, and Shared Key signs every x-ms-*).
+        environ["horovod_batchai.raw_headers"] = tuple(self.headers.items())
+        return environ
+
 
 class ServiceAlreadyRunning(RuntimeError):
     """Another local service already drives this state directory."""

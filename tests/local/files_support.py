@@ -23,6 +23,20 @@ class Account:
     id: str
 
 
+def create_account(service: LocalService, name: str = "teststorage", rg: str = "files-rg") -> Account:
+    """A storage account made the real way: ARM resource group + storage account, then listKeys."""
+    from azure.mgmt.resource.resources import ResourceManagementClient
+    from azure.mgmt.storage import StorageManagementClient
+    kwargs = {"base_url": service.endpoint, "connection_verify": str(service.info.ca_cert)}
+    with ResourceManagementClient(service.credential(), SUBSCRIPTION, **kwargs) as resources:
+        resources.resource_groups.create_or_update(rg, {"location": "eastus"})
+    with StorageManagementClient(service.credential(), SUBSCRIPTION, **kwargs) as storage:
+        account = storage.storage_accounts.begin_create(
+            rg, name, {"sku": {"name": "Standard_LRS"}, "kind": "StorageV2", "location": "eastus"}).result()
+        key = storage.storage_accounts.list_keys(rg, name).keys_property[0].value
+    return Account(name, key, account.id)
+
+
 def put_account(service: LocalService, name: str = "teststorage", rg: str = "files-rg") -> Account:
     """A storage account written straight into the store, the way storage_api keeps one."""
     rg_id = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{rg}"

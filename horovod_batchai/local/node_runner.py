@@ -49,7 +49,7 @@ from .store import resource_key
 __all__ = ["NodeSlot", "StopReason", "RunResult", "JobRun", "MountError", "Mount",
            "job_dir", "cluster_dir", "node_id_for", "expand_vars", "parse_duration",
            "parse_share_url", "plan_mounts", "apply_mounts", "detect_gpus", "signal_tagged",
-           "RUN_TAG_ENV", "execution_log_name", "job_prep_log_names"]
+           "RUN_TAG_ENV", "execution_log_name", "job_prep_log_names", "prepare_node", "stop_tagged"]
 
 log = logging.getLogger(__name__)
 
@@ -165,17 +165,15 @@ def _relative_mount_path(entry: dict[str, Any], where: str) -> str:
 
 def _share_dir(backend: Any, account: str, share: str) -> Optional[Path]:
     try:
-        from .files_store import share_path  # the Files data plane's own answer, once it exists
+        from . import files_store  # the Files data plane's own answer, once it exists
     except ImportError:
-        share_path = None
-    if share_path is not None:
-        try:
-            found = share_path(backend, account, share)
-        except ValueError as exc:  # a name Azure would refuse
-            raise MountError(f"file share {account}/{share}: {exc}") from None
-        return Path(found) if found is not None and Path(found).is_dir() else None
-    fallback = Path(backend.files_root) / account.lower() / share
-    return fallback if fallback.is_dir() else None
+        fallback = Path(backend.files_root) / account.lower() / share
+        return fallback if fallback.is_dir() else None
+    try:
+        found = files_store.share_path(backend, account, share)
+    except ValueError as exc:  # a name Azure would refuse
+        raise MountError(f"file share {account}/{share}: {exc}") from None
+    return Path(found) if found is not None and Path(found).is_dir() else None
 
 
 def _mount_key(private: dict[str, Any], account: str, name: str) -> Optional[str]:
@@ -441,7 +439,6 @@ class JobRun:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._thread = threading.Thread(target=self._main, name=f"job-run-{self.tag}", daemon=True)
         self._logs: dict[str, _NodeLog] = {}
-        self.on_spawn: Optional[Callable[["JobRun"], None]] = None  # lets the scheduler persist pgids
 
     # -- control ------------------------------------------------------------------------------
 
@@ -733,8 +730,6 @@ class JobRun:
                                         stderr=err, start_new_session=True, close_fds=True)
             self._procs.append(proc)
             self.pgids.append(proc.pid)
-        if self.on_spawn is not None:
-            self.on_spawn(self)
         return proc
 
     def _wait(self, proc: "subprocess.Popen[bytes]", deadline: float) -> Optional[int]:
@@ -805,3 +800,61 @@ def _write_shims(directory: Path, image: str) -> None:
         path = directory / name
         path.write_text(script)
         path.chmod(0o755)
+
+
+# -- cluster node preparation ---------------------------------------------------------------------
+
+def prepare_node(backend: Any, cluster_id: str, node: NodeSlot, tag: str) -> Optional[dict[str, Any]]:
+    """Mount the cluster's volumes and run its setup task (``nodeSetup.setupTask``) on one node.
+
+    Returns the cluster error to report (the node is then unusable), or None when the node is
+    ready. The setup task's processes carry ``tag`` so that the scheduler can stop them.
+    """
+    cluster = backend.store.get(cluster_id)
+    if cluster is None:
+        return None
+    props = cluster.get("properties", {})
+    private = backend.store.get_private(cluster_id)
+    node_setup = props.get("nodeSetup") or {}
+    mount_root = cluster_dir(backend, cluster_id) / "mounts"
+    mount_root.mkdir(parents=True, exist_ok=True)
+    try:
+        apply_mounts(plan_mounts(backend, node_setup.get("mountVolumes"), private, mount_root,
+                                 where="nodeSetup.mountVolumes"))
+    except MountError as exc:
+        return job_error("MountFailed", f"Mounting volumes failed on node {node.node_id}: {exc}",
+                         [("nodeId", node.node_id)])
+    task = node_setup.get("setupTask")
+    if not task or not task.get("commandLine"):
+        return None
+    env: dict[str, str] = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONUNBUFFERED"] = "1"
+    for variable in task.get("environmentVariables") or []:
+        env[str(variable["name"])] = str(variable.get("value", ""))
+    secrets = private.get("setupTaskSecrets") or {}
+    for variable in task.get("secrets") or []:
+        if str(variable["name"]) in secrets:
+            env[str(variable["name"])] = str(secrets[str(variable["name"])])
+    node_root = cluster_dir(backend, cluster_id) / "nodes" / node.node_id
+    (node_root / "wd").mkdir(parents=True, exist_ok=True)
+    env.update({"AZ_BATCHAI_MOUNT_ROOT": str(mount_root), "AZ_BATCHAI_JOB_TEMP": str(node_root / "wd"),
+                "AZ_BATCHAI_NUM_GPUS": "0", RUN_TAG_ENV: tag})
+    prefix = expand_vars(str(task.get("stdOutErrPathPrefix") or str(node_root)), env)
+    out_dir = Path(os.path.normpath(Path(prefix) / str(task.get("stdOutErrPathSuffix") or "") / node.node_id))
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with open(out_dir / "stdout.txt", "ab", buffering=0) as out, open(out_dir / "stderr.txt", "ab",
+                                                                           buffering=0) as err:
+            proc = subprocess.Popen(["/bin/bash", "-c", str(task["commandLine"])], env=env, cwd=str(node_root / "wd"),
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
+                                    close_fds=True)
+    except OSError as exc:
+        return job_error("SetupTaskFailed", f"The setup task could not start on node {node.node_id}: "
+                                            f"{exc.strerror} ({exc.filename})", [("nodeId", node.node_id)])
+    code = _exit_code(proc.wait())
+    stop_tagged(tag, [proc.pid], grace=0)  # nothing it started outlives it
+    if code != 0:
+        return job_error("SetupTaskFailed", f"The setup task failed on node {node.node_id} with exit code {code}; "
+                                            f"see {out_dir / 'stderr.txt'}.", [("nodeId", node.node_id)])
+    return None

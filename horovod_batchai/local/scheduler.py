@@ -1,18 +1,492 @@
-"""(being written) The job scheduler."""
+"""The job scheduler: clusters' nodes, and which job runs on which of them.
+
+A local cluster of N nodes is N slots on this machine, kept in the ``nodes`` table. One background
+thread, woken by :meth:`Scheduler.notify` and by a short tick (for provisioning timers), makes
+each cluster's nodes match its scale settings and starts queued jobs:
+
+- **Provisioning**: new nodes are ``preparing`` for ``provision_delay_s``, then mount the
+  cluster's volumes and run its setup task; they become ``idle``, or ``unusable`` with a cluster
+  error when either fails. ``allocationState`` is ``resizing`` until the cluster has its target
+  number of nodes and none is preparing or leaving, then ``steady``.
+- **Shrinking** removes unusable, preparing and idle nodes first; busy nodes follow the
+  ``nodeDeallocationOption``: ``requeue`` stops their jobs and queues them again, ``terminate``
+  stops and fails them, ``waitforjobcompletion`` removes them once their jobs end. Removed nodes
+  are ``leaving`` for ``deallocation_delay_s``.
+- **Auto-scale** targets the nodes that the cluster's queued and running jobs ask for, within
+  minimum and maximum (``initialNodeCount`` until the first job names the cluster); it only ever
+  removes idle nodes.
+- **Gang scheduling**: a job starts only when ``nodeCount`` idle nodes of its cluster are free,
+  all at once. Queued jobs are taken by ``schedulingPriority`` (high, normal, low), then by
+  creation time, strictly: when the job at the head does not fit yet, the jobs behind it wait too
+  (no backfilling), so a large job is never starved by a stream of small ones. A job that can
+  never fit the cluster's size (more nodes than its target, or than its auto-scale maximum)
+  waits without holding up the others.
+
+The scheduler is the only writer of a cluster's ``allocationState``,
+``allocationStateTransitionTime``, ``currentNodeCount``, ``nodeStateCounts`` and ``errors``, and of
+a job's execution state (through :mod:`job_states`). Runs are tagged (see ``node_runner``); the
+tags of live runs are kept in the ``run_tags`` table so that a service that died without
+stopping still kills what its runs left behind when it starts again.
+"""
 from __future__ import annotations
 
-from typing import Any
+import json
+import logging
+import shutil
+import threading
+import time
+import uuid
+from typing import Any, Optional
+
+from .job_states import (AllocationState, ExecutionState, IllegalTransition, JobGone, NodeState, job_error,
+                         transition_job, utc_now)
+from .node_runner import (JobRun, NodeSlot, RunResult, StopReason, cluster_dir, job_dir, node_id_for,
+                          prepare_node, stop_tagged)
+from .outputs import forget_output_dirs
+from .store import resource_key
+
+__all__ = ["Scheduler", "CLUSTER_TYPE", "JOB_TYPE"]
+
+log = logging.getLogger(__name__)
+
+CLUSTER_TYPE = "microsoft.batchai/workspaces/clusters"
+JOB_TYPE = "microsoft.batchai/workspaces/experiments/jobs"
+#: how often the loop looks at timers when nothing notifies it.
+TICK_S = 0.2
+#: how long a terminate or delete waits for a run's processes to go.
+JOIN_TIMEOUT_S = 60.0
+PRIORITY_RANK = {"high": 0, "normal": 1, "low": 2}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS nodes (
+    cluster TEXT NOT NULL,     -- cluster store key
+    idx     INTEGER NOT NULL,  -- the node's index in its cluster
+    node_id TEXT NOT NULL,     -- tvm-<n>_<idx+1>-<created>-p
+    state   TEXT NOT NULL,     -- idle | running | preparing | leaving | unusable
+    job     TEXT,              -- store key of the job it runs
+    until   REAL,              -- preparing: when provisioning ends; leaving: when it is gone
+    PRIMARY KEY (cluster, idx)
+);
+CREATE TABLE IF NOT EXISTS run_tags (
+    owner TEXT PRIMARY KEY,    -- job store key, or 'setup:<cluster key>:<idx>'
+    tag   TEXT NOT NULL        -- the HOROVOD_BATCHAI_RUN value its processes carry
+);
+"""
+
+SERVICE_STOPPED = job_error("LocalServiceStopped",
+                            "The local service stopped while the job was running; the job did not finish.")
+
+
+class _Unchanged(Exception):
+    """Raised inside a store update to leave the document as it is."""
+
+
+def _props(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc.get("properties") or {}
+
+
+def _job_cluster_key(job: dict[str, Any]) -> str:
+    return resource_key(str((_props(job).get("cluster") or {}).get("id") or ""))
+
+
+def _node_count(job: dict[str, Any]) -> int:
+    return max(1, int(_props(job).get("nodeCount") or 1))
 
 
 class Scheduler:
+    """``backend.scheduler``: see the module docstring and the seams for its interface."""
+
     def __init__(self, backend: Any) -> None:
         self.backend = backend
+        self.store = backend.store
+        self.store.ensure_schema(_SCHEMA)
+        self._lock = threading.RLock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._runs: dict[str, JobRun] = {}                 # job key -> its live run
+        self._setups: dict[tuple[str, int], str] = {}      # (cluster key, idx) -> tag of its setup task
+
+    # -- life cycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        pass
+        self._recover()
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._loop, name="horovod-batchai-scheduler", daemon=True)
+        self._thread.start()
+        self.notify()
 
     def stop(self) -> None:
-        pass
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        with self._lock:
+            runs = list(self._runs.values())
+            setups = list(self._setups.values())
+        for run in runs:
+            run.stop(StopReason.SERVICE_STOP)
+        for tag in setups:
+            stop_tagged(tag, [], grace=0)
+        for run in runs:
+            run.join(JOIN_TIMEOUT_S)
 
     def notify(self) -> None:
-        pass
+        """Something changed (a job was queued, a cluster created or resized); look again soon."""
+        self._wake.set()
+
+    def _recover(self) -> None:
+        """What a previous service left: its processes are killed, its running jobs failed, and
+        the nodes they held freed. Clusters that were resizing carry on from their timers."""
+        for row in self.store.query("SELECT owner, tag FROM run_tags"):
+            stop_tagged(row["tag"], [], grace=0)
+        with self.store.transaction() as db:
+            db.execute("DELETE FROM run_tags")
+            db.execute("UPDATE nodes SET state = ?, job = NULL WHERE state = ?",
+                       (NodeState.IDLE.value, NodeState.RUNNING.value))
+            db.execute("UPDATE nodes SET job = NULL")
+        for job in self.store.list(JOB_TYPE):
+            if _props(job).get("executionState") in (ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value):
+                try:
+                    transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[SERVICE_STOPPED])
+                except (IllegalTransition, JobGone):
+                    pass
+
+    # -- the seams' calls ------------------------------------------------------------------------
+
+    def terminate_job(self, job_id: str, *, wait: bool = True) -> None:
+        """Stop a job for the user: ``terminating``, its processes stopped, then ``failed``."""
+        terminated = job_error("JobTerminated", "The job was terminated by the user.")
+        with self._lock:
+            job = self.store.get(job_id)
+            if job is None:
+                return
+            state = _props(job).get("executionState")
+            run = self._runs.get(resource_key(job_id))
+            try:
+                if state == ExecutionState.QUEUED.value:
+                    transition_job(self.store, job_id, ExecutionState.TERMINATING)
+                    transition_job(self.store, job_id, ExecutionState.FAILED, errors=[terminated])
+                    return
+                if state == ExecutionState.RUNNING.value:
+                    transition_job(self.store, job_id, ExecutionState.TERMINATING)
+                if run is not None:
+                    run.stop(StopReason.TERMINATED)
+                elif state in (ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value):
+                    transition_job(self.store, job_id, ExecutionState.FAILED, errors=[terminated])
+            except (IllegalTransition, JobGone):
+                return
+        if wait and run is not None:
+            run.join(JOIN_TIMEOUT_S)
+
+    def forget_job(self, job_id: str) -> None:
+        """The job is about to be deleted: stop its processes (waiting for them) and free its nodes."""
+        key = resource_key(job_id)
+        with self._lock:
+            run = self._runs.get(key)
+            if run is not None:
+                run.stop(StopReason.FORGET)
+        if run is not None:
+            run.join(JOIN_TIMEOUT_S)
+        with self._lock:
+            self._runs.pop(key, None)
+            self._free_nodes(key)
+            with self.store.transaction() as db:
+                db.execute("DELETE FROM run_tags WHERE owner = ?", (key,))
+        forget_output_dirs(self.backend, job_id)
+        shutil.rmtree(job_dir(self.backend, job_id), ignore_errors=True)  # mounts are symlinks: not followed
+        self.notify()
+
+    def forget_cluster(self, cluster_id: str) -> None:
+        """The cluster is about to be deleted: stop whatever still runs on it and drop its nodes."""
+        key = resource_key(cluster_id)
+        with self._lock:
+            runs = [run for job_key, run in self._runs.items()
+                    if any(r["job"] == job_key for r in self._node_rows(key))]
+            setups = [tag for (cluster, _), tag in self._setups.items() if cluster == key]
+        for run in runs:
+            run.stop(StopReason.TERMINATED)
+        for tag in setups:
+            stop_tagged(tag, [], grace=0)
+        for run in runs:
+            run.join(JOIN_TIMEOUT_S)
+        with self._lock:
+            with self.store.transaction() as db:
+                db.execute("DELETE FROM nodes WHERE cluster = ?", (key,))
+                db.execute("DELETE FROM run_tags WHERE substr(owner, 1, ?) = ?",
+                           (len(f"setup:{key}:"), f"setup:{key}:"))
+        shutil.rmtree(cluster_dir(self.backend, cluster_id), ignore_errors=True)
+
+    def running_jobs(self, cluster_id: str) -> list[str]:
+        """Ids of the jobs running or terminating on a cluster."""
+        key = resource_key(cluster_id)
+        return [job["id"] for job in self.store.list(JOB_TYPE)
+                if _job_cluster_key(job) == key
+                and _props(job).get("executionState") in (ExecutionState.RUNNING.value,
+                                                          ExecutionState.TERMINATING.value)]
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.wait(TICK_S)
+            self._wake.clear()
+            if self._stopping.is_set():
+                break
+            try:
+                self._pass()
+            except Exception:  # a bug of ours must not stop every cluster for good
+                log.exception("scheduler pass failed")
+
+    def _pass(self) -> None:
+        with self._lock:
+            clusters = {resource_key(c["id"]): c for c in self.store.list(CLUSTER_TYPE)}
+            jobs_by_cluster: dict[str, list[dict[str, Any]]] = {}
+            for job in self.store.list(JOB_TYPE):
+                cluster_key = _job_cluster_key(job)
+                if cluster_key not in clusters and _props(job).get("executionState") == ExecutionState.QUEUED.value:
+                    self._fail_orphan(job)
+                    continue
+                jobs_by_cluster.setdefault(cluster_key, []).append(job)
+            for key, cluster in clusters.items():
+                self._reconcile(cluster, jobs_by_cluster.get(key, []))
+            known = set(clusters)
+            stale = {row["cluster"] for row in self.store.query("SELECT DISTINCT cluster FROM nodes")} - known
+            for key in stale:
+                with self.store.transaction() as db:
+                    db.execute("DELETE FROM nodes WHERE cluster = ? AND job IS NULL", (key,))
+
+    def _fail_orphan(self, job: dict[str, Any]) -> None:
+        cluster_id = (_props(job).get("cluster") or {}).get("id")
+        try:
+            transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[job_error(
+                "ClusterNotFound", f"The job's cluster {cluster_id!r} does not exist (it was deleted before the "
+                                   "job could run).")])
+        except (IllegalTransition, JobGone):
+            pass
+
+    # -- one cluster ----------------------------------------------------------------------------
+
+    def _node_rows(self, cluster_key: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.store.query("SELECT * FROM nodes WHERE cluster = ? ORDER BY idx",
+                                                  (cluster_key,))]
+
+    def _set_node(self, cluster_key: str, idx: int, state: NodeState, *, job: Optional[str] = None,
+                  until: Optional[float] = None) -> None:
+        with self.store.transaction() as db:
+            db.execute("UPDATE nodes SET state = ?, job = ?, until = ? WHERE cluster = ? AND idx = ?",
+                       (state.value, job, until, cluster_key, idx))
+
+    @staticmethod
+    def _target(props: dict[str, Any], jobs: list[dict[str, Any]]) -> tuple[int, int, str]:
+        """(target node count, largest size it may reach, deallocation option) of a cluster."""
+        scale = props.get("scaleSettings") or {}
+        auto = scale.get("autoScale")
+        if auto:
+            low = int(auto.get("minimumNodeCount") or 0)
+            high = max(low, int(auto.get("maximumNodeCount") or 0))
+            active = [j for j in jobs if _props(j).get("executionState") in
+                      (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value)]
+            needed = sum(_node_count(j) for j in active)
+            if not jobs:
+                needed = max(needed, int(auto.get("initialNodeCount") or 0))
+            return min(max(needed, low), high), high, "waitforjobcompletion"
+        manual = scale.get("manual") or {}
+        target = max(0, int(manual.get("targetNodeCount") or 0))
+        return target, target, str(manual.get("nodeDeallocationOption") or "requeue").lower()
+
+    def _reconcile(self, cluster: dict[str, Any], jobs: list[dict[str, Any]]) -> None:
+        props = _props(cluster)
+        if str(props.get("provisioningState", "succeeded")).lower() in ("creating", "deleting", "failed"):
+            return
+        cluster_id, key = cluster["id"], resource_key(cluster["id"])
+        settings = self.backend.settings
+        now = time.time()
+
+        # Timers: leaving nodes go, prepared nodes get mounted and set up.
+        for row in self._node_rows(key):
+            if row["state"] == NodeState.LEAVING.value and row["job"] is None and (row["until"] or 0) <= now:
+                with self.store.transaction() as db:
+                    db.execute("DELETE FROM nodes WHERE cluster = ? AND idx = ?", (key, row["idx"]))
+            elif (row["state"] == NodeState.PREPARING.value and (row["until"] or 0) <= now
+                  and (key, row["idx"]) not in self._setups):
+                self._start_node_setup(cluster_id, key, row)
+
+        # Size: grow with preparing nodes, shrink by the deallocation option.
+        target, capacity, deallocation = self._target(props, jobs)
+        rows = self._node_rows(key)
+        live = [r for r in rows if r["state"] != NodeState.LEAVING.value]
+        if len(live) < target:
+            used = {r["idx"] for r in rows}
+            free = (i for i in range(len(rows) + target) if i not in used)
+            with self.store.transaction() as db:
+                for _ in range(target - len(live)):
+                    idx = next(free)
+                    db.execute("INSERT INTO nodes (cluster, idx, node_id, state, job, until) VALUES (?, ?, ?, ?, NULL, ?)",
+                               (key, idx, node_id_for(cluster_id, idx, now), NodeState.PREPARING.value,
+                                now + settings.provision_delay_s))
+        elif len(live) > target:
+            self._shrink(key, live, len(live) - target, deallocation, now)
+
+        # Gang-schedule queued jobs on idle nodes.
+        idle = [r for r in self._node_rows(key) if r["state"] == NodeState.IDLE.value]
+        queued = sorted((j for j in jobs if _props(j).get("executionState") == ExecutionState.QUEUED.value),
+                        key=lambda j: (PRIORITY_RANK.get(str(_props(j).get("schedulingPriority", "normal")).lower(), 1),
+                                       str(_props(j).get("creationTime", ""))))
+        for job in queued:
+            wanted = _node_count(job)
+            if wanted > capacity:
+                continue  # cannot fit at this cluster size: it must not hold up the others
+            if wanted > len(idle):
+                break     # the head waits for nodes, and so does everything behind it
+            self._start_job(job, idle[:wanted])
+            idle = idle[wanted:]
+
+        self._publish(cluster_id, key, jobs)
+
+    def _shrink(self, key: str, live: list[dict[str, Any]], excess: int, deallocation: str, now: float) -> None:
+        leave_at = now + self.backend.settings.deallocation_delay_s
+        order = {NodeState.UNUSABLE.value: 0, NodeState.PREPARING.value: 1, NodeState.IDLE.value: 2,
+                 NodeState.RUNNING.value: 3}
+        for row in sorted(live, key=lambda r: (order.get(r["state"], 4), -r["idx"])):
+            if excess <= 0:
+                break
+            if row["state"] == NodeState.RUNNING.value:
+                if deallocation == "waitforjobcompletion":
+                    continue  # removed once its job ends (it is idle then)
+                run = self._runs.get(row["job"] or "")
+                if run is not None:
+                    run.stop(StopReason.REQUEUE if deallocation == "requeue" else StopReason.NODES_REMOVED)
+                # The node leaves as soon as its job's processes are gone (see _run_done).
+                self._set_node(key, row["idx"], NodeState.LEAVING, job=row["job"], until=leave_at)
+            else:
+                tag = self._setups.pop((key, row["idx"]), None)
+                if tag is not None:
+                    stop_tagged(tag, [], grace=0)
+                self._set_node(key, row["idx"], NodeState.LEAVING, until=leave_at)
+            excess -= 1
+
+    def _start_node_setup(self, cluster_id: str, key: str, row: dict[str, Any]) -> None:
+        idx, node = row["idx"], NodeSlot(row["idx"], row["node_id"])
+        tag = f"setup-{uuid.uuid4().hex[:12]}"
+        self._setups[(key, idx)] = tag
+        with self.store.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO run_tags (owner, tag) VALUES (?, ?)", (f"setup:{key}:{idx}", tag))
+
+        def work() -> None:
+            try:
+                error = prepare_node(self.backend, cluster_id, node, tag)
+            except Exception as exc:
+                log.exception("preparing node %s failed", node.node_id)
+                error = job_error("NodeSetupFailed", f"Preparing node {node.node_id} failed: {type(exc).__name__}")
+            with self._lock:
+                if self._setups.get((key, idx)) != tag or self._stopping.is_set():
+                    return  # the node was removed (or the service is stopping) meanwhile
+                del self._setups[(key, idx)]
+                with self.store.transaction() as db:
+                    db.execute("DELETE FROM run_tags WHERE owner = ?", (f"setup:{key}:{idx}",))
+                    db.execute("UPDATE nodes SET state = ?, until = NULL WHERE cluster = ? AND idx = ? AND state = ?",
+                               ((NodeState.UNUSABLE if error else NodeState.IDLE).value, key, idx,
+                                NodeState.PREPARING.value))
+                if error is not None:
+                    self._add_cluster_error(cluster_id, error)
+            self.notify()
+
+        if (_props(self.store.get(cluster_id) or {}).get("nodeSetup") or {}):
+            threading.Thread(target=work, name=f"node-setup-{node.node_id}", daemon=True).start()
+        else:
+            work()  # nothing to mount or run: the node is ready now
+
+    def _add_cluster_error(self, cluster_id: str, error: dict[str, Any]) -> None:
+        def change(body: dict[str, Any]) -> None:
+            errors = body.setdefault("properties", {}).setdefault("errors", [])
+            if error not in errors:
+                errors.append(error)
+        self.store.update(cluster_id, change)
+
+    def _publish(self, cluster_id: str, key: str, jobs: list[dict[str, Any]]) -> None:
+        """Write the node counts and allocation state into the cluster document when they change."""
+        rows = self._node_rows(key)
+        counts = {state.count_field: 0 for state in NodeState}
+        for row in rows:
+            counts[NodeState(row["state"]).count_field] += 1
+        ordered = {name: counts[name] for name in ("runningNodeCount", "idleNodeCount", "unusableNodeCount",
+                                                   "preparingNodeCount", "leavingNodeCount")}
+        live = len(rows) - counts[NodeState.LEAVING.count_field]
+        settling = counts[NodeState.PREPARING.count_field] + counts[NodeState.LEAVING.count_field]
+
+        def change(body: dict[str, Any]) -> None:
+            props = body.setdefault("properties", {})
+            target, _, _ = self._target(props, jobs)  # the stored settings: a resize may have just landed
+            allocation = (AllocationState.STEADY if live == target and not settling else AllocationState.RESIZING).value
+            if (props.get("allocationState") == allocation and props.get("currentNodeCount") == len(rows)
+                    and props.get("nodeStateCounts") == ordered):
+                raise _Unchanged()
+            if props.get("allocationState") != allocation:
+                props["allocationState"] = allocation
+                props["allocationStateTransitionTime"] = utc_now()
+            props["currentNodeCount"] = len(rows)
+            props["nodeStateCounts"] = ordered
+
+        try:
+            self.store.update(cluster_id, change)
+        except _Unchanged:
+            pass
+
+    # -- jobs -----------------------------------------------------------------------------------
+
+    def _start_job(self, job: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
+        job_id, key = job["id"], resource_key(job["id"])
+        cluster_key = nodes[0]["cluster"]
+        try:
+            transition_job(self.store, job_id, ExecutionState.RUNNING, allowed_from=[ExecutionState.QUEUED])
+        except (IllegalTransition, JobGone):
+            return
+        with self.store.transaction() as db:
+            for row in nodes:
+                db.execute("UPDATE nodes SET state = ?, job = ? WHERE cluster = ? AND idx = ?",
+                           (NodeState.RUNNING.value, key, cluster_key, row["idx"]))
+        run = JobRun(self.backend, job_id, [NodeSlot(r["idx"], r["node_id"]) for r in nodes], self._run_done)
+        with self.store.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO run_tags (owner, tag) VALUES (?, ?)", (key, run.tag))
+        self._runs[key] = run
+        run.start()
+
+    def _free_nodes(self, job_key: str) -> None:
+        with self.store.transaction() as db:
+            db.execute("UPDATE nodes SET state = ?, job = NULL WHERE job = ? AND state = ?",
+                       (NodeState.IDLE.value, job_key, NodeState.RUNNING.value))
+            db.execute("UPDATE nodes SET job = NULL WHERE job = ?", (job_key,))
+
+    def _run_done(self, run: JobRun, result: RunResult) -> None:
+        """Called from the run's thread once all its processes are gone."""
+        key = resource_key(run.job_id)
+        with self._lock:
+            if self._runs.get(key) is run:
+                del self._runs[key]
+            self._free_nodes(key)
+            with self.store.transaction() as db:
+                db.execute("DELETE FROM run_tags WHERE owner = ? AND tag = ?", (key, run.tag))
+            if result.stop_reason is not StopReason.FORGET:
+                self._settle(run.job_id, result)
+        self.notify()
+
+    def _settle(self, job_id: str, result: RunResult) -> None:
+        job = self.store.get(job_id)
+        if job is None:
+            return
+        state = _props(job).get("executionState")
+        try:
+            if state == ExecutionState.TERMINATING.value:
+                # The user's terminate wins over however the processes ended.
+                errors = result.errors if result.stop_reason is StopReason.TERMINATED else [
+                    job_error("JobTerminated", "The job was terminated by the user.")]
+                transition_job(self.store, job_id, ExecutionState.FAILED, exit_code=result.exit_code, errors=errors)
+            elif result.state is ExecutionState.QUEUED:
+                transition_job(self.store, job_id, ExecutionState.QUEUED, allowed_from=[ExecutionState.RUNNING])
+            else:
+                transition_job(self.store, job_id, result.state, exit_code=result.exit_code, errors=result.errors,
+                               allowed_from=[ExecutionState.RUNNING])
+        except (IllegalTransition, JobGone) as exc:
+            log.warning("job %s ended as %s but could not be marked: %s", job_id, result.state.value, exc)

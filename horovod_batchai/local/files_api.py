@@ -108,20 +108,22 @@ def _raw_uri(call: Call) -> tuple[str, str]:
     return path, query
 
 
-def _decode_segment(segment: str) -> str:
-    try:
-        return unquote(segment, errors="strict")
-    except UnicodeDecodeError:
-        raise StorageError(400, "InvalidUri", "The URL path is not valid percent-encoded UTF-8.") from None
-
-
 def parse_target(raw_path: str) -> Target:
+    """Account, share and path segments of a URL path as sent.
+
+    Azure decodes the path before splitting it, so ``%2F`` separates segments like ``/`` does (the
+    SDK's directory client sends ``dir%2Fsub``); decoding first also means ``%2e%2e`` is checked as
+    the ``..`` it is.
+    """
     if not raw_path.startswith("/"):
         raise StorageError(400, "InvalidUri", "The request URI is not valid: expected /<account>/<share>/<path>.")
-    segments = raw_path[1:].split("/")
-    if len(segments) > 1 and segments[-1] == "":
-        segments.pop()  # one trailing slash is how the SDK addresses an account or a root directory
-    names = [_decode_segment(s) for s in segments]
+    try:
+        path = unquote(raw_path, errors="strict")
+    except UnicodeDecodeError:
+        raise StorageError(400, "InvalidUri", "The URL path is not valid percent-encoded UTF-8.") from None
+    names = path[1:].split("/")
+    if len(names) > 1 and names[-1] == "":
+        names.pop()  # one trailing slash is how the SDK addresses an account or a root directory
     if not names or not names[0]:
         raise StorageError(400, "InvalidUri", "The request URI names no storage account: "
                            "expected https://HOST:PORT/<account>/<share>/<path>.")
@@ -131,7 +133,7 @@ def parse_target(raw_path: str) -> Target:
     share = validate_share_name(names[1])
     parts = tuple(names[2:])
     for part in parts:
-        validate_entry_name(part)  # after decoding: %2e%2e is '..', %2F is a '/' inside a name
+        validate_entry_name(part)
     return Target(account, share, parts)
 
 

@@ -225,6 +225,22 @@ def ensure_running(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -
     raise TimeoutError(f"the local service did not start within {timeout:.0f}s; see {log_path}")
 
 
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` has exited. A daemon this process started stays a zombie until reaped, and a
+    zombie still answers ``kill(pid, 0)``, so reap it when it is our child."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return True
+    except ChildProcessError:
+        pass  # not our child (or already reaped): its parent reaps it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
 def stop_daemon(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -> bool:
     """Stop the daemon running for ``state_dir``. True if one was running."""
     running = find_running(state_dir)
@@ -233,9 +249,7 @@ def stop_daemon(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -> b
     os.kill(running.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            os.kill(running.pid, 0)
-        except ProcessLookupError:
+        if _exited(running.pid):
             return True
         time.sleep(0.1)
     raise TimeoutError(f"the local service (pid {running.pid}) did not stop within {timeout:.0f}s")

@@ -1,7 +1,8 @@
 """GET requests per second against the local service, 8 concurrent clients versus 1.
 
 The service runs as its own process, exactly as ``python -m horovod_batchai.local serve`` runs it,
-so the clients (separate processes) do not share its interpreter lock. Three phases, each the same length, run back to back in this one run:
+so the clients (separate processes) do not share its interpreter lock. Three phases, each the same
+length, run back to back in this one run:
 
   baseline   1 client,  GET a resource group (ARM auth + routing + SQLite read + JSON)
   measured   8 clients, the same GET

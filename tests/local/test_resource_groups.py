@@ -292,7 +292,9 @@ def test_delete_stops_running_jobs_and_removes_the_whole_tree(service, resources
         scale_settings=bm.ScaleSettings(manual=bm.ManualScaleSettings(target_node_count=1)),
         user_account_settings=bm.UserAccountSettings(admin_user_name="demo", admin_user_password="Local-Only-1"),
     )).result()
-    afs = bm.AzureFileShareReference(account_name="treeacct1", azure_file_url=f"{account.primary_endpoints.file}share",
+    # The Azure form of the share URL, as job.json files write it; the local service maps it to the share.
+    afs = bm.AzureFileShareReference(account_name="treeacct1",
+                                     azure_file_url="https://treeacct1.file.core.windows.net/share",
                                      credentials=bm.AzureStorageCredentialsInfo(account_key=key),
                                      relative_mount_path="afs")
     cluster_id = batchai.clusters.get("rg", "ws", "cluster").id

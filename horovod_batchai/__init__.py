@@ -1,0 +1,57 @@
+"""horovod-batchai: run the Azure Batch AI Horovod tutorial from Python, on Azure or locally.
+
+Every step of the tutorial is a method here, built on Microsoft's own clients::
+
+    from horovod_batchai import Target, Workspace, FileShare, HorovodJob
+
+    target = Target.local()                      # or Target.azure(subscription_id) / Target.from_env()
+    ws = Workspace.create(target, "batchai.horovod", "batchaidev", location="eastus")
+    cluster = ws.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=4)
+    share = FileShare.create(target, "batchai.horovod", "mystorageaccount", "myshare")
+    share.upload_file("cifar_cnn_distributed.py", "cifar/cifar_cnn_distributed.py")
+    cluster.wait_until_ready(timeout=900)
+    job = ws.create_experiment("cifar").submit(
+        "cifar_distributed", HorovodJob.from_file("job.json", storage=share), cluster=cluster)
+    for text in job.stream("stdout.txt"):
+        print(text, end="")
+    job.wait()
+    share.download_file("cifar/saved_models/keras_cifar10_trained_model.h5", ".")
+    cluster.resize(0)
+
+This module is the whole public surface; everything else is private.
+"""
+from ._cluster import GpuCluster, RemoteLogin
+from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
+from ._errors import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
+                      NotFoundError, ResourceError, ServiceErrorDetail, TargetError, TransferError, WaitTimeoutError)
+from ._experiment import Experiment
+from ._fileshare import FileShare, ShareItem
+from ._job import Job, OutputFile
+from ._job_spec import ContainerRegistry, HorovodJob, InputDirectory, OutputDirectory
+from ._logging import install_redaction
+from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount
+from ._states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
+from ._stream import OutputStream
+from ._target import Target
+from ._workspace import Usage, Workspace
+
+__all__ = [
+    # where to run
+    "Target",
+    # resources
+    "Workspace", "Usage", "Experiment", "GpuCluster", "RemoteLogin", "FileShare", "ShareItem", "Job", "OutputFile",
+    "OutputStream",
+    # specs
+    "HorovodJob", "InputDirectory", "OutputDirectory", "ContainerRegistry", "ClusterSpec", "AutoScale",
+    "ImageReference", "SetupTask", "AzureFileShareMount", "AzureBlobMount", "FileServerMount", "UnmanagedMount",
+    # states
+    "ExecutionState", "AllocationState", "NodeStateCounts", "ClusterStatus", "JobStatus",
+    # errors
+    "HorovodBatchAIError", "InvalidSpecError", "TargetError", "ResourceError", "NotFoundError", "ConflictError",
+    "TransferError", "WaitTimeoutError", "ClusterNotReadyError", "JobFailedError", "ServiceErrorDetail",
+]
+
+__version__ = "0.1.0"
+
+# urllib3 logs request lines with their query strings (where SAS signatures travel) at DEBUG.
+install_redaction()

@@ -1,0 +1,129 @@
+"""What a GPU cluster is: a frozen, keyword-only spec validated when built."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping, Optional
+
+from ._errors import InvalidSpecError
+from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, Mount, UnmanagedMount
+from ._names import check_admin_user_name, check_env_name, check_vm_size
+
+__all__ = ["ClusterSpec", "AutoScale", "ImageReference", "SetupTask", "VM_PRIORITIES"]
+
+VM_PRIORITIES = ("dedicated", "lowpriority")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutoScale:
+    """Auto-scale between ``minimum`` and ``maximum`` nodes, starting at ``initial``."""
+
+    minimum: int
+    maximum: int
+    initial: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("minimum", "maximum", "initial"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidSpecError(f"auto_scale.{name}", f"{value!r} is not a node count", "an integer >= 0")
+        if self.maximum < 1 or self.minimum > self.maximum:
+            raise InvalidSpecError("auto_scale", f"({self.minimum}, {self.maximum}) is not a range",
+                                   "(minimum, maximum) with 0 <= minimum <= maximum and maximum >= 1")
+        if not self.minimum <= self.initial <= self.maximum and self.initial != 0:
+            raise InvalidSpecError("auto_scale.initial", f"{self.initial} is outside ({self.minimum}, {self.maximum})",
+                                   "0, or a count between minimum and maximum")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageReference:
+    """The OS image of the nodes (the service's default is Ubuntu Server 16.04-LTS)."""
+
+    publisher: str
+    offer: str
+    sku: str
+    version: str = "latest"
+    virtual_machine_image_id: Optional[str] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupTask:
+    """A command run on every node when it joins the cluster; logs go under ``std_out_err_path_prefix``."""
+
+    command_line: str
+    std_out_err_path_prefix: str
+    environment_variables: Mapping[str, str] = field(default_factory=dict)
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.command_line.strip():
+            raise InvalidSpecError("setup_task.command_line", "is empty", "a shell command line")
+        if not self.std_out_err_path_prefix:
+            raise InvalidSpecError("setup_task.std_out_err_path_prefix", "is empty",
+                                   "a path under a cluster mount, e.g. '$AZ_BATCHAI_MOUNT_ROOT/myshare/setup'")
+        for name in [*self.environment_variables, *self.secrets]:
+            check_env_name(name, "setup_task.environment_variables")
+        object.__setattr__(self, "environment_variables", MappingProxyType(dict(self.environment_variables)))
+        object.__setattr__(self, "secrets", MappingProxyType(dict(self.secrets)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterSpec:
+    """A Batch AI cluster: ``target_node_count`` fixed nodes, or ``auto_scale`` between bounds.
+
+    The admin user signs in with ``ssh_public_key`` or ``admin_password`` (never shown).
+    ``mounts`` are mounted on every node under ``$AZ_BATCHAI_MOUNT_ROOT``.
+    """
+
+    vm_size: str
+    admin_user_name: str
+    vm_priority: str = "dedicated"
+    target_node_count: Optional[int] = None
+    auto_scale: Optional[AutoScale] = None
+    ssh_public_key: Optional[str] = None
+    admin_password: Optional[str] = field(default=None, repr=False)
+    image: Optional[ImageReference] = None
+    setup_task: Optional[SetupTask] = None
+    mounts: tuple[Mount, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_vm_size(self.vm_size)
+        check_admin_user_name(self.admin_user_name)
+        if self.vm_priority not in VM_PRIORITIES:
+            raise InvalidSpecError("vm_priority", f"{self.vm_priority!r} is not a VM priority", " | ".join(VM_PRIORITIES))
+        if isinstance(self.auto_scale, tuple):
+            object.__setattr__(self, "auto_scale", AutoScale(minimum=self.auto_scale[0], maximum=self.auto_scale[1]))
+        if self.auto_scale is not None and self.target_node_count is not None:
+            raise InvalidSpecError("target_node_count", "given together with auto_scale",
+                                   "either target_node_count or auto_scale=(minimum, maximum)")
+        if self.auto_scale is None and self.target_node_count is None:
+            object.__setattr__(self, "target_node_count", 1)
+        if self.target_node_count is not None and (
+                not isinstance(self.target_node_count, int) or isinstance(self.target_node_count, bool)
+                or self.target_node_count < 0):
+            raise InvalidSpecError("target_node_count", f"{self.target_node_count!r} is not a node count",
+                                   "an integer >= 0")
+        if not self.ssh_public_key and not self.admin_password:
+            raise InvalidSpecError("ssh_public_key", "neither an SSH public key nor a password was given",
+                                   "ssh_public_key='ssh-rsa AAAA...', admin_password=..., or generate_ssh_keys=True")
+        if self.ssh_public_key and not self.ssh_public_key.startswith(("ssh-rsa ", "ssh-ed25519 ", "ecdsa-sha2-")):
+            raise InvalidSpecError("ssh_public_key", "is not an OpenSSH public key",
+                                   "one line like 'ssh-rsa AAAAB3... user@host' (the contents of id_rsa.pub)")
+        object.__setattr__(self, "mounts", tuple(self.mounts))
+        for i, mount in enumerate(self.mounts):
+            if not isinstance(mount, (AzureFileShareMount, AzureBlobMount, FileServerMount, UnmanagedMount)):
+                raise InvalidSpecError(f"mounts[{i}]", f"{type(mount).__name__} is not a mount",
+                                       "AzureFileShareMount (FileShare.mount()), AzureBlobMount, FileServerMount "
+                                       "or UnmanagedMount")
+            if not mount.is_resolved:
+                raise InvalidSpecError(f"mounts[{i}]", "has no storage account key",
+                                       "a mount made by FileShare.mount(), which fetches the key")
+
+    @property
+    def maximum_node_count(self) -> int:
+        """The most nodes a job on this cluster can get."""
+        return self.auto_scale.maximum if self.auto_scale is not None else int(self.target_node_count or 0)
+
+    def replace(self, **changes: Any) -> "ClusterSpec":
+        return dataclasses.replace(self, **changes)

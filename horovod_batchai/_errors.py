@@ -1,0 +1,204 @@
+"""The exceptions this package raises. Every one derives from :class:`HorovodBatchAIError`::
+
+    HorovodBatchAIError
+     ├── InvalidSpecError        (also ValueError) a user mistake caught before any request is
+     │                           sent: names the field and the valid form
+     ├── TargetError             where to run is misconfigured (environment, endpoint, credential)
+     ├── ResourceError           (also azure.core.exceptions.HttpResponseError) a call to Azure or
+     │    │                      the local service failed; carries the resource it concerned and
+     │    │                      the azure-core error as ``__cause__`` / ``.azure_error``
+     │    ├── NotFoundError      (also azure.core.exceptions.ResourceNotFoundError)
+     │    └── ConflictError      (also azure.core.exceptions.ResourceExistsError)
+     ├── TransferError           an upload or download did not arrive intact
+     ├── WaitTimeoutError        (also TimeoutError) a wait ran out of time
+     ├── ClusterNotReadyError    the cluster reported errors or unusable nodes while waited on
+     └── JobFailedError          the job ended ``failed``: exit code, service errors, stderr tail
+
+Because :class:`ResourceError` and its subclasses are also azure-core exceptions, code written
+against Microsoft's clients (``except ResourceNotFoundError``) keeps working. Messages never carry
+secrets: they are built from resource ids, codes and the service's error messages only.
+"""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional, Sequence
+
+from azure.core.exceptions import AzureError, HttpResponseError
+from azure.core.exceptions import ResourceExistsError as _AzureExists
+from azure.core.exceptions import ResourceNotFoundError as _AzureNotFound
+
+__all__ = [
+    "HorovodBatchAIError", "InvalidSpecError", "TargetError", "ResourceError", "NotFoundError",
+    "ConflictError", "TransferError", "WaitTimeoutError", "ClusterNotReadyError", "JobFailedError",
+    "ServiceErrorDetail", "wrap_azure_error", "redact", "azure_errors", "is_not_found",
+]
+
+
+class HorovodBatchAIError(Exception):
+    """Base class of every exception this package raises."""
+
+
+class InvalidSpecError(HorovodBatchAIError, ValueError):
+    """A value the caller gave is not valid; nothing was sent or changed.
+
+    ``field`` names the offending field (``"node_count"``, ``"mountVolumes.azureFileShares[0]"``)
+    and ``valid_form`` says what would be accepted.
+    """
+
+    def __init__(self, field: str, problem: str, valid_form: str = "") -> None:
+        self.field = field
+        self.problem = problem
+        self.valid_form = valid_form
+        message = f"{field}: {problem}"
+        if valid_form:
+            message += f" (valid: {valid_form})"
+        super().__init__(message)
+
+
+class TargetError(HorovodBatchAIError):
+    """Where to run is misconfigured: an unknown target, a missing subscription, a non-https endpoint."""
+
+
+class ResourceError(HorovodBatchAIError, HttpResponseError):
+    """A request to Azure (or the local service) failed after the client's own retries.
+
+    ``resource`` names what the request concerned (a resource id or ``account/share/path``),
+    ``status_code`` / ``error_code`` come from the response when there was one, and the original
+    azure-core exception is ``azure_error`` (and ``__cause__``).
+    """
+
+    def __init__(self, message: str, *, resource: str, azure_error: Optional[AzureError] = None) -> None:
+        response = getattr(azure_error, "response", None)
+        HttpResponseError.__init__(self, message=message, response=response)
+        self.resource = resource
+        self.azure_error = azure_error
+        self.error_code: Optional[str] = getattr(azure_error, "error_code", None) or None
+        if self.status_code is None and azure_error is not None:
+            self.status_code = getattr(azure_error, "status_code", None)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotFoundError(ResourceError, _AzureNotFound):
+    """The resource does not exist (HTTP 404)."""
+
+
+class ConflictError(ResourceError, _AzureExists):
+    """The resource exists already or is in a state that forbids the request (HTTP 409)."""
+
+
+class TransferError(HorovodBatchAIError):
+    """A file was uploaded or downloaded, but what arrived differs from what was sent."""
+
+
+class WaitTimeoutError(HorovodBatchAIError, TimeoutError):
+    """A wait ran out of time; ``last_state`` says where things stood."""
+
+    def __init__(self, message: str, *, last_state: Any = None) -> None:
+        super().__init__(message)
+        self.last_state = last_state
+
+
+class ClusterNotReadyError(HorovodBatchAIError):
+    """The cluster cannot become ready: it reports errors, or nodes went unusable."""
+
+    def __init__(self, message: str, *, errors: Sequence["ServiceErrorDetail"] = ()) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+
+class ServiceErrorDetail:
+    """One error the service reported on a job or cluster (``code``, ``message``, ``details``)."""
+
+    __slots__ = ("code", "message", "details")
+
+    def __init__(self, code: str, message: str, details: Sequence[tuple[str, str]] = ()) -> None:
+        self.code = code
+        self.message = message
+        self.details = list(details)
+
+    def __repr__(self) -> str:
+        return f"ServiceErrorDetail(code={self.code!r}, message={self.message!r})"
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ServiceErrorDetail) and (self.code, self.message, self.details)
+                == (other.code, other.message, other.details))
+
+
+class JobFailedError(HorovodBatchAIError):
+    """The job ended ``failed``. ``exit_code`` is None when the job never ran its command."""
+
+    def __init__(self, job_name: str, *, exit_code: Optional[int], errors: Sequence[ServiceErrorDetail],
+                 stderr_tail: str) -> None:
+        self.job_name = job_name
+        self.exit_code = exit_code
+        self.errors = list(errors)
+        self.stderr_tail = stderr_tail
+        lines = [f"job {job_name!r} failed with exit code {exit_code}"]
+        lines += [f"  service error {err}" for err in self.errors]
+        if stderr_tail:
+            lines.append("  last lines of stderr.txt:")
+            lines += ["    " + line for line in stderr_tail.rstrip("\n").splitlines()]
+        super().__init__("\n".join(lines))
+
+
+def wrap_azure_error(err: AzureError, *, action: str, resource: str) -> ResourceError:
+    """The package's exception for ``err``, raised by a request that ``action``-ed ``resource``.
+
+    The message is built from the status and the service's own error message; URLs (which may
+    carry a SAS) and request bodies (which may carry keys) are never included.
+    """
+    status = getattr(err, "status_code", None)
+    service_message = _service_message(err)
+    where = f"{action} {resource}"
+    text = f"{where} failed" + (f" with HTTP {status}" if status else "") + (f": {service_message}" if service_message else "")
+    cls: type[ResourceError] = ResourceError
+    if status == 404 or isinstance(err, _AzureNotFound):
+        cls = NotFoundError
+    elif status == 409 or isinstance(err, _AzureExists):
+        cls = ConflictError
+    wrapped = cls(text, resource=resource, azure_error=err)
+    wrapped.__cause__ = err
+    return wrapped
+
+
+@contextmanager
+def azure_errors(action: str, resource: str) -> Iterator[None]:
+    """Turn azure-core errors raised inside the block into :class:`ResourceError` for ``resource``."""
+    try:
+        yield
+    except HorovodBatchAIError:
+        raise
+    except AzureError as err:
+        raise wrap_azure_error(err, action=action, resource=resource) from err
+
+
+def is_not_found(err: BaseException) -> bool:
+    return isinstance(err, _AzureNotFound) or getattr(err, "status_code", None) == 404
+
+
+def _service_message(err: AzureError) -> str:
+    """The service's error code and message, without anything that came from the request."""
+    model = getattr(err, "error", None)
+    code = getattr(model, "code", None) or getattr(err, "error_code", None)
+    message = getattr(model, "message", None) or getattr(err, "message", None) or type(err).__name__
+    # Storage errors put the whole response (request id, time) in the message; keep its first line.
+    text = str(message).strip()
+    first = redact(text.splitlines()[0]) if text else ""
+    if code and first and str(code) not in first:
+        return f"{code}: {first}"
+    return first or str(code or "")
+
+
+_QUERY = re.compile(r"\?[^\s'\")]*")
+_SECRET_MARKERS = re.compile(r"(SharedKey\s+|Bearer\s+|AccountKey=|sig=)[^\s&;,'\"]*", re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """``text`` with URL query strings (where SAS signatures travel) and credentials cut out."""
+    return _SECRET_MARKERS.sub(r"\1<redacted>", _QUERY.sub("?<query redacted>", text))

@@ -1,0 +1,398 @@
+"""Azure file shares: the storage account (management plane) and the share's files (data plane).
+
+The account key is fetched with ``listKeys`` when first needed and held only by this object
+and its ``ShareServiceClient``; it never appears in a log line, ``repr`` or exception.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, List, Optional, Union
+
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+
+from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
+from ._mounts import AzureFileShareMount, azure_file_url
+from ._names import check_location, check_resource_group, check_share_name, check_share_path, check_storage_account
+from ._progress import Progress, ProgressArg
+from ._target import IDEMPOTENT_POST
+from ._workspace import ensure_resource_group
+
+if TYPE_CHECKING:
+    from azure.storage.fileshare import ShareClient, ShareFileClient, ShareServiceClient
+
+    from ._target import Target
+
+__all__ = ["FileShare", "ShareItem", "SKUS", "hash_file"]
+
+log = logging.getLogger(__name__)
+
+SKUS = ("Standard_LRS", "Standard_GRS", "Standard_RAGRS", "Standard_ZRS", "Premium_LRS")
+_CHUNK = 4 * 1024 * 1024
+#: files uploaded or downloaded side by side by the directory methods (each in parallel ranges)
+DEFAULT_FILE_CONCURRENCY = 4
+
+
+@dataclass(frozen=True)
+class ShareItem:
+    """A file or directory in a share; ``path`` is relative to the share root."""
+
+    path: str
+    is_directory: bool
+    size: Optional[int] = None
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+def hash_file(path: Path) -> tuple[int, bytes]:
+    """(size, MD5 digest) of a local file, read in chunks."""
+    digest = hashlib.md5(usedforsecurity=False)
+    size = 0
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.digest()
+
+
+class FileShare:
+    """A file share in a storage account. Build one with :meth:`create` (get-or-create) or :meth:`get`."""
+
+    def __init__(self, target: "Target", resource_group: str, account_name: str, share_name: str, *,
+                 _account_url: Optional[str] = None) -> None:
+        self.target = target
+        self.resource_group = check_resource_group(resource_group)
+        self._account_name = check_storage_account(account_name)
+        self.share_name = check_share_name(share_name)
+        self._account_url = _account_url
+        self._key: Optional[str] = None
+        self._service: Optional["ShareServiceClient"] = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"FileShare(account_name={self._account_name!r}, share_name={self.share_name!r})"
+
+    @property
+    def account_name(self) -> str:
+        return self._account_name
+
+    @property
+    def account_id(self) -> str:
+        return (f"/subscriptions/{self.target.subscription_id}/resourceGroups/{self.resource_group}"
+                f"/providers/Microsoft.Storage/storageAccounts/{self._account_name}")
+
+    @property
+    def url(self) -> str:
+        """The share's URL as a job mount names it: ``https://<account>.file.core.windows.net/<share>``."""
+        return azure_file_url(self._account_name, self.share_name)
+
+    def _where(self, path: str = "") -> str:
+        return f"{self._account_name}/{self.share_name}" + (f"/{path}" if path else "")
+
+    # -- create / get / delete ------------------------------------------------------------------
+    @classmethod
+    def create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
+               location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None) -> "FileShare":
+        """The share ``share_name`` in storage account ``account_name``, creating the resource group,
+        the account (``sku``, StorageV2) and the share when missing. Calling it again is harmless."""
+        share = cls(target, resource_group, account_name, share_name)
+        location = check_location(location)
+        if sku not in SKUS:
+            raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
+        if quota_gib is not None and (not isinstance(quota_gib, int) or not 1 <= quota_gib <= 102400):
+            raise InvalidSpecError("quota_gib", f"{quota_gib!r} is not a share quota", "1..102400 GiB")
+        ensure_resource_group(target, resource_group, location)
+        share._ensure_account(location, sku)
+        with azure_errors("creating share", share._where()):
+            try:
+                share._share_client().create_share(quota=quota_gib)
+                log.info("created share %s", share._where())
+            except ResourceExistsError:
+                log.info("share %s exists; using it", share._where())
+        return share
+
+    @classmethod
+    def get(cls, target: "Target", resource_group: str, account_name: str, share_name: str) -> "FileShare":
+        """The existing share; :class:`NotFoundError` when the account or the share is missing."""
+        share = cls(target, resource_group, account_name, share_name)
+        share._read_account()
+        share.check_exists()
+        return share
+
+    def check_exists(self) -> None:
+        """Raise :class:`NotFoundError` unless the share exists."""
+        with azure_errors("reading share", self._where()):
+            self._share_client().get_share_properties()
+
+    def _ensure_account(self, location: str, sku: str) -> None:
+        from azure.mgmt.storage import models
+        client = self.target.storage()
+        with azure_errors("creating storage account", self.account_id):
+            try:
+                account = client.storage_accounts.get_properties(self.resource_group, self._account_name)
+                log.info("storage account %s exists; using it", self._account_name)
+            except ResourceNotFoundError:
+                log.info("creating storage account %s (%s) in %s", self._account_name, sku, location)
+                params = models.StorageAccountCreateParameters(sku=models.Sku(name=sku), kind="StorageV2",
+                                                               location=location)
+                account = client.storage_accounts.begin_create(self.resource_group, self._account_name, params).result()
+        self._account_url = _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+
+    def _read_account(self) -> None:
+        with azure_errors("reading storage account", self.account_id):
+            account = self.target.storage().storage_accounts.get_properties(self.resource_group, self._account_name)
+        self._account_url = _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+
+    def delete(self, *, delete_account: bool = False) -> None:
+        """Delete the share (and, when asked, its storage account); succeeds when already gone."""
+        with azure_errors("deleting share", self._where()):
+            try:
+                log.info("deleting share %s", self._where())
+                self._share_client().delete_share(delete_snapshots=True)
+            except ResourceNotFoundError:
+                log.debug("share %s was already gone", self._where())
+        if delete_account:
+            with azure_errors("deleting storage account", self.account_id):
+                log.info("deleting storage account %s", self._account_name)
+                self.target.storage().storage_accounts.delete(self.resource_group, self._account_name)
+            with self._lock:
+                self._service, self._key = None, None
+
+    # -- credentials and clients ----------------------------------------------------------------
+    def get_account_key(self) -> str:
+        """The account's first full-permission key, from ``listKeys`` (cached)."""
+        with self._lock:
+            if self._key is None:
+                with azure_errors("listing keys of", self.account_id):
+                    result = self.target.storage().storage_accounts.list_keys(
+                        self.resource_group, self._account_name, **IDEMPOTENT_POST)  # type: ignore[arg-type]
+                listed = list(result.keys_property or [])
+                keys = [k for k in listed if str(k.permissions or "").upper() == "FULL"] or listed
+                if not keys or not keys[0].value:
+                    raise NotFoundError(f"storage account {self._account_name} returned no keys", resource=self.account_id)
+                self._key = keys[0].value
+            return self._key
+
+    def _service_client(self) -> "ShareServiceClient":
+        if self._account_url is None:
+            self._read_account()
+        key = self.get_account_key()
+        with self._lock:
+            if self._service is None:
+                assert self._account_url is not None
+                self._service = self.target.share_service(self._account_url, key)
+            return self._service
+
+    def _share_client(self) -> "ShareClient":
+        return self._service_client().get_share_client(self.share_name)
+
+    def _file_client(self, path: str) -> "ShareFileClient":
+        return self._share_client().get_file_client(path)
+
+    def mount(self, relative_mount_path: Optional[str] = None) -> AzureFileShareMount:
+        """The mount entry a job (or cluster) needs: account name, share URL, key, and where it
+        appears under ``$AZ_BATCHAI_JOB_MOUNT_ROOT`` (default: the share's name)."""
+        return AzureFileShareMount.for_share(self._account_name, self.share_name,
+                                             relative_mount_path=relative_mount_path or self.share_name,
+                                             account_key=self.get_account_key())
+
+    # -- directories ----------------------------------------------------------------------------
+    def create_directory(self, path: str) -> None:
+        """Create ``path`` and any missing parents (like ``mkdir -p``)."""
+        path = check_share_path(path)
+        share = self._share_client()
+        parts = path.split("/")
+        for i in range(1, len(parts) + 1):
+            sub = "/".join(parts[:i])
+            with azure_errors("creating directory", self._where(sub)):
+                try:
+                    share.get_directory_client(sub).create_directory()
+                except ResourceExistsError:
+                    pass
+
+    def list(self, path: str = "", *, recursive: bool = False) -> List[ShareItem]:
+        """Files and directories in ``path`` (the share root by default), sorted by path."""
+        path = check_share_path(path, allow_root=True)
+        share = self._share_client()
+        items: list[ShareItem] = []
+        pending = [path]
+        while pending:
+            directory = pending.pop()
+            with azure_errors("listing", self._where(directory)):
+                entries = list(share.get_directory_client(directory).list_directories_and_files())
+            for entry in entries:
+                full = f"{directory}/{entry['name']}" if directory else entry["name"]
+                is_dir = bool(entry.get("is_directory"))
+                items.append(ShareItem(path=full, is_directory=is_dir, size=None if is_dir else entry.get("size")))
+                if is_dir and recursive:
+                    pending.append(full)
+        return sorted(items, key=lambda item: item.path)
+
+    def delete_file(self, path: str) -> None:
+        """Delete one file; succeeds when already gone."""
+        path = check_share_path(path)
+        with azure_errors("deleting", self._where(path)):
+            try:
+                self._file_client(path).delete_file()
+            except ResourceNotFoundError:
+                pass
+
+    def delete_directory(self, path: str, *, recursive: bool = False) -> None:
+        """Delete a directory (with its contents when ``recursive``); succeeds when already gone."""
+        path = check_share_path(path)
+        if recursive:
+            for item in sorted(self.list(path, recursive=True), key=lambda i: -i.path.count("/")):
+                if item.is_directory:
+                    self.delete_directory(item.path)
+                else:
+                    self.delete_file(item.path)
+        with azure_errors("deleting directory", self._where(path)):
+            try:
+                self._share_client().get_directory_client(path).delete_directory()
+            except ResourceNotFoundError:
+                pass
+
+    # -- upload ---------------------------------------------------------------------------------
+    def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
+                    progress: ProgressArg = None, verify: bool = True) -> ShareItem:
+        """Upload the local file ``source`` to ``path`` in the share (parent directories are
+        created), in parallel 4 MiB ranges. With ``verify`` the file is read back and its MD5
+        compared with the local one; a difference raises :class:`TransferError`."""
+        source = Path(source)
+        path = check_share_path(path)
+        if not source.is_file():
+            raise InvalidSpecError("source", f"{str(source)!r} is not a file", "the path of an existing local file")
+        size = source.stat().st_size
+        with Progress(progress, size, source.name) as bar:
+            if "/" in path:
+                self.create_directory(path.rsplit("/", 1)[0])
+            self._upload_one(source, path, max_concurrency=max_concurrency, bar=bar, verify=verify)
+        return ShareItem(path=path, is_directory=False, size=size)
+
+    def _upload_one(self, source: Path, path: str, *, max_concurrency: int, bar: Progress, verify: bool) -> None:
+        from azure.storage.fileshare import ContentSettings
+        size, md5 = hash_file(source)
+        client = self._file_client(path)
+        log.debug("uploading %s (%d bytes) to %s", source, size, self._where(path))
+        with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh:
+            client.upload_file(fh, length=size, max_concurrency=max(1, max_concurrency),
+                               content_settings=ContentSettings(content_md5=bytearray(md5)),
+                               progress_hook=bar.hook(path))
+        if verify:
+            remote_size, remote_md5 = self._hash_remote(client, path, max_concurrency)
+            if (remote_size, remote_md5) != (size, md5):
+                raise TransferError(f"{self._where(path)} differs from {source} after upload "
+                                    f"({remote_size} bytes in the share, {size} locally)")
+
+    def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int) -> tuple[int, bytes]:
+        digest = hashlib.md5(usedforsecurity=False)
+        size = 0
+        with azure_errors("reading back", self._where(path)):
+            for chunk in client.download_file(max_concurrency=max(1, max_concurrency)).chunks():
+                digest.update(chunk)
+                size += len(chunk)
+        return size, digest.digest()
+
+    def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
+                         progress: ProgressArg = None, verify: bool = True) -> List[ShareItem]:
+        """Upload the tree under ``source`` to ``path`` in the share: directories first, then files,
+        ``DEFAULT_FILE_CONCURRENCY`` at a time, each in ``max_concurrency`` parallel ranges."""
+        source = Path(source)
+        path = check_share_path(path, allow_root=True)
+        if not source.is_dir():
+            raise InvalidSpecError("source", f"{str(source)!r} is not a directory", "an existing local directory")
+        directories: list[str] = []
+        files: list[tuple[Path, str]] = []
+        for root, dirnames, filenames in os.walk(source):
+            dirnames.sort()
+            rel = Path(root).relative_to(source).as_posix()
+            remote_root = "/".join(p for p in (path, "" if rel == "." else rel) if p)
+            if remote_root:
+                directories.append(remote_root)
+            for name in sorted(filenames):
+                local = Path(root) / name
+                if local.is_file():
+                    files.append((local, f"{remote_root}/{name}" if remote_root else name))
+        for _, remote in files:
+            check_share_path(remote, "source (a file name in the tree)")
+        total = sum(local.stat().st_size for local, _ in files)
+        for directory in directories:
+            self.create_directory(directory)
+        with Progress(progress, total, source.name) as bar, ThreadPoolExecutor(DEFAULT_FILE_CONCURRENCY) as pool:
+            futures = [pool.submit(self._upload_one, local, remote, max_concurrency=max_concurrency, bar=bar,
+                                   verify=verify) for local, remote in files]
+            for future in futures:
+                future.result()
+        log.info("uploaded %d file(s), %d bytes, to %s", len(files), total, self._where(path))
+        return [ShareItem(path=remote, is_directory=False, size=local.stat().st_size) for local, remote in files]
+
+    # -- download -------------------------------------------------------------------------------
+    def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
+                      progress: ProgressArg = None) -> Path:
+        """Download ``path`` to ``dest`` (a file path, or an existing directory to put it in).
+        The file appears complete or not at all; when the share holds an MD5 for it (files this
+        package uploaded do) the download is checked against it."""
+        path = check_share_path(path)
+        dest = Path(dest)
+        if dest.is_dir():
+            dest = dest / path.rsplit("/", 1)[-1]
+        client = self._file_client(path)
+        with azure_errors("reading", self._where(path)):
+            properties = client.get_file_properties()
+        with Progress(progress, int(properties.size or 0), dest.name) as bar:
+            self._download_one(client, path, dest, max_concurrency=max_concurrency, bar=bar,
+                               expected_md5=properties.content_settings.content_md5)
+        return dest
+
+    def _download_one(self, client: "ShareFileClient", path: str, dest: Path, *, max_concurrency: int,
+                      bar: Progress, expected_md5: Optional[Union[bytes, bytearray]]) -> None:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        partial = dest.with_name(dest.name + ".partial")
+        digest = hashlib.md5(usedforsecurity=False)
+        with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh:
+            downloader = client.download_file(max_concurrency=max(1, max_concurrency), progress_hook=bar.hook(path))
+            for chunk in downloader.chunks():
+                digest.update(chunk)
+                fh.write(chunk)
+        if expected_md5 and bytes(expected_md5) != digest.digest():
+            partial.unlink()
+            raise TransferError(f"{self._where(path)} does not match the MD5 the share holds for it")
+        partial.replace(dest)
+
+    def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
+                           progress: ProgressArg = None) -> List[Path]:
+        """Download the tree under ``path`` into the local directory ``dest`` (created if missing)."""
+        path = check_share_path(path, allow_root=True)
+        dest = Path(dest)
+        items = self.list(path, recursive=True)
+        dest.mkdir(parents=True, exist_ok=True)
+        prefix = f"{path}/" if path else ""
+        for item in items:
+            if item.is_directory:
+                (dest / item.path[len(prefix):]).mkdir(parents=True, exist_ok=True)
+        files = [item for item in items if not item.is_directory]
+        total = sum(item.size or 0 for item in files)
+        targets = [dest / item.path[len(prefix):] for item in files]
+        with Progress(progress, total, dest.name) as bar, ThreadPoolExecutor(DEFAULT_FILE_CONCURRENCY) as pool:
+            def fetch(item: ShareItem, local: Path) -> None:
+                client = self._file_client(item.path)
+                with azure_errors("reading", self._where(item.path)):
+                    md5 = client.get_file_properties().content_settings.content_md5
+                self._download_one(client, item.path, local, max_concurrency=max_concurrency, bar=bar,
+                                   expected_md5=md5)
+            for future in [pool.submit(fetch, item, local) for item, local in zip(files, targets)]:
+                future.result()
+        return targets
+
+
+def _file_endpoint(account: object) -> Optional[str]:
+    endpoints = getattr(account, "primary_endpoints", None)
+    url = getattr(endpoints, "file", None) if endpoints is not None else None
+    return str(url) if url else None

@@ -1,0 +1,155 @@
+"""What a job or cluster mounts: Azure file shares, blob containers, file servers, other file systems.
+
+Mount specs are frozen values. Account keys are held (the service needs them in the request) but
+never shown: they are left out of ``repr`` and of :meth:`to_dict` unless asked for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+from urllib.parse import urlparse
+
+from ._errors import InvalidSpecError
+from ._names import check_relative_mount_path, check_share_name, check_storage_account
+
+__all__ = ["AzureFileShareMount", "AzureBlobMount", "FileServerMount", "UnmanagedMount", "Mount",
+           "ACCOUNT_PLACEHOLDER", "KEY_PLACEHOLDER", "azure_file_url"]
+
+#: placeholders that a tutorial-style job.json carries and :meth:`HorovodJob.with_storage` fills.
+ACCOUNT_PLACEHOLDER = "<AZURE_BATCHAI_STORAGE_ACCOUNT>"
+KEY_PLACEHOLDER = "<AZURE_BATCHAI_STORAGE_KEY>"
+
+_MODE_DIGITS = set("01234567")
+
+
+def azure_file_url(account_name: str, share_name: str) -> str:
+    """The share URL a mount names: ``https://<account>.file.core.windows.net/<share>``, for both
+    targets (the local service resolves it by account and share)."""
+    return f"https://{account_name}.file.core.windows.net/{share_name}"
+
+
+def _check_mode(value: str, field_name: str) -> str:
+    if not (isinstance(value, str) and len(value) == 4 and set(value) <= _MODE_DIGITS):
+        raise InvalidSpecError(field_name, f"{value!r} is not a file mode", "four octal digits like '0777'")
+    return value
+
+
+def _check_account(name: str, field_name: str) -> str:
+    return name if name == ACCOUNT_PLACEHOLDER else check_storage_account(name, field_name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AzureFileShareMount:
+    """An Azure file share mounted at ``$AZ_BATCHAI_JOB_MOUNT_ROOT/<relative_mount_path>`` (or
+    ``$AZ_BATCHAI_MOUNT_ROOT/...`` on a cluster)."""
+
+    account_name: str
+    azure_file_url: str
+    relative_mount_path: str
+    account_key: Optional[str] = field(default=None, repr=False)
+    file_mode: str = "0777"
+    directory_mode: str = "0777"
+
+    def __post_init__(self) -> None:
+        _check_account(self.account_name, "mount.account_name")
+        check_relative_mount_path(self.relative_mount_path, "mount.relative_mount_path")
+        _check_mode(self.file_mode, "mount.file_mode")
+        _check_mode(self.directory_mode, "mount.directory_mode")
+        parsed = urlparse(self.azure_file_url.replace(ACCOUNT_PLACEHOLDER, "placeholder"))
+        segments = [s for s in parsed.path.split("/") if s]
+        if parsed.scheme != "https" or not parsed.hostname or len(segments) != 1:
+            raise InvalidSpecError("mount.azure_file_url", f"{self.azure_file_url!r} is not a file share URL",
+                                   "https://<account>.file.core.windows.net/<share>")
+        check_share_name(segments[0], "mount.azure_file_url (share name)")
+
+    @property
+    def share_name(self) -> str:
+        return urlparse(self.azure_file_url.replace(ACCOUNT_PLACEHOLDER, "placeholder")).path.strip("/")
+
+    @property
+    def url_account_name(self) -> str:
+        """The account the URL names (its host's first label)."""
+        host = self.azure_file_url.split("://", 1)[-1].split("/", 1)[0]
+        return host.split(".", 1)[0]
+
+    @property
+    def is_resolved(self) -> bool:
+        """True when no storage placeholder is left and a key is present."""
+        return (ACCOUNT_PLACEHOLDER not in self.account_name + self.azure_file_url
+                and bool(self.account_key) and self.account_key != KEY_PLACEHOLDER)
+
+    @classmethod
+    def for_share(cls, account_name: str, share_name: str, *, relative_mount_path: Optional[str] = None,
+                  account_key: Optional[str] = None) -> "AzureFileShareMount":
+        return cls(account_name=account_name, azure_file_url=azure_file_url(account_name, share_name),
+                   relative_mount_path=relative_mount_path or share_name, account_key=account_key)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AzureBlobMount:
+    """An Azure blob container mounted with blobfuse."""
+
+    account_name: str
+    container_name: str
+    relative_mount_path: str
+    account_key: Optional[str] = field(default=None, repr=False)
+    mount_options: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        _check_account(self.account_name, "mount.account_name")
+        check_relative_mount_path(self.relative_mount_path, "mount.relative_mount_path")
+        if not self.container_name:
+            raise InvalidSpecError("mount.container_name", "is empty", "a blob container name")
+
+    @property
+    def is_resolved(self) -> bool:
+        return (self.account_name != ACCOUNT_PLACEHOLDER and bool(self.account_key)
+                and self.account_key != KEY_PLACEHOLDER)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileServerMount:
+    """A Batch AI file server of the workspace (by resource id)."""
+
+    file_server_id: str
+    relative_mount_path: str
+    source_directory: Optional[str] = None
+    mount_options: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        check_relative_mount_path(self.relative_mount_path, "mount.relative_mount_path")
+        if "/providers/microsoft.batchai/workspaces/" not in self.file_server_id.lower():
+            raise InvalidSpecError("mount.file_server_id", f"{self.file_server_id!r} is not a file server id",
+                                   "/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.BatchAI/"
+                                   "workspaces/<ws>/fileServers/<name>")
+
+    is_resolved = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnmanagedMount:
+    """Any other file system, mounted by ``mount_command`` (the service appends the mount path)."""
+
+    mount_command: str
+    relative_mount_path: str
+
+    def __post_init__(self) -> None:
+        check_relative_mount_path(self.relative_mount_path, "mount.relative_mount_path")
+        if not self.mount_command.strip():
+            raise InvalidSpecError("mount.mount_command", "is empty", "a mount command like 'mount -t nfs ...'")
+
+    is_resolved = True
+
+
+Mount = Union[AzureFileShareMount, AzureBlobMount, FileServerMount, UnmanagedMount]
+
+
+def describe(mount: Any) -> str:
+    """A short, secret-free description for messages."""
+    if isinstance(mount, AzureFileShareMount):
+        return f"file share {mount.azure_file_url} at {mount.relative_mount_path}"
+    if isinstance(mount, AzureBlobMount):
+        return f"blob container {mount.account_name}/{mount.container_name} at {mount.relative_mount_path}"
+    if isinstance(mount, FileServerMount):
+        return f"file server {mount.file_server_id.rsplit('/', 1)[-1]} at {mount.relative_mount_path}"
+    return f"file system at {mount.relative_mount_path}"

@@ -1,0 +1,117 @@
+"""The service's own vocabulary for where a job or a cluster stands."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Optional, Sequence
+
+from ._errors import ServiceErrorDetail
+
+__all__ = ["ExecutionState", "AllocationState", "NodeStateCounts", "ClusterStatus", "JobStatus"]
+
+
+class ExecutionState(str, enum.Enum):
+    """A job's ``executionState``."""
+
+    QUEUED = "queued"            #: accepted, waiting for enough idle nodes
+    RUNNING = "running"          #: nodes allocated; preparation or the script is running
+    TERMINATING = "terminating"  #: the user asked to terminate; processes are being stopped
+    SUCCEEDED = "succeeded"      #: the script exited with code 0
+    FAILED = "failed"            #: non-zero exit, terminated, or could not be started
+
+    def is_terminal(self) -> bool:
+        """True once the job will not change state again."""
+        return self in (ExecutionState.SUCCEEDED, ExecutionState.FAILED)
+
+    @classmethod
+    def parse(cls, value: object) -> "ExecutionState":
+        return cls(str(getattr(value, "value", value)).lower())
+
+
+class AllocationState(str, enum.Enum):
+    """A cluster's ``allocationState``."""
+
+    STEADY = "steady"      #: no change in the number of nodes is under way
+    RESIZING = "resizing"  #: nodes are being added or removed
+
+    @classmethod
+    def parse(cls, value: object) -> "AllocationState":
+        return cls(str(getattr(value, "value", value)).lower())
+
+
+@dataclass(frozen=True)
+class NodeStateCounts:
+    """How many of a cluster's nodes are in each state (``nodeStateCounts``)."""
+
+    idle: int = 0       #: ready for a job
+    running: int = 0    #: running a job
+    preparing: int = 0  #: being allocated / running the setup task
+    leaving: int = 0    #: being removed
+    unusable: int = 0   #: failed; will not run jobs
+
+    @property
+    def total(self) -> int:
+        return self.idle + self.running + self.preparing + self.leaving + self.unusable
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    """A snapshot of a cluster, as ``az batchai cluster show`` printed it."""
+
+    name: str
+    resource_group: str
+    workspace: str
+    vm_size: str
+    allocation_state: AllocationState
+    current_node_count: int
+    node_state_counts: NodeStateCounts
+    #: manual target, or None when the cluster auto-scales
+    target_node_count: Optional[int]
+    #: (minimum, maximum) when the cluster auto-scales, else None
+    auto_scale: Optional[tuple[int, int]]
+    provisioning_state: str
+    errors: Sequence[ServiceErrorDetail] = field(default_factory=tuple)
+    allocation_state_transition_time: Optional[datetime] = None
+
+    @property
+    def is_ready(self) -> bool:
+        """Steady, no errors, and every node the cluster should have is idle."""
+        wanted = self.target_node_count if self.target_node_count is not None else (
+            self.auto_scale[0] if self.auto_scale else 0)
+        return (self.allocation_state is AllocationState.STEADY and not self.errors
+                and self.node_state_counts.unusable == 0
+                and self.node_state_counts.idle + self.node_state_counts.running >= wanted
+                and self.node_state_counts.preparing == 0 and self.node_state_counts.leaving == 0)
+
+    def table(self) -> str:
+        """The tutorial's ``--output table`` view of the cluster."""
+        counts = self.node_state_counts
+        headers = ["Name", "Resource Group", "Workspace", "VM Size", "State", "Idle", "Running",
+                   "Preparing", "Leaving", "Unusable"]
+        row = [self.name, self.resource_group, self.workspace, self.vm_size.upper(),
+               self.allocation_state.value, str(counts.idle), str(counts.running), str(counts.preparing),
+               str(counts.leaving), str(counts.unusable)]
+        numeric = set(range(5, 10))
+        widths = [max(len(h), len(v)) for h, v in zip(headers, row)]
+
+        def line(cells: Sequence[str]) -> str:
+            return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
+                             for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+        return "\n".join([line(headers), "  ".join("-" * w for w in widths), line(row)])
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A snapshot of a job's execution."""
+
+    name: str
+    execution_state: ExecutionState
+    exit_code: Optional[int] = None
+    errors: Sequence[ServiceErrorDetail] = field(default_factory=tuple)
+    creation_time: Optional[datetime] = None
+    start_time: Optional[datetime] = None
+    end_time: Optional[datetime] = None
+    #: where the service writes this job's outputs under stdOutErrPathPrefix / output directories
+    output_directory_path_segment: Optional[str] = None

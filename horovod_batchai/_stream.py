@@ -1,0 +1,156 @@
+"""Following a job's output file as it grows (``az batchai job file stream``).
+
+The file is found through ``listOutputFiles`` (which hands out SAS download links) and read with
+ranged GETs from the last byte received. Links are renewed before they expire (or at once if one
+is refused); the offset advances only by bytes actually received, so a dropped connection neither
+loses nor repeats anything; UTF-8 is decoded incrementally so that a character split across two
+reads comes out whole; and once the job is terminal one last read picks up the tail.
+"""
+from __future__ import annotations
+
+import codecs
+import logging
+import time
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Callable, Generator, Iterator, Optional
+from urllib.parse import parse_qs, urlparse
+
+from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
+
+from ._errors import WaitTimeoutError, azure_errors
+
+if TYPE_CHECKING:
+    from ._job import Job
+
+__all__ = ["OutputStream", "sas_expiry"]
+
+log = logging.getLogger(__name__)
+
+#: largest single ranged read; a big backlog is yielded in pieces of this size
+READ_CHUNK = 4 * 1024 * 1024
+
+
+def sas_expiry(url: str) -> Optional[float]:
+    """The POSIX time at which a SAS URL's ``se`` (signed expiry) falls, if it has one."""
+    values = parse_qs(urlparse(url).query).get("se")
+    if not values:
+        return None
+    text = values[0].replace("Z", "+00:00")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+class OutputStream(Iterator[str]):
+    """An iterator of text appended to a job's output file. Build it with :meth:`Job.stream`.
+
+    ``offset`` is the number of bytes consumed so far; ``links_fetched`` counts listOutputFiles
+    calls made to obtain or renew the download link.
+    """
+
+    def __init__(self, job: "Job", name: str, *, output_directory_id: str = "stdouterr",
+                 poll_interval: Optional[float] = None, timeout: Optional[float] = None,
+                 link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None,
+                 encoding: str = "utf-8", clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        directory, _, file_name = name.strip("/").rpartition("/")
+        self._job = job
+        self._directory = directory or "."
+        self._file_name = file_name
+        self._output_directory_id = output_directory_id
+        self._poll = poll_interval if poll_interval is not None else min(job.target.default_poll_interval, 5.0)
+        self._timeout = timeout
+        self._link_expiry_minutes = link_expiry_minutes
+        lifetime = link_expiry_minutes * 60.0
+        # Renew with a tenth of the lifetime to spare (at least 5 s, at most 2 min) unless told.
+        self._renew_before = renew_before_s if renew_before_s is not None else min(max(0.1 * lifetime, 5.0), 120.0)
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._clock = clock
+        self._sleep = sleep
+        self._url: Optional[str] = None
+        self._renew_at = 0.0
+        self.offset = 0
+        self.links_fetched = 0
+        self._iterator: Generator[str, None, None] = self._generate()
+
+    def __repr__(self) -> str:
+        return (f"OutputStream(job={self._job.name!r}, file={self._file_name!r}, "
+                f"output_directory_id={self._output_directory_id!r}, offset={self.offset})")
+
+    def __iter__(self) -> "OutputStream":
+        return self
+
+    def __next__(self) -> str:
+        return next(self._iterator)
+
+    def close(self) -> None:
+        self._iterator.close()
+
+    # -- the loop -------------------------------------------------------------------------------
+    def _generate(self) -> Generator[str, None, None]:
+        started = time.monotonic()
+        while True:
+            finished = self._job.refresh().execution_state.is_terminal()
+            # Reading after seeing the terminal state guarantees one read after the job ended.
+            yield from self._read_new()
+            if finished:
+                tail = self._decoder.decode(b"", final=True)
+                if tail:
+                    yield tail
+                return
+            if self._timeout is not None and time.monotonic() - started >= self._timeout:
+                raise WaitTimeoutError(f"job {self._job.name!r} was still running after {self._timeout:g}s "
+                                       f"of streaming {self._file_name}", last_state=self._job.execution_state)
+            self._sleep(self._poll)
+
+    def _read_new(self) -> Iterator[str]:
+        for attempt in range(2):
+            url = self._link()
+            if url is None:
+                return  # not written yet
+            client = self._job.target.file_from_sas_url(url)
+            try:
+                with azure_errors("reading", f"{self._job.name}/{self._output_directory_id}/{self._file_name}"):
+                    size = int(client.get_file_properties().size or 0)
+                    while size > self.offset:
+                        length = min(size - self.offset, READ_CHUNK)
+                        data = client.download_file(offset=self.offset, length=length).readall()
+                        if not data:
+                            break
+                        # Advance only by what arrived: a failed read is retried from the same byte.
+                        self.offset += len(data)
+                        text = self._decoder.decode(data)
+                        if text:
+                            yield text
+                return
+            except (ClientAuthenticationError, ResourceNotFoundError, HttpResponseError) as err:
+                status = getattr(err, "status_code", None)
+                if status in (401, 403) and attempt == 0:
+                    log.debug("the download link was refused (HTTP %s); renewing it", status)
+                    self._url = None  # expired or revoked: fetch a fresh one and try again
+                    continue
+                if status == 404:
+                    self._url = None  # listed but gone (or moved): look again next round
+                    return
+                raise
+
+    def _link(self) -> Optional[str]:
+        """The file's download link, fetched again when it is about to expire."""
+        now = self._clock()
+        if self._url is not None and now < self._renew_at:
+            return self._url
+        self.links_fetched += 1
+        files = self._job.list_output_files(self._output_directory_id, self._directory,
+                                            link_expiry_minutes=self._link_expiry_minutes)
+        match = next((f for f in files if f.name == self._file_name and not f.is_directory), None)
+        if match is None or not match.download_url:
+            self._url = None
+            return None
+        self._url = match.download_url
+        expiry = sas_expiry(self._url) or (now + self._link_expiry_minutes * 60.0)
+        self._renew_at = expiry - self._renew_before
+        return self._url

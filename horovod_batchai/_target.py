@@ -1,0 +1,239 @@
+"""Where requests go: the local service or Azure, and Microsoft's clients built for it.
+
+A :class:`Target` is the only place that differs between the two: the management endpoint, the
+credential, how TLS is verified and how hard the clients retry. Everything above it sends the
+same requests to both.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+from urllib.parse import urlparse
+
+from azure.core.credentials import TokenCredential
+
+from ._errors import TargetError
+from ._names import check_subscription_id
+
+if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
+    from azure.mgmt.batchai import BatchAI
+    from azure.mgmt.resource.resources import ResourceManagementClient
+    from azure.mgmt.storage import StorageManagementClient
+    from azure.storage.fileshare import ShareFileClient, ShareServiceClient
+
+    from .local import LocalService, ServiceInfo
+
+__all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "LOCAL_SUBSCRIPTION", "AZURE_MANAGEMENT_ENDPOINT",
+           "IDEMPOTENT_POST"]
+
+log = logging.getLogger(__name__)
+
+TARGET_ENV = "HOROVOD_BATCHAI_TARGET"
+SUBSCRIPTION_ENV = "AZURE_SUBSCRIPTION_ID"
+STATE_DIR_ENV = "HOROVOD_BATCHAI_STATE_DIR"
+LOCAL_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
+
+#: per-call option for POST/PATCH requests that are safe to repeat (listKeys, listOutputFiles,
+#: listRemoteLoginInformation, terminate, a scale PATCH): azure-core retries only GET/PUT/DELETE
+#: (and a few others) after a dropped connection unless told a request may be repeated.
+IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
+
+
+class Target:
+    """Where requests go. Build one with :meth:`local`, :meth:`azure` or :meth:`from_env`.
+
+    The clients it hands out are created on first use, shared, and closed by :meth:`close`
+    (or on leaving a ``with`` block).
+    """
+
+    def __init__(self, *, kind: str, subscription_id: str, management_endpoint: str,
+                 credential: Optional[TokenCredential] = None,
+                 service: Union["LocalService", "ServiceInfo", None] = None,
+                 state_dir: Optional[Path] = None) -> None:
+        if kind not in ("local", "azure"):
+            raise TargetError(f"unknown target kind {kind!r}; use 'local' or 'azure'")
+        if urlparse(management_endpoint).scheme != "https":
+            raise TargetError(f"the management endpoint must use https, got {management_endpoint!r}")
+        self.kind = kind
+        self.subscription_id = check_subscription_id(subscription_id)
+        self._management_endpoint = management_endpoint.rstrip("/")
+        self._credential = credential
+        self._service = service
+        self._state_dir = state_dir
+        self._info: Optional["ServiceInfo"] = None
+        self._lock = threading.RLock()
+        self._clients: dict[str, Any] = {}
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def local(cls, service: Union["LocalService", "ServiceInfo", None] = None, *,
+              state_dir: Optional[Union[str, Path]] = None,
+              subscription_id: str = LOCAL_SUBSCRIPTION) -> "Target":
+        """The local service: the one given (a started ``LocalService`` or its ``ServiceInfo``),
+        else the daemon for ``state_dir`` (default ``$HOROVOD_BATCHAI_STATE_DIR`` or
+        ``~/.horovod-batchai/local``), reused if running and started on first use if not."""
+        endpoint = "https://127.0.0.1"  # placeholder until the service is found; see _local_info
+        return cls(kind="local", subscription_id=subscription_id, management_endpoint=endpoint,
+                   service=service, state_dir=Path(state_dir).expanduser() if state_dir else None)
+
+    @classmethod
+    def azure(cls, subscription_id: str, credential: Optional[TokenCredential] = None, *,
+              management_endpoint: str = AZURE_MANAGEMENT_ENDPOINT) -> "Target":
+        """Azure itself: ``credential`` defaults to ``azure.identity.DefaultAzureCredential()``.
+        Only https endpoints are accepted."""
+        if credential is None:
+            from azure.identity import DefaultAzureCredential
+            credential = DefaultAzureCredential()
+        return cls(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
+                   credential=credential)
+
+    @classmethod
+    def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "Target":
+        """From ``HOROVOD_BATCHAI_TARGET`` (``local``, the default, or ``azure``),
+        ``AZURE_SUBSCRIPTION_ID`` (required for azure) and ``HOROVOD_BATCHAI_STATE_DIR`` (local)."""
+        env = os.environ if environ is None else environ
+        kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
+        if kind == "local":
+            return cls.local(state_dir=env.get(STATE_DIR_ENV) or None,
+                             subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION)
+        if kind == "azure":
+            subscription = env.get(SUBSCRIPTION_ENV)
+            if not subscription:
+                raise TargetError(f"{TARGET_ENV}=azure needs {SUBSCRIPTION_ENV} to be set")
+            return cls.azure(subscription)
+        raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use 'local' or 'azure'")
+
+    def __repr__(self) -> str:
+        where = self._management_endpoint if self.kind == "azure" else (
+            self._info.endpoint if self._info else "not started")
+        return f"Target(kind={self.kind!r}, subscription_id={self.subscription_id!r}, endpoint={where!r})"
+
+    # -- where things are -----------------------------------------------------------------------
+    @property
+    def is_local(self) -> bool:
+        return self.kind == "local"
+
+    def _local_info(self) -> "ServiceInfo":
+        with self._lock:
+            if self._info is None:
+                from .local import LocalService, ensure_running
+                if isinstance(self._service, LocalService):
+                    self._info = self._service.info
+                elif self._service is not None:
+                    self._info = self._service
+                else:
+                    log.info("finding or starting the local service")
+                    self._info = ensure_running(self._state_dir)
+                log.debug("using the local service at %s", self._info.endpoint)
+            return self._info
+
+    @property
+    def default_poll_interval(self) -> float:
+        """Seconds between status polls: short locally, about what ``az batchai job wait`` used on Azure."""
+        return 0.25 if self.is_local else 15.0
+
+    def default_file_endpoint(self, account_name: str) -> str:
+        """The Files endpoint of ``account_name`` when its account document is not at hand (a mount
+        in a job.json names only the account): ``https://<account>.file.core.windows.net/`` on Azure,
+        ``<local endpoint>/<account>/`` locally."""
+        if self.is_local:
+            return self._local_info().files_endpoint(account_name).rstrip("/") + "/"
+        return f"https://{account_name}.file.core.windows.net/"
+
+    @property
+    def management_endpoint(self) -> str:
+        return self._local_info().endpoint if self.is_local else self._management_endpoint
+
+    @property
+    def connection_verify(self) -> Union[bool, str]:
+        """What ``requests`` verifies TLS with: the local service's own certificate, or the system's."""
+        return str(self._local_info().ca_cert) if self.is_local else True
+
+    def credential(self) -> TokenCredential:
+        if self.is_local:
+            return self._local_info().credential()
+        assert self._credential is not None
+        return self._credential
+
+    def check_data_url(self, url: str, what: str) -> str:
+        """Refuse a storage URL the service handed us unless it is https (and, locally, loopback)."""
+        parsed = urlparse(url)
+        if parsed.scheme != "https":
+            raise TargetError(f"{what} must be an https URL; the service answered scheme {parsed.scheme!r}")
+        if self.is_local and parsed.hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise TargetError(f"{what} points at {parsed.hostname!r}, not at the local service")
+        return url
+
+    # -- Microsoft's clients --------------------------------------------------------------------
+    def _management_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"base_url": self.management_endpoint}
+        if self.is_local:
+            # Keep retries on, with short waits: the local service answers in milliseconds, and
+            # its fault injection asks for retries that Azure would space out over minutes.
+            kwargs.update(connection_verify=self.connection_verify, retry_total=10, retry_backoff_factor=0.05,
+                          retry_backoff_max=1.0, polling_interval=0.2)
+        return kwargs
+
+    def _client(self, key: str, factory: Any) -> Any:
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = self._clients[key] = factory()
+            return client
+
+    def batchai(self) -> "BatchAI":
+        from azure.mgmt.batchai import BatchAI
+        return self._client("batchai", lambda: BatchAI(self.credential(), self.subscription_id,
+                                                       **self._management_kwargs()))
+
+    def resources(self) -> "ResourceManagementClient":
+        from azure.mgmt.resource.resources import ResourceManagementClient
+        return self._client("resources", lambda: ResourceManagementClient(
+            self.credential(), self.subscription_id, **self._management_kwargs()))
+
+    def storage(self) -> "StorageManagementClient":
+        from azure.mgmt.storage import StorageManagementClient
+        return self._client("storage", lambda: StorageManagementClient(
+            self.credential(), self.subscription_id, **self._management_kwargs()))
+
+    def _data_plane_kwargs(self) -> dict[str, Any]:
+        from ._retry import ThrottleAwareExponentialRetry, ThrottleAwareLinearRetry
+        if self.is_local:
+            # Short, steady waits for the local service; azure-storage's defaults otherwise.
+            return {"connection_verify": self.connection_verify,
+                    "retry_policy": ThrottleAwareLinearRetry(backoff=0.1, retry_total=10,  # type: ignore[arg-type]
+                                                             random_jitter_range=0.05)}  # type: ignore[arg-type]
+        return {"retry_policy": ThrottleAwareExponentialRetry()}
+
+    def share_service(self, account_url: str, account_key: str) -> "ShareServiceClient":
+        """A ``ShareServiceClient`` for ``account_url`` (the account's ``primaryEndpoints.file``)
+        signing with the shared key; the key lives only inside the client."""
+        from azure.storage.fileshare import ShareServiceClient
+        self.check_data_url(account_url, "the storage account's file endpoint")
+        return ShareServiceClient(account_url, credential=account_key, **self._data_plane_kwargs())
+
+    def file_from_sas_url(self, url: str) -> "ShareFileClient":
+        """A client for one file reached through a SAS download URL (no other credential sent)."""
+        from azure.storage.fileshare import ShareFileClient
+        self.check_data_url(url.split("?", 1)[0], "the download URL")
+        return ShareFileClient.from_file_url(url, **self._data_plane_kwargs())
+
+    # -- lifetime -------------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients = self._clients, {}
+        for client in clients.values():
+            try:
+                client.close()
+            except Exception:  # closing is best effort; a half-open socket must not mask the caller's error
+                log.debug("closing %s failed", type(client).__name__, exc_info=True)
+
+    def __enter__(self) -> "Target":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -439,6 +439,7 @@ class JobRun:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._thread = threading.Thread(target=self._main, name=f"job-run-{self.tag}", daemon=True)
         self._logs: dict[str, _NodeLog] = {}
+        self._stopped_exit_code: Optional[int] = None  # how the process that was running when stopped ended
 
     # -- control ------------------------------------------------------------------------------
 
@@ -480,7 +481,8 @@ class JobRun:
                 if proc.poll() is None:
                     proc.wait()
             if self.stop_reason is not None and result is not None:
-                result = self._stopped_result(result.exit_code)
+                result = self._stopped_result(self._stopped_exit_code if result.exit_code is None
+                                              else result.exit_code)
             for node_log in self._logs.values():
                 node_log.close()
             self.on_done(self, result or RunResult(ExecutionState.FAILED))
@@ -743,7 +745,7 @@ class JobRun:
                 self.stop(StopReason.WALL_CLOCK)
             if self._stop_event.is_set():
                 stop_tagged(self.tag, self.pgids)
-                proc.wait()
+                self._stopped_exit_code = _exit_code(proc.wait())
                 return None
 
     def _run_job_preparation(self, command: str, node_envs: list[dict[str, str]], stdouterr: Path,

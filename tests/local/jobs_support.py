@@ -108,6 +108,15 @@ class Lab:
                                "mountVolumes": self.share_mount("afs"), **properties}}
         return self.batchai.jobs.begin_create(RG, WS, EXP, name, JobCreateParameters.from_dict(body)).result()
 
+    def hold(self, name: str = "blocker", cluster: str = "cluster", nodes: int = 1) -> None:
+        """Keep ``nodes`` nodes busy with a job that runs until :meth:`release` is called."""
+        wait = f"while [ ! -f $AZ_BATCHAI_JOB_MOUNT_ROOT/afs/release-{name} ]; do sleep 0.1; done"
+        self.submit(name, {"nodeCount": nodes, "customToolkitSettings": {"commandLine": wait}}, cluster=cluster)
+        self.wait_state(name, "running")
+
+    def release(self, name: str = "blocker") -> None:
+        self.upload(f"release-{name}", "")
+
     def job(self, name: str):
         return self.batchai.jobs.get(RG, WS, EXP, name)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -149,7 +149,7 @@ class HorovodJob:
                                    "'$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar/train.py'")
         if not isinstance(self.arguments, str):
             if isinstance(self.arguments, Iterable):
-                set_(self, "arguments", shlex.join(str(a) for a in self.arguments))
+                set_(self, "arguments", join_arguments(str(a) for a in self.arguments))
             else:
                 raise InvalidSpecError("arguments", f"{self.arguments!r} is not a string or list of strings",
                                        "'--dir=$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare' or ['--epochs', '2']")
@@ -313,6 +313,19 @@ def _fill_mount(mount: Any, account_name: str, key_source: Any) -> Any:
     if named == account_name and (not mount.account_key or mount.account_key == KEY_PLACEHOLDER):
         changes["account_key"] = key_source()
     return dataclasses.replace(mount, **changes) if changes else mount
+
+
+_SAFE_ARGUMENT = re.compile(r"^[\w@%+=:,./${}-]+$")
+
+
+def join_arguments(arguments: Iterable[str]) -> str:
+    """A command line from separate arguments. Unlike ``shlex.join`` it quotes with double quotes,
+    so ``$AZ_BATCHAI_*`` variables inside an argument are still expanded on the node."""
+    def quote(arg: str) -> str:
+        if arg and _SAFE_ARGUMENT.match(arg):
+            return arg
+        return '"' + re.sub(r'(["\\`])', r"\\\1", arg) + '"'
+    return " ".join(quote(a) for a in arguments)
 
 
 def _positive_int(value: object) -> bool:

@@ -1,0 +1,212 @@
+"""Specs, names and job.json loading: everything that is checked before a request is sent."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from horovod_batchai import (AutoScale, AzureFileShareMount, ClusterSpec, HorovodJob, InvalidSpecError,
+                             OutputDirectory)
+from horovod_batchai._mounts import ACCOUNT_PLACEHOLDER
+from horovod_batchai._names import check_share_path, check_storage_account
+
+REPO = Path(__file__).resolve().parents[2]
+TUTORIAL_JOB = REPO / "examples" / "job.json"
+KEY = "c2VjcmV0LWtleS1mb3ItdGVzdHMtb25seQ=="
+
+
+class FakeStorage:
+    """Stands in for a FileShare as the source of an account name and key (no service needed)."""
+
+    account_name = "mystorageaccount"
+
+    def __init__(self) -> None:
+        self.key_requests = 0
+
+    def get_account_key(self) -> str:
+        self.key_requests += 1
+        return KEY
+
+
+def share_mount(path: str = "myshare") -> AzureFileShareMount:
+    return AzureFileShareMount.for_share("mystorageaccount", "myshare", relative_mount_path=path, account_key=KEY)
+
+
+def test_tutorial_job_json_loads_verbatim_and_keeps_batchai_variables() -> None:
+    spec = HorovodJob.from_file(TUTORIAL_JOB)
+    assert spec.node_count == 4
+    assert spec.script == "$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar/cifar_cnn_distributed.py"
+    assert spec.arguments == "--dir=$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar"
+    assert spec.std_out_err_path_prefix == "$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar"
+    assert spec.container_image == "tensorflow/tensorflow:1.8.0-gpu"
+    assert spec.job_preparation.startswith("apt update;")
+    (mount,) = spec.mounts
+    assert mount.account_name == ACCOUNT_PLACEHOLDER and mount.account_key is None
+    assert spec.needs_storage
+
+
+def test_from_file_fills_storage_from_a_share_without_listing_accounts() -> None:
+    storage = FakeStorage()
+    spec = HorovodJob.from_file(TUTORIAL_JOB, storage=storage)
+    (mount,) = spec.mounts
+    assert mount.account_name == "mystorageaccount"
+    assert mount.azure_file_url == "https://mystorageaccount.file.core.windows.net/myshare"
+    assert mount.account_key == KEY and storage.key_requests == 1
+    assert not spec.needs_storage
+    # the key is held but never shown
+    assert KEY not in repr(spec) and KEY not in repr(mount) and KEY not in json.dumps(spec.to_dict())
+
+
+def test_from_file_with_explicit_account_and_key() -> None:
+    spec = HorovodJob.from_file(TUTORIAL_JOB, storage_account_name="otheraccount", storage_account_key=KEY)
+    assert spec.mounts[0].azure_file_url == "https://otheraccount.file.core.windows.net/myshare"
+    with pytest.raises(InvalidSpecError, match="storage_account_key"):
+        HorovodJob.from_file(TUTORIAL_JOB, storage_account_key=KEY)
+
+
+def test_to_dict_round_trips_and_validates_again(tmp_path: Path) -> None:
+    spec = HorovodJob.from_file(TUTORIAL_JOB, storage=FakeStorage()).replace(
+        environment_variables={"EPOCHS": "2"}, secrets={"TOKEN": "hunter2"}, max_wall_clock_time=timedelta(hours=2))
+    document = spec.to_dict()
+    assert "hunter2" not in json.dumps(document)
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(document))
+    again = HorovodJob.from_file(path, storage=FakeStorage())
+    assert again.replace(secrets={"TOKEN": "hunter2"}) == spec
+    assert again.max_wall_clock_time == timedelta(hours=2)
+
+
+def test_replace_validates() -> None:
+    spec = HorovodJob.from_file(TUTORIAL_JOB)
+    assert spec.replace(node_count=2).node_count == 2
+    with pytest.raises(InvalidSpecError, match="node_count"):
+        spec.replace(node_count=0)
+
+
+@pytest.mark.parametrize("document, field", [
+    ({"properties": {"nodeCount": "four", "horovodSettings": {"pythonScriptFilePath": "x"}}}, "nodeCount"),
+    ({"properties": {"nodeCount": 1, "horovodSettings": {"commandLineArgs": "--x"}}}, "horovodSettings"),
+    ({"properties": {"nodeCount": 1, "customToolkitSettings": {"commandLine": "echo"}}}, "horovodSettings"),
+    ({"$schema": "https://example.com/job.json", "properties": {}}, "$schema"),
+    ({"$schema": "https://raw.githubusercontent.com/Azure/BatchAI/master/schemas/2018-05-01/cluster.json",
+      "properties": {}}, "$schema"),
+    ({"properties": {"nodeCount": 1, "schedulingPriority": "urgent",
+                     "horovodSettings": {"pythonScriptFilePath": "x"}}}, "schedulingPriority"),
+])
+def test_schema_errors_name_the_field(document: dict, field: str) -> None:
+    with pytest.raises(InvalidSpecError) as info:
+        HorovodJob.from_dict(document)
+    assert field in info.value.field
+    assert info.value.valid_form
+
+
+def test_schema_error_does_not_echo_a_key() -> None:
+    document = json.loads(TUTORIAL_JOB.read_text())
+    document["properties"]["mountVolumes"]["azureFileShares"][0]["credentials"] = {"accountKey": ["s3cr3t-key"]}
+    with pytest.raises(InvalidSpecError) as info:
+        HorovodJob.from_dict(document)
+    assert "s3cr3t-key" not in str(info.value)
+
+
+def test_from_file_reports_missing_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError, match="does not exist"):
+        HorovodJob.from_file(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InvalidSpecError, match="not valid JSON"):
+        HorovodJob.from_file(bad)
+
+
+def test_built_in_python_equals_the_json() -> None:
+    from_json = HorovodJob.from_file(TUTORIAL_JOB, storage=FakeStorage())
+    built = HorovodJob(
+        script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar/cifar_cnn_distributed.py",
+        arguments=["--dir=$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar"],
+        node_count=4, container_image="tensorflow/tensorflow:1.8.0-gpu",
+        job_preparation="apt update; apt install mpi-default-dev mpi-default-bin -y; pip install keras horovod",
+        mounts=[share_mount()], std_out_err_path_prefix="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar")
+    assert built == from_json
+
+
+def test_std_out_err_defaults_to_the_first_mount() -> None:
+    spec = HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/data/train.py", mounts=[share_mount("data")])
+    assert spec.std_out_err_path_prefix == "$AZ_BATCHAI_JOB_MOUNT_ROOT/data"
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"script": "$AZ_BATCHAI_JOB_MOUNT_ROOT/elsewhere/train.py"}, "script"),
+    ({"script": ""}, "script"),
+    ({"node_count": True}, "node_count"),
+    ({"process_count": 0}, "process_count"),
+    ({"priority": "urgent"}, "priority"),
+    ({"max_wall_clock_time": timedelta(0)}, "max_wall_clock_time"),
+    ({"environment_variables": {"1BAD": "x"}}, "environment_variables"),
+    ({"secrets": {"A": "1"}, "environment_variables": {"A": "2"}}, "secrets"),
+    ({"mounts": [share_mount(), share_mount()]}, "mounts"),
+    ({"mounts": ["not a mount"]}, "mounts[0]"),
+    ({"output_directories": [OutputDirectory(id="OUT", path_prefix="$AZ_BATCHAI_JOB_MOUNT_ROOT/nope")]},
+     "output_directories[OUT].path_prefix"),
+])
+def test_bad_job_specs_name_the_field(changes: dict, field: str) -> None:
+    base = dict(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/train.py", mounts=[share_mount()])
+    with pytest.raises(InvalidSpecError) as info:
+        HorovodJob(**{**base, **changes})
+    assert info.value.field == field
+
+
+def test_spec_is_frozen_and_keyword_only() -> None:
+    spec = HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/train.py", mounts=[share_mount()])
+    with pytest.raises(Exception):
+        spec.node_count = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        HorovodJob("$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/train.py")  # type: ignore[misc]
+
+
+def test_paths_under_cluster_mounts_are_checked_against_the_cluster() -> None:
+    spec = HorovodJob(script="$AZ_BATCHAI_MOUNT_ROOT/azfiles/train.py",
+                      std_out_err_path_prefix="$AZ_BATCHAI_MOUNT_ROOT/azfiles")
+    spec.check_paths_against([share_mount("azfiles")])
+    with pytest.raises(InvalidSpecError, match="outside every mount"):
+        spec.check_paths_against([share_mount("other")])
+    with pytest.raises(InvalidSpecError, match="outside every mount"):
+        HorovodJob(script="/opt/train.py", mounts=[share_mount()]).check_paths_against([])
+
+
+def test_cluster_spec_validation() -> None:
+    key = "ssh-rsa AAAAB3NzaC1yc2E test"
+    spec = ClusterSpec(vm_size="Standard_NC6", admin_user_name="demo", ssh_public_key=key)
+    assert spec.target_node_count == 1 and spec.maximum_node_count == 1
+    auto = ClusterSpec(vm_size="Standard_NC6", admin_user_name="demo", ssh_public_key=key, auto_scale=(0, 4))
+    assert auto.auto_scale == AutoScale(minimum=0, maximum=4) and auto.maximum_node_count == 4
+    cases = [
+        (dict(vm_size="NC6"), "vm_size"),
+        (dict(vm_priority="spot"), "vm_priority"),
+        (dict(target_node_count=-1), "target_node_count"),
+        (dict(target_node_count=2, auto_scale=AutoScale(minimum=0, maximum=2)), "target_node_count"),
+        (dict(ssh_public_key=None), "ssh_public_key"),
+        (dict(ssh_public_key="not a key"), "ssh_public_key"),
+        (dict(admin_user_name="root"), "admin_user_name"),
+    ]
+    for changes, field in cases:
+        with pytest.raises(InvalidSpecError) as info:
+            ClusterSpec(**{**dict(vm_size="Standard_NC6", admin_user_name="demo", ssh_public_key=key), **changes})
+        assert info.value.field == field, changes
+    with pytest.raises(InvalidSpecError, match="auto_scale"):
+        AutoScale(minimum=3, maximum=2)
+    with_password = ClusterSpec(vm_size="Standard_D1", admin_user_name="demo", admin_password="DemoPa$$w0rd")
+    assert "DemoPa$$w0rd" not in repr(with_password)
+
+
+@pytest.mark.parametrize("path", ["", "../x", "a//b", "a/./b", "a:b", "x" * 256])
+def test_bad_share_paths(path: str) -> None:
+    with pytest.raises(InvalidSpecError):
+        check_share_path(path)
+
+
+def test_names() -> None:
+    assert check_share_path("/cifar/data/") == "cifar/data"
+    for bad in ("MyAccount", "ab", "a" * 25, "my-account"):
+        with pytest.raises(InvalidSpecError, match="3-24 lower-case"):
+            check_storage_account(bad)

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from azure.mgmt.batchai import BatchAI
-from azure.mgmt.batchai.models import ClusterCreateParameters, JobCreateParameters, JobsListOutputFilesOptions
+from azure.mgmt.batchai.models import (ClusterCreateParameters, ClusterUpdateParameters, JobCreateParameters,
+                                      JobsListOutputFilesOptions)
 from azure.storage.fileshare import ShareFileClient, ShareServiceClient
 
 from horovod_batchai.local import LocalService
@@ -99,8 +100,9 @@ class Lab:
         return wait_for(steady, timeout, what=f"cluster {name} to be steady")
 
     def resize(self, name: str, target: int, option: str = "requeue"):
-        return self.batchai.clusters.update(RG, WS, name, scale_settings={
-            "manual": {"targetNodeCount": target, "nodeDeallocationOption": option}})
+        return self.batchai.clusters.update(RG, WS, name, ClusterUpdateParameters.from_dict(
+            {"properties": {"scaleSettings": {"manual": {"targetNodeCount": target,
+                                                          "nodeDeallocationOption": option}}}}))
 
     def submit(self, name: str, properties: dict[str, Any], cluster: str = "cluster"):
         body = {"properties": {"cluster": {"id": self.cluster_id(cluster)}, "nodeCount": 1,

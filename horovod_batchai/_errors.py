@@ -71,6 +71,8 @@ class ResourceError(HorovodBatchAIError, HttpResponseError):
     def __init__(self, message: str, *, resource: str, azure_error: Optional[AzureError] = None) -> None:
         response = getattr(azure_error, "response", None)
         HttpResponseError.__init__(self, message=message, response=response)
+        self.message = message  # azure-core replaces it with the response's error text; keep ours
+        self.args = (message,)
         self.resource = resource
         self.azure_error = azure_error
         self.error_code: Optional[str] = getattr(azure_error, "error_code", None) or None

@@ -1,0 +1,111 @@
+"""GPU clusters against the local service: create, status, wait, resize, auto-scale, login, delete."""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from azure.core.exceptions import ResourceExistsError
+
+from horovod_batchai import (AllocationState, ClusterStatus, ConflictError, GpuCluster, InvalidSpecError,
+                             NotFoundError, Target, WaitTimeoutError, Workspace)
+from horovod_batchai.local import LocalService, ServiceSettings
+from sdk_support import RG, SSH_KEY
+
+
+def test_create_wait_status_and_table(workspace: Workspace) -> None:
+    cluster = workspace.create_cluster("nc6cluster", vm_size="Standard_NC6", vm_priority="dedicated",
+                                       target_node_count=2, admin_user_name="demo", ssh_public_key=SSH_KEY)
+    seen: list[ClusterStatus] = []
+    status = cluster.wait_until_ready(timeout=120, on_status=seen.append)
+    assert status.allocation_state is AllocationState.STEADY
+    assert status.node_state_counts.idle == 2 and status.current_node_count == 2
+    assert status.target_node_count == 2 and status.auto_scale is None
+    assert seen[-1] == status
+    table = status.table().splitlines()
+    assert table[0].split() == ["Name", "Resource", "Group", "Workspace", "VM", "Size", "State", "Idle", "Running",
+                                "Preparing", "Leaving", "Unusable"]
+    assert table[2].split() == ["nc6cluster", RG, "batchaidev", "STANDARD_NC6", "steady", "2", "0", "0", "0", "0"]
+    assert cluster.vm_size.lower() == "standard_nc6" and cluster.maximum_node_count == 2
+    # get-or-create: the same cluster, not a second one
+    assert workspace.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=2,
+                                    admin_user_name="demo", ssh_public_key=SSH_KEY) == cluster
+    assert workspace.list_clusters() == [cluster] and workspace.get_cluster("nc6cluster") == cluster
+
+
+def test_same_name_other_size_is_a_conflict(workspace: Workspace) -> None:
+    workspace.create_cluster("c1", vm_size="Standard_NC6", target_node_count=0, admin_user_name="demo",
+                             ssh_public_key=SSH_KEY)
+    with pytest.raises(ConflictError) as info:
+        workspace.create_cluster("c1", vm_size="Standard_NC12", target_node_count=0, admin_user_name="demo",
+                                 ssh_public_key=SSH_KEY)
+    assert isinstance(info.value, ResourceExistsError) and "Standard_NC12" in str(info.value)
+
+
+def test_resize_auto_scale_login_and_delete(workspace: Workspace) -> None:
+    cluster = workspace.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=1,
+                                       admin_user_name="demo", admin_password="DemoPa$$w0rd")
+    cluster.wait_until_ready(timeout=120)
+    logins = cluster.remote_login_info()
+    assert len(logins) == 1 and logins[0].port > 0 and logins[0].ip_address
+    cluster.resize(0)
+    status = cluster.wait_until_ready(timeout=120)
+    assert status.current_node_count == 0 and status.target_node_count == 0
+    status = cluster.auto_scale(0, 3)
+    assert status.auto_scale == (0, 3) and cluster.maximum_node_count == 3
+    cluster.resize(2)
+    assert cluster.wait_until_ready(timeout=120).node_state_counts.idle == 2
+    cluster.delete()
+    cluster.delete()
+    assert workspace.list_clusters() == []
+    with pytest.raises(NotFoundError):
+        workspace.get_cluster("nc6cluster")
+
+
+def test_generated_ssh_key_is_private_and_reused(workspace: Workspace, tmp_path: Path) -> None:
+    key_path = tmp_path / "ssh" / "id_rsa"
+    workspace.create_cluster("c1", vm_size="Standard_D1", target_node_count=0, admin_user_name="demo",
+                             generate_ssh_keys=True, ssh_key_path=key_path)
+    assert stat.S_IMODE(os.stat(key_path).st_mode) == 0o600
+    public = key_path.with_name("id_rsa.pub").read_text().strip()
+    assert public.startswith("ssh-rsa ")
+    cluster = workspace.create_cluster("c2", vm_size="Standard_D1", target_node_count=0, admin_user_name="demo",
+                                       generate_ssh_keys=True, ssh_key_path=key_path)
+    assert key_path.with_name("id_rsa.pub").read_text().strip() == public
+    assert cluster.refresh()._known().user_account_settings.admin_user_ssh_public_key == public
+
+
+def test_wait_times_out_with_a_clear_error(tmp_path: Path) -> None:
+    slow = ServiceSettings(provision_delay_s=600)
+    with LocalService(tmp_path / "slow", settings=slow) as svc, Target.local(service=svc) as target:
+        ws = Workspace.create(target, RG, "batchaidev")
+        cluster = ws.create_cluster("c1", vm_size="Standard_NC6", target_node_count=1, admin_user_name="demo",
+                                    ssh_public_key=SSH_KEY)
+        with pytest.raises(WaitTimeoutError, match="not ready after") as info:
+            cluster.wait_until_ready(timeout=0.5, poll_interval=0.1)
+        assert info.value.last_state.allocation_state is AllocationState.RESIZING
+
+
+def test_bad_cluster_requests_raise_before_any_request(workspace: Workspace) -> None:
+    with pytest.raises(InvalidSpecError, match="vm_size"):
+        workspace.create_cluster("c1", vm_size="NC6", admin_user_name="demo", ssh_public_key=SSH_KEY)
+    with pytest.raises(InvalidSpecError, match="cluster"):
+        workspace.create_cluster("bad name", admin_user_name="demo", ssh_public_key=SSH_KEY)
+    with pytest.raises(InvalidSpecError, match="ssh_public_key"):
+        workspace.create_cluster("c1", admin_user_name="demo", generate_ssh_keys=False)
+    assert workspace.list_clusters() == []
+    cluster = workspace.create_cluster("c1", vm_size="Standard_NC6", target_node_count=0, admin_user_name="demo",
+                                       ssh_public_key=SSH_KEY)
+    with pytest.raises(InvalidSpecError, match="target_node_count"):
+        cluster.resize(-1)
+    with pytest.raises(InvalidSpecError, match="auto_scale"):
+        cluster.auto_scale(3, 1)
+
+
+def test_unknown_vm_size_is_refused_by_the_service(workspace: Workspace) -> None:
+    from horovod_batchai import ResourceError
+    with pytest.raises(ResourceError) as info:
+        workspace.create_cluster("c1", vm_size="Standard_NOSUCH9", admin_user_name="demo", ssh_public_key=SSH_KEY)
+    assert info.value.status_code == 400 and "creating cluster" in str(info.value)
+    assert isinstance(GpuCluster.list(workspace), list) and workspace.list_clusters() == []

@@ -1,0 +1,112 @@
+"""File shares against the local service: account + share, directories, uploads, downloads, delete."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from azure.core.exceptions import ResourceNotFoundError
+
+from horovod_batchai import FileShare, InvalidSpecError, NotFoundError, ShareItem, Target
+from sdk_support import ACCOUNT, RG
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_create_is_get_or_create_with_standard_lrs(target: Target) -> None:
+    share = FileShare.create(target, RG, ACCOUNT, "myshare", location="eastus")
+    again = FileShare.create(target, RG, ACCOUNT, "myshare", location="eastus")
+    assert again.url == share.url == f"https://{ACCOUNT}.file.core.windows.net/myshare"
+    accounts = list(target.storage().storage_accounts.list_by_resource_group(RG))
+    assert [a.name for a in accounts] == [ACCOUNT] and accounts[0].sku.name == "Standard_LRS"
+    assert FileShare.get(target, RG, ACCOUNT, "myshare").share_name == "myshare"
+    with pytest.raises(NotFoundError) as info:
+        FileShare.get(target, RG, ACCOUNT, "othershare")
+    assert isinstance(info.value, ResourceNotFoundError)
+
+
+def test_mount_entry_carries_the_listed_key(target: Target, share: FileShare) -> None:
+    mount = share.mount()
+    keys = target.storage().storage_accounts.list_keys(RG, ACCOUNT).keys_property
+    assert mount.account_key == keys[0].value
+    assert mount.account_name == ACCOUNT and mount.relative_mount_path == "myshare"
+    assert mount.azure_file_url == f"https://{ACCOUNT}.file.core.windows.net/myshare"
+    assert keys[0].value not in repr(mount) and keys[0].value not in repr(share)
+    assert share.mount("data").relative_mount_path == "data"
+
+
+def test_upload_and_download_file(share: FileShare, tmp_path: Path) -> None:
+    payload = os.urandom(9 * 1024 * 1024 + 123)  # three ranges, the last one short
+    source = tmp_path / "model.bin"
+    source.write_bytes(payload)
+    progress: list[tuple[int, int]] = []
+    item = share.upload_file(source, "cifar/saved_models/model.bin", progress=lambda done, total: progress.append((done, total)))
+    assert item == ShareItem(path="cifar/saved_models/model.bin", is_directory=False, size=len(payload))
+    assert progress[-1] == (len(payload), len(payload))
+    assert share.list("cifar") == [ShareItem(path="cifar/saved_models", is_directory=True)]
+    dest = share.download_file("cifar/saved_models/model.bin", tmp_path / "out")
+    assert dest.read_bytes() == payload
+    (tmp_path / "dir").mkdir()
+    assert share.download_file("cifar/saved_models/model.bin", tmp_path / "dir").name == "model.bin"
+    share.delete_file("cifar/saved_models/model.bin")
+    share.delete_file("cifar/saved_models/model.bin")
+    assert share.list("cifar/saved_models") == []
+
+
+def test_upload_and_download_directory_tree(share: FileShare, tmp_path: Path) -> None:
+    source = tmp_path / "data"
+    for rel, size in {"a.txt": 10, "sub/b.bin": 5 * 1024 * 1024, "sub/deeper/c.bin": 1, "empty.txt": 0,
+                      "sub/ünïcode name.txt": 100}.items():
+        path = source / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(size))
+    (source / "emptydir").mkdir()
+    uploaded = share.upload_directory(source, "cifar/data", progress=False)
+    assert sorted(i.path for i in uploaded) == sorted(f"cifar/data/{p}" for p in _tree(source))
+    listed = share.list("cifar/data", recursive=True)
+    assert "cifar/data/emptydir" in [i.path for i in listed if i.is_directory]
+    assert {i.path: i.size for i in listed if not i.is_directory} == {
+        f"cifar/data/{p}": len(b) for p, b in _tree(source).items()}
+    dest = tmp_path / "copy"
+    share.download_directory("cifar/data", dest)
+    assert _tree(dest) == _tree(source) and (dest / "emptydir").is_dir()
+    share.delete_directory("cifar", recursive=True)
+    assert share.list() == []
+
+
+def test_create_directory_is_idempotent_and_makes_parents(share: FileShare) -> None:
+    share.create_directory("a/b/c")
+    share.create_directory("a/b/c")
+    assert [i.path for i in share.list(recursive=True)] == ["a", "a/b", "a/b/c"]
+
+
+def test_mistakes_raise_before_any_request(share: FileShare, tmp_path: Path) -> None:
+    with pytest.raises(InvalidSpecError, match="source"):
+        share.upload_file(tmp_path / "missing.py", "cifar/x.py")
+    (tmp_path / "x.py").write_text("print(1)")
+    with pytest.raises(InvalidSpecError, match="path"):
+        share.upload_file(tmp_path / "x.py", "cifar/../x.py")
+    with pytest.raises(InvalidSpecError, match="source"):
+        share.upload_directory(tmp_path / "x.py", "cifar")
+    assert share.list() == []
+
+
+def test_bad_account_and_share_names(offline_target: Target) -> None:
+    with pytest.raises(InvalidSpecError, match="account_name"):
+        FileShare.create(offline_target, RG, "My_Account", "myshare")
+    with pytest.raises(InvalidSpecError, match="share_name"):
+        FileShare.create(offline_target, RG, ACCOUNT, "My--Share")
+    with pytest.raises(InvalidSpecError, match="sku"):
+        FileShare.create(offline_target, RG, ACCOUNT, "myshare", sku="Cheap_LRS")
+
+
+def test_delete_share_and_account(target: Target, share: FileShare) -> None:
+    share.delete()
+    share.delete()
+    with pytest.raises(NotFoundError):
+        FileShare.get(target, RG, ACCOUNT, "myshare")
+    again = FileShare.create(target, RG, ACCOUNT, "myshare")
+    again.delete(delete_account=True)
+    assert list(target.storage().storage_accounts.list_by_resource_group(RG)) == []

@@ -37,17 +37,22 @@ def make_workspace(resources: Any, batchai: BatchAI, *, rg: str = RG, ws: str = 
         batchai.experiments.begin_create(rg, ws, experiment).result()
 
 
-def cluster_params(*, nodes: int = 1, vm_size: str = "STANDARD_D1", **extra: Any) -> m.ClusterCreateParameters:
-    """The recorded cluster_with_azure_files.json, as the client's model."""
-    return m.ClusterCreateParameters(
+def cluster_params(*, nodes: int = 1, vm_size: str = "STANDARD_D1", mounts: bool = True,
+                   **extra: Any) -> m.ClusterCreateParameters:
+    """The recorded cluster_with_azure_files.json, as the client's model. Its share's storage account
+    does not exist here, so nodes that mount it become unusable: ``mounts=False`` for usable nodes."""
+    if not mounts:
+        extra.setdefault("node_setup", None)
+    settings: dict[str, Any] = dict(
         vm_size=vm_size,
         scale_settings=m.ScaleSettings(manual=m.ManualScaleSettings(target_node_count=nodes)),
         user_account_settings=m.UserAccountSettings(admin_user_name="DemoUser", admin_user_password="DemoPa$$w0rd"),
         node_setup=m.NodeSetup(mount_volumes=m.MountVolumes(azure_file_shares=[m.AzureFileShareReference(
             account_name="clitest000002", azure_file_url="https://clitest000002.file.core.windows.net/share",
             credentials=m.AzureStorageCredentialsInfo(account_key=ACCOUNT_KEY), relative_mount_path="azfiles",
-            file_mode="0777", directory_mode="0777")])),
-        **extra)
+            file_mode="0777", directory_mode="0777")])))
+    settings.update(extra)
+    return m.ClusterCreateParameters(**settings)
 
 
 def make_cluster(batchai: BatchAI, name: str = "cluster", *, nodes: int = 1, rg: str = RG, ws: str = WS,

@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, quote, urlparse
 
 FLOW_SCRIPT = """\
 import argparse, os, time
@@ -81,7 +81,9 @@ def run_full_flow(target, tmp_path: Path) -> FlowRecord:  # type: ignore[no-unty
         assert f"step 4 rank {rank} of 2 ✓" in record.streamed
     for f in job.list_output_files():
         if f.download_url:
-            record.secrets[f"sas {f.name}"] = parse_qs(urlparse(f.download_url).query)["sig"][0]
+            signature = parse_qs(urlparse(f.download_url).query)["sig"][0]
+            record.secrets[f"sas {f.name}"] = signature
+            record.secrets[f"sas {f.name} (as sent)"] = quote(signature, safe="")
     token = target.credential().get_token("https://management.azure.com/.default").token
     record.secrets["bearer token signature"] = token.rsplit(".", 1)[-1]
 

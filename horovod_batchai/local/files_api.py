@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import format_datetime
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 from urllib.parse import unquote, urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
@@ -28,8 +28,8 @@ from .accounts import account_keys
 from .errors import StorageError
 from .files_auth import SAS_PARAMS, Grant, SignedRequest, authenticate, authorize
 from .files_store import (DEFAULT_QUOTA_GIB, MAX_FILE_SIZE, MAX_QUOTA_GIB, MAX_RANGE_BYTES, ContentSettings,
-                          EntryInfo, FileShares, ShareInfo, content_md5, shares_for, validate_account_name,
-                          validate_entry_name, validate_share_name)
+                          EntryInfo, FileBody, FileShares, ShareInfo, content_md5, shares_for, validate_account_name,
+                          validate_parts, validate_share_name)
 from .routing import Call
 
 __all__ = ["handle", "OPERATIONS", "Operation", "RAW_HEADERS_KEY"]
@@ -131,10 +131,7 @@ def parse_target(raw_path: str) -> Target:
     if len(names) == 1:
         return Target(account)
     share = validate_share_name(names[1])
-    parts = tuple(names[2:])
-    for part in parts:
-        validate_entry_name(part)
-    return Target(account, share, parts)
+    return Target(account, share, validate_parts(tuple(names[2:])))
 
 
 def _parse_query(raw_query: str) -> list[tuple[str, str]]:
@@ -196,7 +193,8 @@ def _parse_range(value: str, name: str) -> tuple[int, Optional[int]]:
                            HeaderName=name, HeaderValue=value[:60])
     start, end = int(m.group(1)), (int(m.group(2)) if m.group(2) else None)
     if end is not None and end < start:
-        raise StorageError(400, "InvalidHeaderValue", f"The range in '{name}' ends before it starts.",
+        raise StorageError(400, "InvalidHeaderValue", f"The range in '{name}' ends before it starts: use 'bytes=<start>-<end>' "
+                           "with start <= end.",
                            HeaderName=name, HeaderValue=value[:60])
     return start, end
 
@@ -531,7 +529,8 @@ def download_file(ctx: Ctx) -> Response:
             headers["Content-MD5"] = content_md5(ctx.shares.read_range(entry, start, end))
     length = max(0, end - start + 1)
     headers["Content-Length"] = str(length)
-    body: Iterator[bytes] | bytes = ctx.shares.read_chunks(entry, start, end) if length else b""
+    # Opened before answering, so a file that vanished is a 404, not a broken body.
+    body: Any = FileBody(ctx.shares.open_fd(entry), start, end) if length else b""
     response = _respond(ctx, status, headers, body)
     response.direct_passthrough = True
     return response
@@ -691,10 +690,15 @@ def _find_operation(level: str, method: str, comp: str) -> Operation:
                        QueryParameterName="comp")
 
 
-def _drain(call: Call, limit: int = 64 * 1024 * 1024) -> None:
-    # Read (and drop) a body we refuse, so the client gets our answer rather than a reset connection.
-    stream = call.request.environ.get("wsgi.input")
-    remaining = min(call.request.content_length or 0, limit)
+def _drain(call: Call, *, too_large: bool = False, limit: int = 64 * 1024 * 1024) -> None:
+    """Read and drop a body we refuse, so the client reads our answer instead of a connection reset
+    (the server closes every connection after one answer). Bounded, so a huge body cannot hold a thread."""
+    if too_large:
+        # werkzeug's request.stream refuses bodies over the limit; nothing of it was read yet.
+        stream: Any = call.request.environ.get("wsgi.input")
+        remaining = min(call.request.content_length or 0, limit)
+    else:
+        stream, remaining = call.request.stream, limit  # knows how much of the body is left
     while stream is not None and remaining > 0:
         chunk = stream.read(min(remaining, 1024 * 1024))
         if not chunk:
@@ -703,10 +707,20 @@ def _drain(call: Call, limit: int = 64 * 1024 * 1024) -> None:
 
 
 def handle(call: Call) -> Response:
+    try:
+        return _handle(call)
+    except StorageError:
+        length = call.request.content_length or 0
+        if 0 < length <= call.backend.settings.max_body_bytes:
+            _drain(call)
+        raise
+
+
+def _handle(call: Call) -> Response:
     request = call.request
     max_body = call.backend.settings.max_body_bytes
     if (request.content_length or 0) > max_body:
-        _drain(call)
+        _drain(call, too_large=True)
         raise StorageError(413, "RequestBodyTooLarge",
                            f"The request body is too large: at most {max_body} bytes are accepted.")
     raw_path, raw_query = _raw_uri(call)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_QUOTA_GIB", "MAX_QUOTA_GIB", "MAX_FILE_SIZE", "MAX_RANGE_BYTES",
-    "ShareInfo", "EntryInfo", "ContentSettings", "FileShares",
+    "ShareInfo", "EntryInfo", "ContentSettings", "FileShares", "FileBody",
     "validate_account_name", "validate_share_name", "validate_entry_name", "validate_metadata",
     "share_path", "delete_account_data", "shares_for", "content_md5",
 ]
@@ -211,7 +211,8 @@ class EntryInfo:
     change_time_ns: int
     file_id: str
     parent_id: str
-    real_path: Path = field(repr=False)
+    #: where it is in the share directory (a link that stays inside the share is not resolved).
+    disk_path: Path = field(repr=False)
 
     @property
     def name(self) -> str:
@@ -326,7 +327,7 @@ class FileShares:
             attributes=smb.get("attributes") or ("Directory" if is_dir else "Archive"),
             creation_time_ns=int(smb.get("creation", st.st_ctime_ns)),
             last_write_time_ns=int(smb.get("last_write", st.st_mtime_ns)),
-            change_time_ns=st.st_ctime_ns, file_id=str(st.st_ino), parent_id=parent_id, real_path=path)
+            change_time_ns=st.st_ctime_ns, file_id=str(st.st_ino), parent_id=parent_id, disk_path=path)
 
     @staticmethod
     def _touch(path: Path) -> None:
@@ -469,7 +470,10 @@ class FileShares:
             raise StorageError(400, "InvalidUri", "The root directory of a share cannot be deleted.")
         entry = self.get_directory(account, share, parts)
         try:
-            os.rmdir(entry.real_path)
+            if os.path.islink(entry.disk_path):
+                os.unlink(entry.disk_path)  # a link to another directory of the share: remove the link
+            else:
+                os.rmdir(entry.disk_path)
         except OSError as exc:
             if exc.errno in (39, 66):  # ENOTEMPTY (Linux, BSD)
                 raise StorageError(409, "DirectoryNotEmpty", "The specified directory is not empty.") from None
@@ -483,12 +487,12 @@ class FileShares:
         """(the directory, up to ``max_results`` entries from ``marker`` on, next marker or '')."""
         directory = self.get_directory(account, share, parts)
         base = self._existing_share_dir(account, share)
-        names = sorted(name for name in os.listdir(directory.real_path)
+        names = sorted(name for name in os.listdir(directory.disk_path)
                        if name.startswith(prefix) and name >= marker and not name.startswith(".deleting-"))
         entries: list[EntryInfo] = []
         next_marker = ""
         for name in names:
-            path = directory.real_path / name
+            path = directory.disk_path / name
             st = self._stat_inside(base, path)
             if st is None or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
                 continue  # a dangling or escaping symlink, a socket...: not part of the share
@@ -528,7 +532,7 @@ class FileShares:
     def delete_file(self, account: str, share: str, parts: tuple[str, ...]) -> None:
         entry = self.get_file(account, share, parts)
         try:
-            os.unlink(entry.real_path)
+            os.unlink(entry.disk_path)
         except FileNotFoundError:
             raise StorageError(404, "ResourceNotFound", "The specified resource does not exist.") from None
         self._drop_rows(account, share, "/".join(parts), recursive=False)
@@ -544,7 +548,7 @@ class FileShares:
                        smb: Optional[dict[str, Any]] = None) -> EntryInfo:
         entry = self.get_directory(account, share, parts) if directory else self.get_file(account, share, parts)
         if size is not None and not directory:
-            fd = os.open(entry.real_path, os.O_WRONLY | os.O_NOFOLLOW)
+            fd = self.open_fd(entry, os.O_WRONLY)
             try:
                 os.ftruncate(fd, size)
             finally:
@@ -554,20 +558,32 @@ class FileShares:
     def _rewrite_row(self, account: str, share: str, entry: EntryInfo, *,
                      metadata: Optional[dict[str, str]] = None, content: Optional[ContentSettings] = None,
                      smb: Optional[dict[str, Any]] = None) -> EntryInfo:
-        st = os.stat(entry.real_path)
+        st = os.stat(entry.disk_path)
         row = self._row(account, share, entry.path, st.st_ino) or {"metadata": {}, "content": {}, "smb": {}}
         new_smb = {**row["smb"], **(smb or {})}
         self._put_row(account, share, entry.path, st.st_ino,
                       metadata=row["metadata"] if metadata is None else metadata,
                       content=row["content"] if content is None else content.to_json(), smb=new_smb)
-        self._touch(entry.real_path)
+        self._touch(entry.disk_path)
         base = self._existing_share_dir(account, share)
-        return self._entry(account, share, base, entry.real_path, entry.path, os.stat(entry.real_path))
+        return self._entry(account, share, base, entry.disk_path, entry.path, os.stat(entry.disk_path))
 
     # -- bytes ----------------------------------------------------------------------------------
 
+    @staticmethod
+    def open_fd(entry: EntryInfo, flags: int = os.O_RDONLY) -> int:
+        """An open descriptor on the entry's file. Links were checked to stay inside the share when
+        the entry was looked up; the resolved path is opened without following any further link."""
+        try:
+            return os.open(os.path.realpath(entry.disk_path), flags | os.O_NOFOLLOW)
+        except (FileNotFoundError, NotADirectoryError):
+            raise StorageError(404, "ResourceNotFound", "The specified resource does not exist.") from None
+        except OSError:
+            raise StorageError(409, "SharingViolation",
+                               "The file cannot be opened: it changed while the request was served.") from None
+
     def write_range(self, entry: EntryInfo, offset: int, data: bytes | memoryview) -> EntryInfo:
-        fd = os.open(entry.real_path, os.O_WRONLY | os.O_NOFOLLOW)
+        fd = self.open_fd(entry, os.O_WRONLY)
         try:
             view = memoryview(data)
             while view:
@@ -580,7 +596,7 @@ class FileShares:
 
     def clear_range(self, entry: EntryInfo, start: int, end: int) -> EntryInfo:
         zeros = bytes(min(1024 * 1024, end - start + 1))
-        fd = os.open(entry.real_path, os.O_WRONLY | os.O_NOFOLLOW)
+        fd = self.open_fd(entry, os.O_WRONLY)
         try:
             offset = start
             while offset <= end:
@@ -597,34 +613,18 @@ class FileShares:
         return replace(entry, size=st.st_size, etag=_etag(st), last_modified=st.st_mtime,
                        change_time_ns=st.st_ctime_ns)
 
-    @staticmethod
-    def read_chunks(entry: EntryInfo, start: int, end: int, chunk: int = 1024 * 1024) -> Iterator[bytes]:
-        """Bytes ``start..end`` (inclusive) of a file, read lazily so large downloads stream."""
-        fd = os.open(entry.real_path, os.O_RDONLY | os.O_NOFOLLOW)
-        try:
-            offset = start
-            while offset <= end:
-                data = os.pread(fd, min(chunk, end - offset + 1), offset)
-                if not data:  # the file shrank under us: end the body early rather than hang
-                    return
-                offset += len(data)
-                yield data
-        finally:
-            os.close(fd)
+    def read_range(self, entry: EntryInfo, start: int, end: int) -> bytes:
+        with FileBody(self.open_fd(entry), start, end) as body:
+            return b"".join(body)
 
-    @staticmethod
-    def read_range(entry: EntryInfo, start: int, end: int) -> bytes:
-        return b"".join(FileShares.read_chunks(entry, start, end))
-
-    @staticmethod
-    def data_ranges(entry: EntryInfo, start: int, end: int) -> list[tuple[int, int]]:
+    def data_ranges(self, entry: EntryInfo, start: int, end: int) -> list[tuple[int, int]]:
         """Ranges (inclusive) inside ``start..end`` that hold data, from the file's own holes."""
         ranges: list[tuple[int, int]] = []
         size = entry.size
         end = min(end, size - 1)
         if end < start:
             return ranges
-        fd = os.open(entry.real_path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = self.open_fd(entry)
         try:
             offset = start
             while offset <= end:
@@ -654,6 +654,39 @@ class FileShares:
         with self.store.transaction() as db:
             db.execute("DELETE FROM files_shares WHERE account = ?", (account.lower(),))
             db.execute("DELETE FROM files_entries WHERE account = ?", (account.lower(),))
+
+
+class FileBody:
+    """Bytes ``start..end`` (inclusive) of an open file, read lazily so large downloads stream.
+
+    A WSGI response body: the server iterates it and then calls :meth:`close`, which closes the
+    descriptor even if the body was never read (a HEAD, a client that went away)."""
+
+    def __init__(self, fd: int, start: int, end: int, chunk: int = 1024 * 1024) -> None:
+        self._fd: Optional[int] = fd
+        self._offset = start
+        self._end = end
+        self._chunk = chunk
+
+    def __iter__(self) -> Iterator[bytes]:
+        while self._fd is not None and self._offset <= self._end:
+            data = os.pread(self._fd, min(self._chunk, self._end - self._offset + 1), self._offset)
+            if not data:  # the file shrank under us: end the body early rather than hang
+                break
+            self._offset += len(data)
+            yield data
+        self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "FileBody":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 # -- the seams other modules use ----------------------------------------------------------------

@@ -42,7 +42,7 @@ setup(
     if Path(__file__).with_name("README.rst").exists() else "",
     long_description_content_type="text/x-rst",
     license="MIT",
-    python_requires=">=3.9,<3.12",
+    python_requires=">=3.10,<3.12",   # the SDK's specs are keyword-only dataclasses (3.10+)
     packages=find_packages(include=["horovod_batchai", "horovod_batchai.*", "training", "training.*"]),
     package_data={"horovod_batchai": ["py.typed", "schemas/*.json"]},
     install_requires=SDK_REQUIRES,

@@ -30,7 +30,6 @@ stopping still kills what its runs left behind when it starts again.
 """
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import threading

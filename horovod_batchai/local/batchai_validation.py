@@ -546,7 +546,7 @@ def parse_job_create(body: Any) -> Parsed:
     if len(given) != 1:
         found = "none" if not given else ", ".join(given)
         raise _bad("InvalidParameter" if given else "MissingRequiredProperty", "properties",
-                   "A job must have exactly one toolkit setting among "
+                   "The property 'properties' must have exactly one toolkit setting among "
                    f"{', '.join(TOOLKITS)}; found {found}.")
     toolkit = given[0]
     if toolkit not in RUNNABLE_TOOLKITS:

@@ -95,10 +95,11 @@ def _experiment(call: Call, sub: str, rg: str, ws: str, exp: str, *, for_write: 
 
 
 def _schedule(backend: "LocalBackend", method: str, *args: Any) -> Any:
-    """Call the job scheduler (seam 4). Tolerates a scheduler that lacks ``method`` while the JOBS
-    engineer's scheduler is still a placeholder."""
-    fn = getattr(backend.scheduler, method, None)
-    return fn(*args) if fn is not None else None
+    """Call the job scheduler (seam 4), when the backend has one (a backend used without a server
+    has none, and then there is nothing running to tell)."""
+    if backend.scheduler is None:
+        return None
+    return getattr(backend.scheduler, method)(*args)
 
 
 def _notify(backend: "LocalBackend") -> None:

@@ -13,12 +13,11 @@ through the agreed interface (``notify``, ``terminate_job``, ``forget_job``, ``f
 """
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import shutil
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from werkzeug.wrappers import Response
 
@@ -31,7 +30,7 @@ from .operations import API_VERSION, accepted_response, finish_operation, iso_ti
 from .resources_api import check_subscription_id, normalize_location, require_resource_group
 from .routing import Call, Route, json_response
 from .store import resource_key
-from .vm_sizes import lookup_vm_size
+from .vm_sizes import VM_SIZES, lookup_vm_size
 
 if TYPE_CHECKING:
     from .backend import LocalBackend
@@ -215,7 +214,7 @@ def list_usages(call: Call, subscriptionId: str, location: str) -> Response:
     clusters = [c for c in store.list("microsoft.batchai/workspaces/clusters")
                 if resource_key(c["id"]).startswith(f"/subscriptions/{subscriptionId.lower()}/")
                 and _workspace_location(call.backend, c["id"]).replace(" ", "").lower() == region]
-    families = sorted({size.family for size in _all_sizes()})
+    families = sorted({size.family for size in VM_SIZES.values() if not size.premium_storage})
     cores: dict[tuple[str, str], int] = {}
     for cluster in clusters:
         props = cluster["properties"]
@@ -240,11 +239,6 @@ def list_usages(call: Call, subscriptionId: str, location: str) -> Response:
     values += [usage(f"{family} Cluster LowPriority vCPUs", cores.get((family, "lowpriority"), 0),
                      _LOW_PRIORITY_CORES_QUOTA, f"{family} Cluster Low Priority vCPUs") for family in families]
     return _page(call, values)
-
-
-def _all_sizes() -> Iterable[Any]:
-    from .vm_sizes import VM_SIZES
-    return VM_SIZES.values()
 
 
 # -- workspaces -----------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ class HorovodJob:
 
     #: pythonScriptFilePath: the script, under a mount
     script: str
-    #: commandLineArgs: a string, or a sequence joined with shell quoting
+    #: commandLineArgs: a string, or a sequence joined by join_arguments ($AZ_BATCHAI_* still expand)
     arguments: str = ""
     #: nodeCount: nodes the job is gang-scheduled on
     node_count: int = 1

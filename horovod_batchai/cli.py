@@ -468,9 +468,7 @@ def job_file_list(ctx: Context) -> Result:
 def job_file_download(ctx: Context) -> Result:
     job = ctx.job(ctx.args.job)
     job.refresh()
-    if str(ctx.args.dest).endswith(("/", os.sep)):  # named as a directory: make it
-        ctx.args.dest.mkdir(parents=True, exist_ok=True)
-    dest = job.download(ctx.args.path, ctx.args.dest, output_directory_id=ctx.args.output_directory_id)
+    dest = job.download(ctx.args.path, _local_dest(ctx.args.dest), output_directory_id=ctx.args.output_directory_id)
     return Result({"downloaded": [str(dest)]}, Table(["Downloaded"], [[str(dest)]]))
 
 
@@ -534,16 +532,22 @@ def file_upload(ctx: Context) -> Result:
     return Result(share_items_data(items), share_items_table(items))
 
 
+def _local_dest(text: str) -> Path:
+    """``--dest``: a path ending in '/' names a directory, created when missing (``Path`` would
+    drop the slash, so the option is kept as text until here)."""
+    dest = Path(text).expanduser()
+    if text.endswith(("/", os.sep)):
+        dest.mkdir(parents=True, exist_ok=True)
+    return dest
+
+
 def file_download(ctx: Context) -> Result:
     args = ctx.args
     share = ctx.share()
-    dest: Path = args.dest
     if _is_share_directory(share, args.path):
-        paths = share.download_directory(args.path, dest, progress=ctx.args.progress)
+        paths = share.download_directory(args.path, Path(args.dest), progress=ctx.args.progress)
     else:
-        if str(args.dest).endswith(("/", os.sep)):  # named as a directory: make it
-            dest.mkdir(parents=True, exist_ok=True)
-        paths = [share.download_file(args.path, dest, progress=ctx.args.progress)]
+        paths = [share.download_file(args.path, _local_dest(args.dest), progress=ctx.args.progress)]
     return Result({"downloaded": [str(p) for p in paths]}, Table(["Downloaded"], [[str(p)] for p in paths]))
 
 
@@ -798,7 +802,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--directory", default=".", help="directory inside it (default: .)")
         else:
             p.add_argument("--path", required=True, help="file (or directory) inside it, e.g. stdout.txt")
-            p.add_argument("--dest", type=Path, default=Path("."), help="local file or directory (default: .)")
+            p.add_argument("--dest", default=".", help="local file or directory (default: .)")
 
     # storage
     def account(p: argparse.ArgumentParser) -> None:
@@ -832,7 +836,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(sub, "download", file_download, "download a file or a directory tree")
     account(p)
     p.add_argument("--path", required=True, help="file or directory in the share")
-    p.add_argument("--dest", type=Path, default=Path("."), help="local file or directory (default: .)")
+    p.add_argument("--dest", default=".", help="local file or directory (default: .)")
     p = command(sub, "list", file_list, "list files and directories")
     account(p)
     p.add_argument("--path", default="", help="directory in the share (default: the root)")

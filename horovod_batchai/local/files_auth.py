@@ -86,12 +86,13 @@ class Grant:
     overrides: tuple[tuple[str, str], ...] = ()
 
 
-def _fail(message: str, status: int = 403, code: str = "AuthenticationFailed") -> StorageError:
-    detail = message
-    return StorageError(status, code, "Server failed to authenticate the request. Make sure the value of "
-                        "Authorization header is formed correctly including the signature."
-                        if code == "AuthenticationFailed" else message,
-                        AuthenticationErrorDetail=detail)
+def _fail(detail: str, status: int = 403, code: str = "AuthenticationFailed") -> StorageError:
+    """The error for a refused request; ``detail`` says why and never holds a secret."""
+    if code == "AuthenticationFailed":
+        # Azure's shape: a fixed message plus the reason in AuthenticationErrorDetail.
+        return StorageError(status, code, f"Server failed to authenticate the request. {detail}",
+                            AuthenticationErrorDetail=detail)
+    return StorageError(status, code, detail)
 
 
 def _sign(key: str, string_to_sign: str) -> bytes:
@@ -200,10 +201,13 @@ def _parse_sas_time(value: str, name: str) -> datetime:
 def _check_ip(spec: str, remote: str) -> bool:
     try:
         addr = ipaddress.ip_address(remote)
-        low, _, high = spec.partition("-")
-        return ipaddress.ip_address(low) <= addr <= ipaddress.ip_address(high or low)
+        low_text, _, high_text = spec.partition("-")
+        low, high = ipaddress.ip_address(low_text), ipaddress.ip_address(high_text or low_text)
     except ValueError:
         return False
+    if not addr.version == low.version == high.version:
+        return False
+    return int(low) <= int(addr) <= int(high)
 
 
 def sas_string(fields: dict[str, str], canonical_resource: str) -> str:

@@ -254,3 +254,19 @@ def test_no_secret_in_logs_or_error_answers(service, account, share, caplog):
         for line in service_lines:
             assert secret not in line
         assert secret not in answer.text and secret not in forged.text
+
+
+def test_header_order_matches_the_sdks_emulation_of_the_service_collation():
+    # Shared Key sorts x-ms-* headers with the service's collation; the SDK emulates it with tables.
+    # Our verifier must order every header the SDK can send (and metadata names) the same way.
+    import re
+    from pathlib import Path
+    import azure.storage.fileshare._generated.operations._operations as generated
+    from azure.storage.fileshare._shared.authentication import _storage_header_sort
+    from horovod_batchai.local.files_auth import SignedRequest, _canonical_headers
+    names = set(re.findall(r'"(x-ms-[a-z0-9-]*)"', Path(generated.__file__).read_text()))
+    names |= {"x-ms-meta-a", "x-ms-meta-b_c", "x-ms-meta-ab", "x-ms-meta-abc", "x-ms-meta-zed", "x-ms-meta-my_key"}
+    assert len(names) > 50
+    headers = [(n, f"v{i}") for i, n in enumerate(sorted(names))]
+    expected = "".join(f"{n}:{v}\n" for n, v in _storage_header_sort(headers))
+    assert _canonical_headers(SignedRequest("GET", "/", (), headers), "collation") == expected

@@ -567,19 +567,24 @@ class JobRun:
             "AZ_BATCHAI_SHARED_JOB_TEMP": str(shared_temp),
             RUN_TAG_ENV: self.tag,
         })
-        stdouterr = Path(os.path.normpath(
-            Path(expand_vars(str(props.get("stdOutErrPathPrefix") or str(shared_temp)), env)) / segment / "stdouterr"))
+        # Paths the service itself needs, expanded as the master node's shell would expand them
+        # (a relative one is relative to the node's working directory, never to the service's).
+        master_root = root / "nodes" / self.nodes[0].node_id
+        expansion_env = {**env, "AZ_BATCHAI_JOB_TEMP": str(master_root / "temp"), "AZ_BATCHAI_TASK_INDEX": "0"}
+
+        def node_path(*parts: str) -> Path:
+            return Path(os.path.normpath(master_root / "wd" / Path(*(expand_vars(p, expansion_env) for p in parts))))
+
+        stdouterr = node_path(str(props.get("stdOutErrPathPrefix") or "$AZ_BATCHAI_SHARED_JOB_TEMP"), segment,
+                              "stdouterr")
         env["AZ_BATCHAI_STDOUTERR_DIR"] = str(stdouterr)
         outputs: list[tuple[str, Path]] = [("stdouterr", stdouterr)]
         for directory in props.get("outputDirectories") or []:
-            path = Path(expand_vars(str(directory["pathPrefix"]), env)) / segment / "outputs"
-            if directory.get("pathSuffix"):
-                path = path / expand_vars(str(directory["pathSuffix"]), env)
-            path = Path(os.path.normpath(path))
+            path = node_path(str(directory["pathPrefix"]), segment, "outputs", str(directory.get("pathSuffix") or ""))
             env[f"AZ_BATCHAI_OUTPUT_{directory['id']}"] = str(path)
             outputs.append((str(directory["id"]), path))
         for directory in props.get("inputDirectories") or []:
-            env[f"AZ_BATCHAI_INPUT_{directory['id']}"] = os.path.normpath(expand_vars(str(directory["path"]), env))
+            env[f"AZ_BATCHAI_INPUT_{directory['id']}"] = str(node_path(str(directory["path"])))
         try:
             for _, path in outputs:
                 path.mkdir(parents=True, exist_ok=True)

@@ -278,3 +278,17 @@ def test_outputs_of_a_queued_job_are_an_empty_list(lab):
     assert lab.job("job").execution_state == "queued"
     assert lab.files("job") == {}
     lab.release()
+
+
+def test_paths_are_expanded_as_the_node_would_expand_them(lab):
+    # $AZ_BATCHAI_JOB_TEMP is the master node's; a relative prefix is relative to the node's working
+    # directory (never to wherever the service was started).
+    lab.submit("job", {"customToolkitSettings": {"commandLine": "echo $AZ_BATCHAI_OUTPUT_TMP; echo $AZ_BATCHAI_OUTPUT_REL"},
+                       "outputDirectories": [{"id": "TMP", "pathPrefix": "$AZ_BATCHAI_JOB_TEMP"},
+                                             {"id": "REL", "pathPrefix": "relative/dir"}]})
+    job = lab.wait_state("job")
+    assert job.execution_state == "succeeded", job.execution_info.errors
+    tmp, rel = lab.read("job", "stdout.txt").splitlines()
+    segment = job.job_output_directory_path_segment
+    assert tmp.endswith(f"/temp/{segment}/outputs") and tmp.startswith(str(lab.service.state_dir))
+    assert rel.endswith(f"/wd/relative/dir/{segment}/outputs") and rel.startswith(str(lab.service.state_dir))

@@ -2,8 +2,9 @@
 
 URLs are ``{endpoint}/{account}[/{share}[/{directory or file path}]]``, the form the Azure SDK uses
 for a loopback host. The path is taken as the client sent it (percent-encoding intact), because
-Shared Key signs it that way and because only the raw form tells a ``%2F`` inside a name from a
-separator. ``restype`` and ``comp`` in the query, with the method, select the operation from
+Shared Key signs it that way, and is decoded before it is split, as Azure does: ``%2F`` separates
+segments and ``%2e%2e`` is checked as the ``..`` it spells. Names are validated before anything is
+touched. ``restype`` and ``comp`` in the query, with the method, select the operation from
 :data:`OPERATIONS`. Every request is authenticated (see ``files_auth``), then authorized for what
 the operation needs, then handed to ``files_store``; errors are :class:`StorageError`, which the
 application turns into the storage XML error.
@@ -27,7 +28,7 @@ from werkzeug.wrappers import Response
 from .accounts import account_keys
 from .errors import StorageError
 from .files_auth import SAS_PARAMS, Grant, SignedRequest, authenticate, authorize
-from .files_store import (DEFAULT_QUOTA_GIB, MAX_FILE_SIZE, MAX_QUOTA_GIB, MAX_RANGE_BYTES, ContentSettings,
+from .files_store import (MAX_FILE_SIZE, MAX_QUOTA_GIB, MAX_RANGE_BYTES, ContentSettings,
                           EntryInfo, FileBody, FileShares, ShareInfo, content_md5, shares_for, validate_account_name,
                           validate_parts, validate_share_name)
 from .routing import Call
@@ -68,8 +69,16 @@ class Ctx:
     shares: FileShares
 
     @property
-    def method(self) -> str:
-        return self.call.request.method
+    def account(self) -> str:
+        return self.target.account
+
+    @property
+    def share(self) -> str:
+        return self.target.share or ""
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return self.target.parts
 
     def header(self, name: str) -> Optional[str]:
         return self.signed.header(name.lower())
@@ -232,11 +241,27 @@ def _parse_smb_time(value: Optional[str], name: str) -> Optional[int]:
     return int(base.timestamp()) * 1_000_000_000 + fraction * 100
 
 
+_FILE_ATTRIBUTES = ("ReadOnly", "Hidden", "System", "None", "Directory", "Archive", "Temporary", "Offline",
+                    "NotContentIndexed", "NoScrubData")
+
+
+def _printable(value: Optional[str]) -> Optional[str]:
+    """``value`` if it can be echoed in a response header (printable ASCII), else None."""
+    if value is None or any(not 0x20 <= ord(ch) <= 0x7E and ch != "\t" for ch in value):
+        return None
+    return value
+
+
 def _smb_request(ctx: Ctx) -> dict[str, Any]:
     smb: dict[str, Any] = {}
     attributes = ctx.header("x-ms-file-attributes")
     if attributes and attributes.lower() not in ("preserve", "none"):
-        smb["attributes"] = attributes
+        names = [a.strip() for a in attributes.split("|")]
+        if any(a not in _FILE_ATTRIBUTES for a in names):
+            raise StorageError(400, "InvalidHeaderValue",
+                               "x-ms-file-attributes must be 'preserve', 'None' or attributes joined by '|' from: "
+                               + ", ".join(_FILE_ATTRIBUTES) + ".", HeaderName="x-ms-file-attributes")
+        smb["attributes"] = "|".join(names)
     for header, key in (("x-ms-file-creation-time", "creation"), ("x-ms-file-last-write-time", "last_write")):
         ns = _parse_smb_time(ctx.header(header), header)
         if ns is not None:
@@ -247,8 +272,8 @@ def _smb_request(ctx: Ctx) -> dict[str, Any]:
 def _respond(ctx: Ctx, status: int, headers: Optional[dict[str, str]] = None, body: Any = b"",
              content_type: Optional[str] = None) -> Response:
     base = {"x-ms-request-id": str(uuid.uuid4()),
-            "x-ms-version": ctx.header("x-ms-version") or DEFAULT_VERSION}
-    client_id = ctx.header("x-ms-client-request-id")
+            "x-ms-version": _printable(ctx.header("x-ms-version")) or DEFAULT_VERSION}
+    client_id = _printable(ctx.header("x-ms-client-request-id"))
     if client_id:
         base["x-ms-client-request-id"] = client_id[:1024]
     response = Response(body, status=status, content_type=content_type)
@@ -336,13 +361,13 @@ def _quota(ctx: Ctx) -> Optional[int]:
 
 
 def create_share(ctx: Ctx) -> Response:
-    info = ctx.shares.create_share(ctx.target.account, ctx.target.share or "", quota_gib=_quota(ctx),
+    info = ctx.shares.create_share(ctx.account, ctx.share, quota_gib=_quota(ctx),
                                    metadata=ctx.metadata())
     return _respond(ctx, 201, _share_headers(info))
 
 
 def get_share_properties(ctx: Ctx) -> Response:
-    info = ctx.shares.get_share(ctx.target.account, ctx.target.share or "")
+    info = ctx.shares.get_share(ctx.account, ctx.share)
     headers = {**_share_headers(info), **_meta_headers(info.metadata), "x-ms-share-quota": str(info.quota_gib),
                "x-ms-access-tier": "TransactionOptimized", "x-ms-enabled-protocols": "SMB",
                "x-ms-lease-status": "unlocked", "x-ms-lease-state": "available"}
@@ -350,27 +375,27 @@ def get_share_properties(ctx: Ctx) -> Response:
 
 
 def delete_share(ctx: Ctx) -> Response:
-    ctx.shares.delete_share(ctx.target.account, ctx.target.share or "")
+    ctx.shares.delete_share(ctx.account, ctx.share)
     return _respond(ctx, 202)
 
 
 def set_share_metadata(ctx: Ctx) -> Response:
-    info = ctx.shares.set_share_metadata(ctx.target.account, ctx.target.share or "", ctx.metadata())
+    info = ctx.shares.set_share_metadata(ctx.account, ctx.share, ctx.metadata())
     return _respond(ctx, 200, _share_headers(info))
 
 
 def set_share_properties(ctx: Ctx) -> Response:
     quota = _quota(ctx)
     if quota is None:
-        info = ctx.shares.get_share(ctx.target.account, ctx.target.share or "")
+        info = ctx.shares.get_share(ctx.account, ctx.share)
     else:
-        info = ctx.shares.set_share_quota(ctx.target.account, ctx.target.share or "", quota)
+        info = ctx.shares.set_share_quota(ctx.account, ctx.share, quota)
     return _respond(ctx, 200, _share_headers(info))
 
 
 def get_share_stats(ctx: Ctx) -> Response:
-    info = ctx.shares.get_share(ctx.target.account, ctx.target.share or "")
-    usage = ctx.shares.share_usage_bytes(ctx.target.account, ctx.target.share or "")
+    info = ctx.shares.get_share(ctx.account, ctx.share)
+    usage = ctx.shares.share_usage_bytes(ctx.account, ctx.share)
     response = _xml(ctx, f"<ShareStats><ShareUsageBytes>{usage}</ShareUsageBytes></ShareStats>")
     response.headers.update(_share_headers(info))
     return response
@@ -379,30 +404,30 @@ def get_share_stats(ctx: Ctx) -> Response:
 # -- directories --------------------------------------------------------------------------------
 
 def create_directory(ctx: Ctx) -> Response:
-    entry = ctx.shares.create_directory(ctx.target.account, ctx.target.share or "", ctx.target.parts,
+    entry = ctx.shares.create_directory(ctx.account, ctx.share, ctx.parts,
                                         metadata=ctx.metadata(), smb=_smb_request(ctx))
     return _respond(ctx, 201, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
 
 
 def get_directory_properties(ctx: Ctx) -> Response:
-    entry = ctx.shares.get_directory(ctx.target.account, ctx.target.share or "", ctx.target.parts)
+    entry = ctx.shares.get_directory(ctx.account, ctx.share, ctx.parts)
     return _respond(ctx, 200, {**_entry_headers(entry), **_meta_headers(entry.metadata),
                                "x-ms-server-encrypted": "true"})
 
 
 def delete_directory(ctx: Ctx) -> Response:
-    ctx.shares.delete_directory(ctx.target.account, ctx.target.share or "", ctx.target.parts)
+    ctx.shares.delete_directory(ctx.account, ctx.share, ctx.parts)
     return _respond(ctx, 202)
 
 
 def set_directory_metadata(ctx: Ctx) -> Response:
-    entry = ctx.shares.set_metadata(ctx.target.account, ctx.target.share or "", ctx.target.parts,
+    entry = ctx.shares.set_metadata(ctx.account, ctx.share, ctx.parts,
                                     ctx.metadata(), directory=True)
     return _respond(ctx, 200, {"ETag": entry.etag, "x-ms-request-server-encrypted": "true"})
 
 
 def set_directory_properties(ctx: Ctx) -> Response:
-    entry = ctx.shares.set_properties(ctx.target.account, ctx.target.share or "", ctx.target.parts,
+    entry = ctx.shares.set_properties(ctx.account, ctx.share, ctx.parts,
                                       directory=True, smb=_smb_request(ctx))
     return _respond(ctx, 200, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
 
@@ -428,10 +453,10 @@ def list_directory(ctx: Ctx) -> Response:
     max_results = _int_param(ctx.query, "maxresults", low=1, high=_MAX_LIST_RESULTS, default=_MAX_LIST_RESULTS)
     extended = (ctx.header("x-ms-file-extended-info") or "").lower() == "true" or bool(ctx.query.get("include"))
     directory, entries, next_marker = ctx.shares.list_directory(
-        ctx.target.account, ctx.target.share or "", ctx.target.parts, prefix=prefix, marker=marker,
+        ctx.account, ctx.share, ctx.parts, prefix=prefix, marker=marker,
         max_results=max_results)
     endpoint = f"{ctx.call.base_url}/{ctx.target.account}/"
-    text = (f"<EnumerationResults ServiceEndpoint={quoteattr(endpoint)} ShareName={quoteattr(ctx.target.share or '')}"
+    text = (f"<EnumerationResults ServiceEndpoint={quoteattr(endpoint)} ShareName={quoteattr(ctx.share)}"
             f" DirectoryPath={quoteattr(ctx.target.path)}>"
             f"<Prefix>{escape(prefix)}</Prefix><Marker>{escape(marker)}</Marker><MaxResults>{max_results}</MaxResults>"
             f"<Entries>{''.join(_entry_xml(e, extended) for e in entries)}</Entries>"
@@ -453,6 +478,10 @@ def _content_settings(ctx: Ctx) -> Optional[ContentSettings]:
     given = {attr: ctx.header(header) for header, attr in _CONTENT_HEADERS if ctx.header(header) is not None}
     if not given:
         return None
+    for header, attr in _CONTENT_HEADERS:
+        if attr in given and _printable(given[attr]) is None:
+            raise StorageError(400, "InvalidHeaderValue", f"The header '{header}' must be printable ASCII.",
+                               HeaderName=header)
     md5 = given.get("content_md5")
     if md5:
         try:
@@ -475,7 +504,7 @@ def create_file(ctx: Ctx) -> Response:
         raise StorageError(400, "MissingRequiredHeader",
                            "Creating a file needs 'x-ms-content-length' (the file's size in bytes).",
                            HeaderName="x-ms-content-length")
-    entry = ctx.shares.create_file(ctx.target.account, ctx.target.share or "", ctx.target.parts, size,
+    entry = ctx.shares.create_file(ctx.account, ctx.share, ctx.parts, size,
                                    content=_content_settings(ctx) or ContentSettings(), metadata=ctx.metadata(),
                                    smb=_smb_request(ctx))
     return _respond(ctx, 201, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
@@ -495,7 +524,7 @@ def _file_headers(ctx: Ctx, entry: EntryInfo) -> dict[str, str]:
 
 
 def get_file_properties(ctx: Ctx) -> Response:
-    entry = ctx.shares.get_file(ctx.target.account, ctx.target.share or "", ctx.target.parts)
+    entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
     headers = _file_headers(ctx, entry)
     headers["Content-Length"] = str(entry.size)
     if entry.content.content_md5:
@@ -504,7 +533,7 @@ def get_file_properties(ctx: Ctx) -> Response:
 
 
 def download_file(ctx: Ctx) -> Response:
-    entry = ctx.shares.get_file(ctx.target.account, ctx.target.share or "", ctx.target.parts)
+    entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
     requested, range_header = _request_range(ctx)
     headers = _file_headers(ctx, entry)
     size = entry.size
@@ -537,12 +566,12 @@ def download_file(ctx: Ctx) -> Response:
 
 
 def delete_file(ctx: Ctx) -> Response:
-    ctx.shares.delete_file(ctx.target.account, ctx.target.share or "", ctx.target.parts)
+    ctx.shares.delete_file(ctx.account, ctx.share, ctx.parts)
     return _respond(ctx, 202)
 
 
 def set_file_metadata(ctx: Ctx) -> Response:
-    entry = ctx.shares.set_metadata(ctx.target.account, ctx.target.share or "", ctx.target.parts,
+    entry = ctx.shares.set_metadata(ctx.account, ctx.share, ctx.parts,
                                     ctx.metadata(), directory=False)
     return _respond(ctx, 200, {"ETag": entry.etag, "Last-Modified": _http_date(entry.last_modified),
                                "x-ms-request-server-encrypted": "true"})
@@ -550,7 +579,7 @@ def set_file_metadata(ctx: Ctx) -> Response:
 
 def set_file_properties(ctx: Ctx) -> Response:
     size = _int_header(ctx, "x-ms-content-length", low=0, high=MAX_FILE_SIZE)
-    entry = ctx.shares.set_properties(ctx.target.account, ctx.target.share or "", ctx.target.parts,
+    entry = ctx.shares.set_properties(ctx.account, ctx.share, ctx.parts,
                                       directory=False, size=size, content=_content_settings(ctx),
                                       smb=_smb_request(ctx))
     return _respond(ctx, 200, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
@@ -587,7 +616,7 @@ def put_range(ctx: Ctx) -> Response:
     if write == "clear" and content_length != 0:
         raise StorageError(400, "InvalidHeaderValue", "Clearing a range takes no body: Content-Length must be 0.",
                            HeaderName="Content-Length")
-    entry = ctx.shares.get_file(ctx.target.account, ctx.target.share or "", ctx.target.parts)
+    entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
     if end >= entry.size:
         raise StorageError(416, "InvalidRange",
                            f"The range {start}-{end} reaches past the end of the file ({entry.size} bytes); "
@@ -610,7 +639,7 @@ def put_range(ctx: Ctx) -> Response:
 
 
 def list_ranges(ctx: Ctx) -> Response:
-    entry = ctx.shares.get_file(ctx.target.account, ctx.target.share or "", ctx.target.parts)
+    entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
     requested, _ = _request_range(ctx)
     start, end = (0, entry.size - 1) if requested is None else (requested[0], requested[1] if requested[1] is not None
                                                                  else entry.size - 1)

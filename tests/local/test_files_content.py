@@ -231,3 +231,31 @@ def test_files_written_by_a_job_are_real_with_default_properties(share, share_di
     props = api.get_file_properties()
     assert props.size == len(b"new from job") and props.metadata == {}
     assert props.content_settings.content_type == "application/octet-stream"
+
+
+def test_properties_and_bytes_survive_a_service_restart(tmp_path):
+    from horovod_batchai.local import LocalService, ServiceSettings
+    state = tmp_path / "restart-state"
+    settings = ServiceSettings(provision_delay_s=0.1)
+    with LocalService(state, settings=settings) as first:
+        account = create_account(first)
+        share = share_service(first, account).create_share("kept", metadata={"Stage": "one"}, quota=7)
+        share.get_file_client("model.bin").upload_file(b"m" * 5000, metadata={"Epoch": "3"},
+                                                       content_settings=ContentSettings(content_type="x/model"))
+    with LocalService(state, settings=settings) as second:
+        share = share_service(second, account).get_share_client("kept")
+        props = share.get_share_properties()
+        assert props.metadata == {"Stage": "one"} and props.quota == 7
+        f = share.get_file_client("model.bin").get_file_properties()
+        assert f.metadata == {"Epoch": "3"} and f.content_settings.content_type == "x/model" and f.size == 5000
+        assert share.get_file_client("model.bin").download_file().readall() == b"m" * 5000
+
+
+def test_parallel_clients_write_separate_files(share, share_dir):
+    from concurrent.futures import ThreadPoolExecutor
+    payloads = {f"p{i}.bin": os.urandom(100_000 + i) for i in range(8)}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda item: share.get_file_client(item[0]).upload_file(item[1]), payloads.items()))
+    for name, data in payloads.items():
+        assert (share_dir / name).read_bytes() == data
+    assert sorted(e.name for e in share.list_directories_and_files()) == sorted(payloads)

@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 from urllib.parse import unquote, urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
+from werkzeug.exceptions import ClientDisconnected
 from werkzeug.wrappers import Response
 
 from .accounts import account_keys
@@ -33,13 +34,16 @@ from .files_store import (MAX_FILE_SIZE, MAX_QUOTA_GIB, MAX_RANGE_BYTES, Content
                           validate_parts, validate_share_name)
 from .routing import Call
 
-__all__ = ["handle", "OPERATIONS", "Operation", "RAW_HEADERS_KEY"]
+__all__ = ["handle", "OPERATIONS", "Operation", "RAW_HEADERS_KEY", "BODY_TIMEOUT_S"]
 
 #: WSGI environ key under which the server may pass the request headers exactly as sent: the
 #: environ itself loses their case and drops names with '_', and metadata names keep both.
 RAW_HEADERS_KEY = "horovod_batchai.raw_headers"
 #: the x-ms-version answered when a request names none.
 DEFAULT_VERSION = "2025-11-05"
+#: seconds a request body may stall before the request is refused (a client that declares more
+#: than it sends must not hold a server thread forever).
+BODY_TIMEOUT_S = 60.0
 _MAX_LIST_RESULTS = 5000
 _RANGE_RE = re.compile(r"^bytes=(\d+)-(\d*)$")
 
@@ -585,8 +589,19 @@ def set_file_properties(ctx: Ctx) -> Response:
     return _respond(ctx, 200, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
 
 
+def _bound_reads(call: Call) -> None:
+    sock = call.request.environ.get("werkzeug.socket")
+    if sock is not None:
+        sock.settimeout(BODY_TIMEOUT_S)
+
+
 def _body(ctx: Ctx, expected: int) -> bytes:
-    data = ctx.call.request.stream.read(expected + 1)
+    _bound_reads(ctx.call)
+    try:
+        data = ctx.call.request.stream.read(expected + 1)
+    except (OSError, ClientDisconnected):  # the socket timed out or the client went away mid-body
+        raise StorageError(400, "InvalidInput",
+                           f"The request body stalled or ended before its {expected} bytes arrived.") from None
     if len(data) != expected:
         raise StorageError(400, "InvalidHeaderValue",
                            f"The body holds {len(data)} bytes but Content-Length and the range say {expected}.",
@@ -728,11 +743,15 @@ def _drain(call: Call, *, too_large: bool = False, limit: int = 64 * 1024 * 1024
         remaining = min(call.request.content_length or 0, limit)
     else:
         stream, remaining = call.request.stream, limit  # knows how much of the body is left
-    while stream is not None and remaining > 0:
-        chunk = stream.read(min(remaining, 1024 * 1024))
-        if not chunk:
-            break
-        remaining -= len(chunk)
+    _bound_reads(call)
+    try:
+        while stream is not None and remaining > 0:
+            chunk = stream.read(min(remaining, 1024 * 1024))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+    except (OSError, ClientDisconnected):
+        pass  # the client stopped sending; our answer goes out (or not) as it can
 
 
 def handle(call: Call) -> Response:

@@ -178,3 +178,29 @@ def test_bad_metadata_on_create_leaves_no_file(service, account, share):
         share.create_directory("metadir", metadata={"bad-name": "v"})
     assert err.value.error_code == "InvalidMetadata"
     assert not (service.backend.files_root / account.name / "share" / "metadir").exists()
+
+
+def test_a_stalled_body_is_refused_instead_of_holding_a_thread(service, account, share, monkeypatch):
+    import base64
+    import socket
+    import ssl
+    from email.utils import formatdate
+    from horovod_batchai.local import files_api
+    monkeypatch.setattr(files_api, "BODY_TIMEOUT_S", 1.0)
+    sas = generate_share_sas(account.name, "share", account_key=account.key, permission="rw",
+                             expiry=datetime.now(timezone.utc) + timedelta(hours=1))
+    share.get_file_client("slow.bin").create_file(1024)
+    host, port = service.endpoint.removeprefix("https://").rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(service.info.ca_cert))
+    with socket.create_connection((host, int(port)), timeout=60) as raw:
+        with context.wrap_socket(raw, server_hostname=host) as tls:
+            head = (f"PUT /{account.name}/share/slow.bin?comp=range&{sas} HTTP/1.1\r\nHost: {host}\r\n"
+                    "x-ms-version: 2025-11-05\r\nx-ms-range: bytes=0-1023\r\nx-ms-write: update\r\n"
+                    f"x-ms-date: {formatdate(usegmt=True)}\r\nContent-Length: 1024\r\n\r\n")
+            tls.sendall(head.encode() + b"only ten b")  # ...and then nothing more
+            answer = b""
+            while chunk := tls.recv(65536):
+                answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400") and b"InvalidInput" in answer
+    assert (service.backend.files_root / account.name / "share" / "slow.bin").read_bytes() == bytes(1024)
+    _still_answers(share)

@@ -123,6 +123,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')}: expected an integer >= 1, got {value}")
+    if args.data_dir is not None:  # checked before anything is created
+        found = next((d for d in (args.data_dir, args.data_dir / "cifar-10-batches-py") if is_cifar10(d)), None)
+        if found is None:
+            parser.error(f"--data-dir: {str(args.data_dir)!r} does not hold CIFAR-10; expected a directory with "
+                         f"{', '.join(CIFAR10_FILES)} (or its parent)")
+        args.data_dir = found
     local = args.target == "local"
     args.nodes = args.nodes or (machine_nodes() if local else TUTORIAL_NODES)
     args.epochs = args.epochs or (LOCAL_EPOCHS if local else None)
@@ -172,12 +178,8 @@ def choose_data(args: argparse.Namespace, workdir: Path) -> tuple[Optional[Path]
     """(local directory to upload for the job, whether it is real CIFAR-10). On Azure without
     --data-dir nothing is uploaded: the job downloads CIFAR-10 itself, as the tutorial's did."""
     if args.data_dir is not None:
-        found = next((d for d in (args.data_dir, args.data_dir / "cifar-10-batches-py") if is_cifar10(d)), None)
-        if found is None:
-            raise InvalidSpecError("--data-dir", f"{str(args.data_dir)!r} does not hold CIFAR-10",
-                                   "a directory with " + ", ".join(CIFAR10_FILES))
-        print(f"   real CIFAR-10 from {found}")
-        return found, True
+        print(f"   real CIFAR-10 from {args.data_dir}")
+        return args.data_dir, True
     if args.target == "azure":
         print("   the job downloads CIFAR-10 itself (keras.datasets.cifar10), as in the tutorial")
         return None, True

@@ -229,6 +229,21 @@ def _new_share_etag() -> str:
     return f'"0x8{uuid.uuid4().hex[:14].upper()}"'
 
 
+def _last_write_ns(smb: dict[str, Any], st: os.stat_result) -> int:
+    # A last-write time the caller set holds until the bytes change (mtime moves on, e.g. a Put
+    # Range or a job writing the file); from then on the file's own mtime is the last write.
+    if "last_write" in smb and smb.get("last_write_mtime") == st.st_mtime_ns:
+        return int(smb["last_write"])
+    return st.st_mtime_ns
+
+
+def _smb_row(smb: dict[str, Any], st: os.stat_result, last_write_ns: int) -> dict[str, Any]:
+    """What is kept of SMB properties: attributes and creation time as set, and the last-write
+    time pinned to the mtime it belongs to."""
+    kept = {k: smb[k] for k in ("attributes", "creation") if k in smb}
+    return {**kept, "last_write": last_write_ns, "last_write_mtime": st.st_mtime_ns}
+
+
 # -- the store --------------------------------------------------------------------------------
 
 class FileShares:
@@ -311,8 +326,7 @@ class FileShares:
                 db.execute("DELETE FROM files_entries WHERE account = ? AND share = ?"
                            " AND substr(path, 1, ?) = ?", (account.lower(), share, len(prefix), prefix))
 
-    def _entry(self, account: str, share: str, base: Path, path: Path, rel: str,
-               st: os.stat_result) -> EntryInfo:
+    def _entry(self, account: str, share: str, path: Path, rel: str, st: os.stat_result) -> EntryInfo:
         row = self._row(account, share, rel, st.st_ino) or {"metadata": {}, "content": {}, "smb": {}}
         smb = row["smb"]
         is_dir = stat.S_ISDIR(st.st_mode)
@@ -326,7 +340,7 @@ class FileShares:
             content=ContentSettings.from_json(row["content"]),
             attributes=smb.get("attributes") or ("Directory" if is_dir else "Archive"),
             creation_time_ns=int(smb.get("creation", st.st_ctime_ns)),
-            last_write_time_ns=int(smb.get("last_write", st.st_mtime_ns)),
+            last_write_time_ns=_last_write_ns(smb, st),
             change_time_ns=st.st_ctime_ns, file_id=str(st.st_ino), parent_id=parent_id, disk_path=path)
 
     @staticmethod
@@ -429,7 +443,7 @@ class FileShares:
         st = self._stat_inside(base, path)
         if st is None or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
             raise StorageError(404, "ResourceNotFound", "The specified resource does not exist.")
-        return self._entry(account, share, base, path, "/".join(parts), st)
+        return self._entry(account, share, path, "/".join(parts), st)
 
     def get_file(self, account: str, share: str, parts: tuple[str, ...]) -> EntryInfo:
         entry = self.get_entry(account, share, parts)
@@ -461,9 +475,10 @@ class FileShares:
             raise StorageError(409, "ResourceTypeMismatch",
                                "A file with the same name already exists at this path.") from None
         st = os.stat(path)
+        smb = smb or {}
         self._put_row(account, share, "/".join(parts), st.st_ino, metadata=metadata, content={},
-                      smb=dict(smb or {}))
-        return self._entry(account, share, base, path, "/".join(parts), st)
+                      smb=_smb_row(smb, st, int(smb.get("last_write", st.st_mtime_ns))))
+        return self._entry(account, share, path, "/".join(parts), st)
 
     def delete_directory(self, account: str, share: str, parts: tuple[str, ...]) -> None:
         if not parts:
@@ -500,7 +515,7 @@ class FileShares:
                 next_marker = name
                 break
             rel = "/".join((*parts, name))
-            entries.append(self._entry(account, share, base, path, rel, st))
+            entries.append(self._entry(account, share, path, rel, st))
         return directory, entries, next_marker
 
     def create_file(self, account: str, share: str, parts: tuple[str, ...], size: int, *,
@@ -525,9 +540,10 @@ class FileShares:
             st = os.fstat(fd)
         finally:
             os.close(fd)
+        smb = smb or {}
         self._put_row(account, share, "/".join(parts), st.st_ino, metadata=metadata,
-                      content=content.to_json(), smb=dict(smb or {}))
-        return self._entry(account, share, base, path, "/".join(parts), st)
+                      content=content.to_json(), smb=_smb_row(smb, st, int(smb.get("last_write", st.st_mtime_ns))))
+        return self._entry(account, share, path, "/".join(parts), st)
 
     def delete_file(self, account: str, share: str, parts: tuple[str, ...]) -> None:
         entry = self.get_file(account, share, parts)
@@ -560,13 +576,16 @@ class FileShares:
                      smb: Optional[dict[str, Any]] = None) -> EntryInfo:
         st = os.stat(entry.disk_path)
         row = self._row(account, share, entry.path, st.st_ino) or {"metadata": {}, "content": {}, "smb": {}}
-        new_smb = {**row["smb"], **(smb or {})}
+        smb = smb or {}
+        # A property change keeps the last-write time (unless it sets one) though it moves mtime.
+        last_write = int(smb.get("last_write", _last_write_ns(row["smb"], st)))
+        self._touch(entry.disk_path)
+        st = os.stat(entry.disk_path)
         self._put_row(account, share, entry.path, st.st_ino,
                       metadata=row["metadata"] if metadata is None else metadata,
-                      content=row["content"] if content is None else content.to_json(), smb=new_smb)
-        self._touch(entry.disk_path)
-        base = self._existing_share_dir(account, share)
-        return self._entry(account, share, base, entry.disk_path, entry.path, os.stat(entry.disk_path))
+                      content=row["content"] if content is None else content.to_json(),
+                      smb=_smb_row({**row["smb"], **smb}, st, last_write))
+        return self._entry(account, share, entry.disk_path, entry.path, st)
 
     # -- bytes ----------------------------------------------------------------------------------
 

@@ -259,3 +259,21 @@ def test_parallel_clients_write_separate_files(share, share_dir):
     for name, data in payloads.items():
         assert (share_dir / name).read_bytes() == data
     assert sorted(e.name for e in share.list_directories_and_files()) == sorted(payloads)
+
+
+def test_smb_times_set_by_the_caller_hold_until_the_bytes_change(share):
+    from datetime import datetime, timezone
+    past = datetime(2018, 5, 1, 10, 0, 0, tzinfo=timezone.utc)
+    f = share.get_file_client("times.bin")
+    f.create_file(1024, file_creation_time=past, file_last_write_time=past, file_attributes="ReadOnly|Archive")
+    props = f.get_file_properties()
+    assert props.creation_time == past and props.last_write_time == past
+    assert props.file_attributes == "ReadOnly|Archive"
+    f.set_file_metadata({"k": "v"})  # a property change: new ETag, same last-write time
+    assert f.get_file_properties().last_write_time == past
+    f.upload_range(b"w" * 512, offset=0, length=512)  # a write: the last-write time moves on
+    after = f.get_file_properties()
+    assert after.last_write_time > past and after.creation_time == past
+    with pytest.raises(HttpResponseError) as err:
+        share.get_file_client("attrs.bin").create_file(1, file_attributes="Sparkly")
+    assert err.value.status_code == 400 and "x-ms-file-attributes" in err.value.message

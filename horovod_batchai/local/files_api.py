@@ -46,6 +46,7 @@ DEFAULT_VERSION = "2025-11-05"
 BODY_TIMEOUT_S = 60.0
 _MAX_LIST_RESULTS = 5000
 _RANGE_RE = re.compile(r"^bytes=(\d+)-(\d*)$")
+_VIRTUAL_HOST_RE = re.compile(r"^[a-z0-9]{3,24}\.file\.core\.windows\.net(:\d+)?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -772,6 +773,10 @@ def _handle(call: Call) -> Response:
         raise StorageError(413, "RequestBodyTooLarge",
                            f"The request body is too large: at most {max_body} bytes are accepted.")
     raw_path, raw_query = _raw_uri(call)
+    if _VIRTUAL_HOST_RE.match(request.host or ""):
+        raise StorageError(400, "InvalidUri",
+                           "The local service addresses accounts by path, not by host name: use "
+                           f"{call.base_url}/<account>/<share>/<path> (account_url {call.base_url}/<account>).")
     target = parse_target(raw_path)
     pairs = _parse_query(raw_query)
     query = {k.lower(): v for k, v in pairs if k not in SAS_PARAMS}

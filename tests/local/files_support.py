@@ -68,7 +68,8 @@ def raw_request(service: LocalService, method: str, target: str, headers: Option
     host, port = service.endpoint.removeprefix("https://").rsplit(":", 1)
     conn = http.client.HTTPSConnection(host, int(port), context=context, timeout=30)
     try:
-        conn.putrequest(method, target, skip_accept_encoding=True)
+        conn.putrequest(method, target, skip_accept_encoding=True,
+                        skip_host=any(k.lower() == "host" for k in (headers or {})))
         for name, value in (headers or {}).items():
             conn.putheader(name, value)
         if body or method in ("PUT", "POST"):

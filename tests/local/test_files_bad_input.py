@@ -204,3 +204,10 @@ def test_a_stalled_body_is_refused_instead_of_holding_a_thread(service, account,
     assert answer.startswith(b"HTTP/1.1 400") and b"InvalidInput" in answer
     assert (service.backend.files_root / account.name / "share" / "slow.bin").read_bytes() == bytes(1024)
     _still_answers(share)
+
+
+def test_virtual_host_addressing_gets_a_clear_pointer_to_the_path_style_url(service, account, share):
+    status, headers, body = raw_request(service, "GET", "/share/kept.txt",
+                                        {"Host": f"{account.name}.file.core.windows.net", "x-ms-version": "2025-11-05"})
+    assert status == 400 and headers["x-ms-error-code"] == "InvalidUri"
+    assert f"{service.endpoint}/&lt;account&gt;".encode() in body

@@ -120,7 +120,6 @@ def test_range_over_4_mib_is_refused_and_the_file_unchanged(service, account, sh
     with pytest.raises(HttpResponseError) as err:
         f.upload_range(data, offset=0, length=len(data))
     assert err.value.status_code == 413 and err.value.error_code == "RequestBodyTooLarge"
-    assert f.list_ranges().by_page().next() is not None
     assert [r for r in f.list_ranges()] == []
     _still_answers(share)
 
@@ -155,8 +154,6 @@ def test_unknown_operations_and_methods_are_named_in_the_error(service, account,
     assert answer.status_code == 405 and answer.headers["x-ms-error-code"] == "UnsupportedHttpVerb"
     answer = requests.get(base + "&restype=container", verify=verify, timeout=30)
     assert answer.status_code == 400 and "restype" in answer.text
-    answer = requests.get(base + "&maxresults=0&restype=directory&comp=list".replace("kept.txt", ""),
-                          verify=verify, timeout=30)
     _still_answers(share)
 
 

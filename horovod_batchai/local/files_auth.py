@@ -57,7 +57,7 @@ class SignedRequest:
 
     method: str
     raw_path: str                        # as sent, percent-encoding intact, without the query
-    query: Sequence[tuple[str, str]]     # names as sent, values percent-decoded
+    query: Sequence[tuple[str, str]] = field(repr=False)  # names as sent, decoded (may hold a SAS)
     headers: Sequence[tuple[str, str]] = field(repr=False)  # names as sent (may hold a signature)
     scheme: str = "https"
     remote_addr: str = "127.0.0.1"

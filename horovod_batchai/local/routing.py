@@ -41,7 +41,8 @@ class Route:
 class Call:
     """One request as handlers see it."""
 
-    request: Request
+    #: kept out of repr: a request's repr shows its URL, and a SAS signature travels in the query.
+    request: Request = field(repr=False)
     backend: "LocalBackend"
     #: scheme://host:port the caller used, for building Location / nextLink / download URLs.
     base_url: str

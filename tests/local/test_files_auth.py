@@ -270,3 +270,21 @@ def test_header_order_matches_the_sdks_emulation_of_the_service_collation():
     headers = [(n, f"v{i}") for i, n in enumerate(sorted(names))]
     expected = "".join(f"{n}:{v}\n" for n, v in _storage_header_sort(headers))
     assert _canonical_headers(SignedRequest("GET", "/", (), headers), "collation") == expected
+
+
+def test_reprs_of_what_handlers_hold_carry_no_secret(service, account, share):
+    from urllib.parse import parse_qsl
+    from werkzeug.test import EnvironBuilder
+    from werkzeug.wrappers import Request
+    from horovod_batchai.local.files_auth import SignedRequest, authenticate
+    from horovod_batchai.local.routing import Call
+    sas = _file_sas(account, "dir/data.txt")
+    signature = dict(parse_qsl(sas))["sig"]
+    path = f"/{account.name}/share/dir/data.txt"
+    request = SignedRequest("GET", path, parse_qsl(sas), [("Authorization", f"SharedKey {account.name}:{signature}")])
+    grant = authenticate(SignedRequest("GET", path, parse_qsl(sas), ()), account.name, "share", ("dir", "data.txt"),
+                         [account.key])
+    call = Call(request=Request(EnvironBuilder(path=path, query_string=sas).get_environ()),
+                backend=service.backend, base_url=service.endpoint)
+    for shown in (repr(request), repr(grant), repr(call)):
+        assert signature not in shown and account.key not in shown

@@ -277,3 +277,11 @@ def test_smb_times_set_by_the_caller_hold_until_the_bytes_change(share):
     with pytest.raises(HttpResponseError) as err:
         share.get_file_client("attrs.bin").create_file(1, file_attributes="Sparkly")
     assert err.value.status_code == 400 and "x-ms-file-attributes" in err.value.message
+
+
+def test_names_xml_cannot_carry_are_listed_encoded_and_decoded_by_the_client(share, share_dir):
+    # Jobs may write names the REST API would refuse to create; listing them must still work.
+    (share_dir / "odd\x01name.txt").write_bytes(b"odd")
+    (share_dir / "ünï cødé.txt").write_bytes(b"unicode")
+    assert sorted(e.name for e in share.list_directories_and_files()) == ["odd\x01name.txt", "ünï cødé.txt"]
+    assert share.get_file_client("ünï cødé.txt").download_file().readall() == b"unicode"

@@ -171,8 +171,13 @@ def test_gpus_are_handed_to_nodes_only_when_the_machine_has_them(service, batcha
         assert "Standard_NC6 has 1 but this machine has none; the job runs on CPU" in log
 
 
-def test_deleting_a_cluster_drops_its_nodes(service, batchai):
+def test_deleting_a_cluster_drops_its_nodes_and_leaves_its_shares_alone(service, batchai):
     lab = make_lab(service, batchai)
-    lab.create_cluster(nodes=2)
+    lab.upload("keep.txt", "kept\n")
+    mounts = {"azureFileShares": [{"accountName": lab.account, "azureFileUrl": lab.share_url,
+                                   "credentials": {"accountKey": lab.key}, "relativeMountPath": "azfiles"}]}
+    lab.create_cluster(nodes=2, nodeSetup={"mountVolumes": mounts})
     lab.batchai.clusters.begin_delete(RG, WS, "cluster").result()
     assert service.backend.store.query("SELECT * FROM nodes") == []
+    share = lab.shares().get_share_client("myshare")
+    assert share.get_file_client("keep.txt").download_file().readall() == b"kept\n"

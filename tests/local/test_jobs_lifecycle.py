@@ -201,10 +201,14 @@ def test_deleting_a_running_job_stops_its_processes(lab):
     lab.submit("job", {"customToolkitSettings": {"commandLine": "sleep 300"}})
     lab.wait_state("job", "running")
     wait_for(lambda: tagged_processes(lab.service.state_dir), 30, what="the job's processes")
+    segment = lab.job("job").job_output_directory_path_segment
     lab.batchai.jobs.begin_delete(RG, WS, EXP, "job").result()
     with pytest.raises(ResourceNotFoundError):
         lab.job("job")
     assert tagged_processes(lab.service.state_dir) == []
+    # The job's scratch space went, but not the share it had mounted: its outputs stay, as on Azure.
+    share = lab.shares().get_share_client(SHARE)
+    assert share.get_directory_client(f"{segment}/stdouterr").exists()
     assert lab.wait_steady().node_state_counts.idle_node_count == 1
 
 

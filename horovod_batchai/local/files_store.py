@@ -240,7 +240,7 @@ def _last_write_ns(smb: dict[str, Any], st: os.stat_result) -> int:
 def _smb_row(smb: dict[str, Any], st: os.stat_result, last_write_ns: int) -> dict[str, Any]:
     """What is kept of SMB properties: attributes and creation time as set, and the last-write
     time pinned to the mtime it belongs to."""
-    kept = {k: smb[k] for k in ("attributes", "creation") if k in smb}
+    kept: dict[str, Any] = {k: smb[k] for k in ("attributes", "creation") if k in smb}
     return {**kept, "last_write": last_write_ns, "last_write_mtime": st.st_mtime_ns}
 
 

@@ -236,6 +236,46 @@ def test_a_missing_share_fails_the_mount(lab):
     assert "'nosuchshare' does not exist" in job.execution_info.errors[0].message
 
 
+def test_file_servers_and_blob_containers_are_mounted_as_local_directories(lab):
+    from azure.mgmt.batchai import models as m
+    server = lab.batchai.file_servers.begin_create(RG, WS, "nfs", m.FileServerCreateParameters(
+        vm_size="STANDARD_D1", ssh_configuration=m.SshConfiguration(user_account_settings=m.UserAccountSettings(
+            admin_user_name="admin", admin_user_password="fs-Pa55word")),
+        data_disks=m.DataDisks(disk_size_in_gb=10, disk_count=1, storage_account_type="Standard_LRS"))).result()
+    mounts = lab.share_mount("afs")
+    mounts["fileServers"] = [{"fileServer": {"id": server.id}, "relativeMountPath": "nfs"}]
+    mounts["azureBlobFileSystems"] = [{"accountName": lab.account, "containerName": "data",
+                                       "credentials": {"accountKey": lab.key}, "relativeMountPath": "bfs"}]
+    lab.submit("job", {"mountVolumes": mounts, "customToolkitSettings": {"commandLine":
+        "echo on-nfs > $AZ_BATCHAI_JOB_MOUNT_ROOT/nfs/note.txt; echo on-blob > $AZ_BATCHAI_JOB_MOUNT_ROOT/bfs/b.txt"}})
+    job = lab.wait_state("job")
+    assert job.execution_state == "succeeded", job.execution_info.errors
+    assert (lab.service.backend.fileserver_dir(server.id) / "note.txt").read_text() == "on-nfs\n"
+    log = lab.read("job", "execution.log")
+    assert "file server nfs" in log and "a plain local directory" in log
+
+
+def test_unmanaged_file_systems_fail_the_job_clearly(lab):
+    mounts = lab.share_mount("afs")
+    mounts["unmanagedFileSystems"] = [{"mountCommand": "mount -t nfs 10.0.0.4:/data", "relativeMountPath": "un"}]
+    try:
+        lab.submit("job", {"mountVolumes": mounts, "customToolkitSettings": {"commandLine": "true"}})
+    except HttpResponseError as exc:  # refused at creation is as clear
+        assert "unmanagedFileSystems" in str(exc.message)
+        return
+    job = lab.wait_state("job")
+    assert job.execution_state == "failed"
+    assert "unmanagedFileSystems cannot be mounted" in job.execution_info.errors[0].message
+
+
+def test_custom_mpi_command_line_runs_on_the_master_node(lab):
+    lab.submit("job", {"customMpiSettings": {"commandLine": "echo mpi on task $AZ_BATCHAI_TASK_INDEX",
+                                             "processCount": 1}})
+    job = lab.wait_state("job")
+    assert job.execution_state == "succeeded" and job.tool_type == "mpi"
+    assert lab.read("job", "stdout.txt") == "mpi on task 0\n"
+
+
 def test_share_urls_of_azure_and_of_the_local_endpoint_name_the_same_share():
     assert parse_share_url("https://acct.file.core.windows.net/myshare") == ("acct", "myshare")
     assert parse_share_url("https://127.0.0.1:4443/acct/myshare", "https://127.0.0.1:4443") == ("acct", "myshare")

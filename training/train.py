@@ -126,15 +126,16 @@ def train(config: TrainConfig) -> dict:
         momentum_correction=False))
     callbacks.append(_Throughput(images_per_step=config.batch_size * hvd.size()))
     if chief:
-        # Horovod: checkpoints and the metrics log on rank 0 only, so that workers do not
-        # overwrite each other's files.
+        # Horovod: the metrics log and checkpoints on rank 0 only, so that workers do not
+        # overwrite each other's files. The log row comes first: a run killed between the two
+        # resumes from the previous checkpoint, and the restart drops that row again.
         if start_epoch:
             checkpoints.trim_metrics_log(Path(config.dir) / METRICS_LOG, start_epoch)
         Path(config.dir).mkdir(parents=True, exist_ok=True)
         callbacks += [
-            checkpoints.CheckpointCallback(config.dir, keep=config.keep_checkpoints),
             tf.keras.callbacks.CSVLogger(str(Path(config.dir) / METRICS_LOG),
                                          append=start_epoch > 0),
+            checkpoints.CheckpointCallback(config.dir, keep=config.keep_checkpoints),
         ]
 
     # --- Training ---------------------------------------------------------------------------

@@ -34,16 +34,16 @@ import json
 import logging
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 
-from . import (AutoScale, AzureFileShareMount, ClusterNotReadyError, ClusterStatus, ExecutionState, Experiment, FileShare, GpuCluster, HorovodBatchAIError,
-               HorovodJob, InvalidSpecError, Job, JobFailedError, JobStatus, NotFoundError, OutputFile, ShareItem,
-               Target, TargetError, TransferError, WaitTimeoutError, Workspace)
+from . import (AutoScale, AzureFileShareMount, ClusterNotReadyError, ClusterStatus, ExecutionState, Experiment,
+               FileShare, GpuCluster, HorovodBatchAIError, HorovodJob, InvalidSpecError, Job, JobFailedError, JobStatus,
+               NotFoundError, OutputFile, ShareItem, Target, TargetError, TransferError, WaitTimeoutError, Workspace)
 from ._errors import redact
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_NOT_FOUND", "EXIT_TIMEOUT"]
@@ -58,8 +58,6 @@ EXIT_INTERRUPTED = 130
 PROG = "horovod-batchai"
 STORAGE_ACCOUNT_ENV = "AZURE_BATCHAI_STORAGE_ACCOUNT"  # what az batchai job create read too
 
-log = logging.getLogger(__name__)
-
 
 class UsageError(Exception):
     """A mistake in the command line that argparse cannot see (option combinations)."""
@@ -69,7 +67,7 @@ class UsageError(Exception):
 @dataclass
 class Table:
     headers: Sequence[str]
-    rows: List[Sequence[Any]]
+    rows: Sequence[Sequence[Any]]
     #: column indexes printed right-aligned
     numeric: frozenset[int] = frozenset()
 
@@ -705,14 +703,17 @@ def build_parser() -> argparse.ArgumentParser:
     # workspace
     sub = group("workspace", "Batch AI workspaces (and their resource group)")
     p = command(sub, "create", workspace_create, "create a workspace (and its resource group); reuses an existing one")
-    rg(p), name(p, "workspace")
+    rg(p)
+    name(p, "workspace")
     p.add_argument("-l", "--location", default="eastus", help="Azure region (default: eastus)")
     p = command(sub, "show", workspace_show, "show a workspace")
-    rg(p), name(p, "workspace")
+    rg(p)
+    name(p, "workspace")
     p = command(sub, "list", workspace_list, "list workspaces (of a resource group, or all)")
     rg(p, required=False)
     p = command(sub, "delete", workspace_delete, "delete a workspace with its clusters, experiments and jobs")
-    rg(p), name(p, "workspace")
+    rg(p)
+    name(p, "workspace")
     p.add_argument("--delete-resource-group", action="store_true",
                    help="also delete the resource group with everything in it (storage accounts too)")
 
@@ -722,7 +723,8 @@ def build_parser() -> argparse.ArgumentParser:
                              ("show", experiment_show, "show an experiment"),
                              ("delete", experiment_delete, "delete an experiment and its jobs")):
         p = command(sub, verb, func, text)
-        ws(p), name(p, "experiment")
+        ws(p)
+        name(p, "experiment")
     ws(command(sub, "list", experiment_list, "list the experiments of a workspace"))
 
     # cluster
@@ -738,7 +740,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = group("cluster", "GPU clusters")
     p = command(sub, "create", cluster_create, "create a cluster; reuses an existing one of the same VM size",
                 with_target=False)
-    ws(p), name(p, "cluster")
+    ws(p)
+    name(p, "cluster")
     p.add_argument("-s", "--vm-size", default="Standard_NC6", help="VM size (default: Standard_NC6)")
     p.add_argument("--vm-priority", choices=("dedicated", "lowpriority"), default="dedicated",
                    help="dedicated (default) or lowpriority")
@@ -749,24 +752,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ssh-key-file", type=Path, default=None, help="an OpenSSH public key file for the admin user")
     p.add_argument("-p", "--password", default=None, help="admin password (never printed)")
     p = command(sub, "show", cluster_show, "show a cluster: state and node counts")
-    ws(p), name(p, "cluster")
+    ws(p)
+    name(p, "cluster")
     ws(command(sub, "list", cluster_list, "list the clusters of a workspace"))
     p = command(sub, "resize", cluster_resize, "set a fixed size (--target N, 0 releases every node) or auto-scale",
                 with_target=False)
-    ws(p), name(p, "cluster")
+    ws(p)
+    name(p, "cluster")
     scale(p)
     p.add_argument("--deallocation-option", choices=("requeue", "terminate", "waitforjobcompletion"),
                    default="requeue", help="what happens to jobs on removed nodes (default: requeue)")
     p = command(sub, "wait", cluster_wait, "wait until a cluster is steady with its nodes idle")
-    ws(p), name(p, "cluster")
+    ws(p)
+    name(p, "cluster")
     timeout(p, 900.0, "the cluster")
     p = command(sub, "delete", cluster_delete, "delete a cluster")
-    ws(p), name(p, "cluster")
+    ws(p)
+    name(p, "cluster")
 
     # job
     sub = group("job", "jobs: submit, watch, stream, stop")
     p = command(sub, "create", job_create, "submit a Horovod job described by a job.json")
-    exp(p), name(p, "job")
+    exp(p)
+    name(p, "job")
     p.add_argument("-c", "--cluster", required=True, help="cluster to run on (in the same workspace)")
     p.add_argument("-f", "--config-file", type=Path, required=True, help="job.json, e.g. the tutorial's")
     p.add_argument("--storage-account-name", default=None,
@@ -779,13 +787,16 @@ def build_parser() -> argparse.ArgumentParser:
                              ("terminate", job_terminate, "stop a job; it ends failed"),
                              ("delete", job_delete, "delete a job (stopping it if it runs)")):
         p = command(sub, verb, func, text)
-        exp(p), name(p, "job")
+        exp(p)
+        name(p, "job")
     exp(command(sub, "list", job_list, "list the jobs of an experiment"))
     p = command(sub, "wait", job_wait, "wait until a job ends; exit 1 if it failed")
-    exp(p), name(p, "job")
+    exp(p)
+    name(p, "job")
     timeout(p, None, "the job")
     p = command(sub, "stream", job_stream, "print an output file as the job writes it; exit 1 if the job failed")
-    exp(p), name(p, "job")
+    exp(p)
+    name(p, "job")
     p.add_argument("--file", default="stdout.txt", help="the file (default: stdout.txt)")
     p.add_argument("--output-directory-id", default="stdouterr", help="output directory (default: stdouterr)")
     timeout(p, None, "the job")

@@ -10,12 +10,9 @@ from typing import Iterator
 
 import pytest
 
-from horovod_batchai.local import LocalService, ServiceSettings
+from horovod_batchai.local import LocalService
 
-SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
-
-# Fast enough for tests, slow enough that "resizing"/"preparing" states are observable.
-FAST = ServiceSettings(provision_delay_s=0.3, deallocation_delay_s=0.1)
+from service_support import FAST, SUBSCRIPTION, client_kwargs
 
 
 @pytest.fixture
@@ -25,11 +22,6 @@ def service(tmp_path: Path) -> Iterator[LocalService]:
         yield svc
     finally:
         svc.stop()
-
-
-def client_kwargs(svc: LocalService) -> dict:
-    """What every management client needs to reach the local service."""
-    return {"base_url": svc.endpoint, "connection_verify": str(svc.info.ca_cert)}
 
 
 @pytest.fixture

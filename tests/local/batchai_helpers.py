@@ -9,7 +9,7 @@ from azure.core.rest import HttpRequest
 from azure.mgmt.batchai import BatchAI
 from azure.mgmt.batchai import models as m
 
-from conftest import SUBSCRIPTION
+from service_support import SUBSCRIPTION
 
 __all__ = ["RG", "WS", "EXP", "VERSION", "ws_path", "make_group", "make_workspace", "cluster_params", "make_cluster",
            "job_params", "raw", "ACCOUNT_KEY"]

@@ -10,7 +10,7 @@ from azure.mgmt.batchai import BatchAI
 from azure.mgmt.batchai import models as m
 
 from batchai_helpers import ACCOUNT_KEY, RG, WS, cluster_params, job_params, make_cluster, make_workspace, raw, ws_path
-from conftest import FAST, SUBSCRIPTION, client_kwargs
+from service_support import FAST, SUBSCRIPTION, client_kwargs
 from horovod_batchai.local import LocalService
 
 

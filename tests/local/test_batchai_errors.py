@@ -159,7 +159,7 @@ def make_group(resources):
 
 
 def test_unknown_operation_id_is_404(batchai):
-    from conftest import SUBSCRIPTION
+    from service_support import SUBSCRIPTION
     answer = raw(batchai, "GET", f"/subscriptions/{SUBSCRIPTION}/providers/Microsoft.BatchAI/locations/eastus/"
                                  "operationresults/00000000-1111-2222-3333-444444444444")
     assert answer.status_code == 404 and answer.json()["error"]["code"] == "OperationNotFound"

@@ -10,7 +10,7 @@ from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.mgmt.batchai import models as m
 
 from batchai_helpers import EXP, RG, WS, job_params, make_cluster, make_workspace, raw, ws_path
-from conftest import SUBSCRIPTION
+from service_support import SUBSCRIPTION
 
 JOB_PATH = ws_path() + f"/experiments/{EXP}/jobs"
 

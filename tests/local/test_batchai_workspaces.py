@@ -8,7 +8,7 @@ from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.mgmt.batchai import models as m
 
 from batchai_helpers import EXP, RG, WS, make_cluster, make_group, make_workspace, raw, ws_path
-from conftest import SUBSCRIPTION
+from service_support import SUBSCRIPTION
 
 
 def _status(pipeline_response, deserialized, headers):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUBSCRIPTION
+from service_support import SUBSCRIPTION
 from horovod_batchai.local import LocalService, ServiceSettings
 from horovod_batchai.local.node_runner import detect_gpus
 from jobs_support import RG, WS, make_lab, tagged_processes, wait_for

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import SUBSCRIPTION
+from service_support import SUBSCRIPTION
 from raw_arm import RawArm
 
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from azure.mgmt.batchai import BatchAI
 
-from conftest import SUBSCRIPTION
+from service_support import SUBSCRIPTION
 from horovod_batchai.local import LocalService, ServiceSettings, ensure_running
 from horovod_batchai.local.auth import LocalCredential
 from jobs_support import Lab, make_lab, tagged_processes, wait_for

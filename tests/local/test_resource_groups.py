@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 
-from conftest import FAST, SUBSCRIPTION, client_kwargs
+from service_support import FAST, SUBSCRIPTION, client_kwargs
 from horovod_batchai.local import LocalService
 from raw_arm import RawArm
 

@@ -20,7 +20,7 @@ import pytest
 import requests
 from azure.core.exceptions import ClientAuthenticationError
 
-from conftest import FAST, SUBSCRIPTION, client_kwargs
+from service_support import FAST, SUBSCRIPTION, client_kwargs
 from horovod_batchai.local import (STATE_DIR_ENV, LocalService, ServiceAlreadyRunning, ServiceSettings,
                                    default_state_dir, ensure_running, find_running, stop_daemon)
 from horovod_batchai.local.auth import mint_token

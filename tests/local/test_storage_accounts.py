@@ -11,7 +11,7 @@ import pytest
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.mgmt.storage.models import KeyPermission
 
-from conftest import SUBSCRIPTION, client_kwargs
+from service_support import SUBSCRIPTION, client_kwargs
 from horovod_batchai.local.accounts import account_keys
 from raw_arm import STORAGE_VERSION, RawArm
 

@@ -1,0 +1,19 @@
+"""What tests share besides fixtures: the subscription the local service is addressed with, fast
+service settings, and the keyword arguments that point a management client at a local service.
+
+(Kept out of conftest.py: several conftest modules exist, and ``from conftest import ...`` would
+reach whichever was imported first.)
+"""
+from __future__ import annotations
+
+from horovod_batchai.local import LocalService, ServiceSettings
+
+SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+
+# Fast enough for tests, slow enough that "resizing"/"preparing" states are observable.
+FAST = ServiceSettings(provision_delay_s=0.3, deallocation_delay_s=0.1)
+
+
+def client_kwargs(svc: LocalService) -> dict:
+    """What every management client needs to reach the local service."""
+    return {"base_url": svc.endpoint, "connection_verify": str(svc.info.ca_cert)}

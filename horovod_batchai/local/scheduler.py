@@ -30,6 +30,7 @@ stopping still kills what its runs left behind when it starts again.
 """
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import threading
@@ -50,8 +51,10 @@ log = logging.getLogger(__name__)
 
 CLUSTER_TYPE = "microsoft.batchai/workspaces/clusters"
 JOB_TYPE = "microsoft.batchai/workspaces/experiments/jobs"
-#: how often the loop looks at timers when nothing notifies it.
+#: how often the loop looks at provisioning and deallocation timers while nodes wait on them.
 TICK_S = 0.2
+#: how often it looks when nothing waits on a timer (notify() wakes it at once anyway).
+IDLE_TICK_S = 2.0
 #: how long a terminate or delete waits for a run's processes to go.
 JOIN_TIMEOUT_S = 60.0
 PRIORITY_RANK = {"high": 0, "normal": 1, "low": 2}
@@ -228,21 +231,40 @@ class Scheduler:
     # -- the loop -------------------------------------------------------------------------------
 
     def _loop(self) -> None:
+        timers = True
         while not self._stopping.is_set():
-            self._wake.wait(TICK_S)
+            # Short ticks only while nodes are preparing or leaving; otherwise notify() wakes us.
+            self._wake.wait(TICK_S if timers else IDLE_TICK_S)
             self._wake.clear()
             if self._stopping.is_set():
                 break
             try:
-                self._pass()
+                timers = self._pass()
             except Exception:  # a bug of ours must not stop every cluster for good
                 log.exception("scheduler pass failed")
+                timers = True
 
-    def _pass(self) -> None:
+    def _active_jobs(self) -> list[dict[str, Any]]:
+        """Queued, running and terminating jobs, oldest first (finished ones are not read at all)."""
+        rows = self.store.query(
+            "SELECT body FROM resources WHERE type = ? AND json_extract(body, '$.properties.executionState')"
+            " IN (?, ?, ?) ORDER BY created",
+            (JOB_TYPE, ExecutionState.QUEUED.value, ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value))
+        return [json.loads(r["body"]) for r in rows]
+
+    def _has_jobs(self, cluster_key: str) -> bool:
+        """Whether any job, finished or not, names the cluster (auto-scale's initialNodeCount ends then)."""
+        rows = self.store.query(
+            "SELECT 1 FROM resources WHERE type = ? AND lower(json_extract(body, '$.properties.cluster.id')) = ?"
+            " LIMIT 1", (JOB_TYPE, cluster_key))
+        return bool(rows)
+
+    def _pass(self) -> bool:
+        """One look at every cluster; True while some node waits on a timer."""
         with self._lock:
             clusters = {resource_key(c["id"]): c for c in self.store.list(CLUSTER_TYPE)}
             jobs_by_cluster: dict[str, list[dict[str, Any]]] = {}
-            for job in self.store.list(JOB_TYPE):
+            for job in self._active_jobs():
                 cluster_key = _job_cluster_key(job)
                 if cluster_key not in clusters and _props(job).get("executionState") == ExecutionState.QUEUED.value:
                     self._fail_orphan(job)
@@ -255,6 +277,9 @@ class Scheduler:
             for key in stale:
                 with self.store.transaction() as db:
                     db.execute("DELETE FROM nodes WHERE cluster = ? AND job IS NULL", (key,))
+            pending = self.store.query("SELECT 1 FROM nodes WHERE state IN (?, ?) LIMIT 1",
+                                       (NodeState.PREPARING.value, NodeState.LEAVING.value))
+            return bool(pending) or bool(self._setups)
 
     def _fail_orphan(self, job: dict[str, Any]) -> None:
         cluster_id = (_props(job).get("cluster") or {}).get("id")
@@ -277,19 +302,17 @@ class Scheduler:
             db.execute("UPDATE nodes SET state = ?, job = ?, until = ? WHERE cluster = ? AND idx = ?",
                        (state.value, job, until, cluster_key, idx))
 
-    @staticmethod
-    def _target(props: dict[str, Any], jobs: list[dict[str, Any]]) -> tuple[int, int, str]:
-        """(target node count, largest size it may reach, deallocation option) of a cluster."""
+    def _target(self, cluster_key: str, props: dict[str, Any], jobs: list[dict[str, Any]]) -> tuple[int, int, str]:
+        """(target node count, largest size it may reach, deallocation option) of a cluster whose
+        unfinished jobs are ``jobs``."""
         scale = props.get("scaleSettings") or {}
         auto = scale.get("autoScale")
         if auto:
             low = int(auto.get("minimumNodeCount") or 0)
             high = max(low, int(auto.get("maximumNodeCount") or 0))
-            active = [j for j in jobs if _props(j).get("executionState") in
-                      (ExecutionState.QUEUED.value, ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value)]
-            needed = sum(_node_count(j) for j in active)
-            if not jobs:
-                needed = max(needed, int(auto.get("initialNodeCount") or 0))
+            needed = sum(_node_count(j) for j in jobs)
+            if not jobs and not self._has_jobs(cluster_key):
+                needed = int(auto.get("initialNodeCount") or 0)
             return min(max(needed, low), high), high, "waitforjobcompletion"
         manual = scale.get("manual") or {}
         target = max(0, int(manual.get("targetNodeCount") or 0))
@@ -313,7 +336,7 @@ class Scheduler:
                 self._start_node_setup(cluster_id, key, row)
 
         # Size: grow with preparing nodes, shrink by the deallocation option.
-        target, capacity, deallocation = self._target(props, jobs)
+        target, capacity, deallocation = self._target(key, props, jobs)
         rows = self._node_rows(key)
         live = [r for r in rows if r["state"] != NodeState.LEAVING.value]
         if len(live) < target:
@@ -417,7 +440,7 @@ class Scheduler:
 
         def change(body: dict[str, Any]) -> None:
             props = body.setdefault("properties", {})
-            target, _, _ = self._target(props, jobs)  # the stored settings: a resize may have just landed
+            target, _, _ = self._target(key, props, jobs)  # the stored settings: a resize may have just landed
             allocation = (AllocationState.STEADY if live == target and not settling else AllocationState.RESIZING).value
             if (props.get("allocationState") == allocation and props.get("currentNodeCount") == len(rows)
                     and props.get("nodeStateCounts") == ordered):

@@ -375,7 +375,7 @@ def cluster_delete(ctx: Context) -> Result:
 
 # job --------------------------------------------------------------------------------------------
 def _job_spec(ctx: Context) -> HorovodJob:
-    """The job.json, with storage placeholders and keys filled and the node count varied."""
+    """The job.json, with storage placeholders and keys filled, the node count and arguments varied."""
     args = ctx.args
     if not args.config_file.is_file():
         raise InvalidSpecError("--config-file", f"{str(args.config_file)!r} is not a file", "the path of a job.json")
@@ -390,14 +390,16 @@ def _job_spec(ctx: Context) -> HorovodJob:
         share_name = next((m.share_name for m in spec.mounts if isinstance(m, AzureFileShareMount)), None) or "myshare"
         share = FileShare(ctx.target, args.storage_resource_group or args.resource_group, account, share_name)
         spec = spec.with_storage(share)
+    changes: dict[str, Any] = {}
+    if args.append_args:
+        changes["arguments"] = f"{spec.arguments} {args.append_args}".strip()
     if args.node_count is not None:
-        changes: dict[str, Any] = {"node_count": args.node_count}
+        changes["node_count"] = args.node_count
         if spec.process_count is not None:
             # Keep the processes per node of the file (one per node unless it said otherwise).
             per_node = spec.process_count // spec.node_count if spec.process_count % spec.node_count == 0 else None
             changes["process_count"] = per_node * args.node_count if per_node else None
-        spec = spec.replace(**changes)
-    return spec
+    return spec.replace(**changes) if changes else spec
 
 
 def job_create(ctx: Context) -> Result:
@@ -783,6 +785,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--storage-resource-group", default=None,
                    help="resource group of that storage account (default: --resource-group)")
     p.add_argument("--node-count", type=_positive, default=None, help="override the file's nodeCount")
+    p.add_argument("--append-args", default=None, metavar="ARGS",
+                   help="arguments appended to the file's commandLineArgs, e.g. '--epochs=3' "
+                        "(the node expands $AZ_BATCHAI_* variables in them)")
     for verb, func, text in (("show", job_show, "show a job's state"),
                              ("terminate", job_terminate, "stop a job; it ends failed"),
                              ("delete", job_delete, "delete a job (stopping it if it runs)")):

@@ -5,6 +5,7 @@ and job.json mistakes (2) that submit nothing."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -29,9 +30,9 @@ STAND_IN = """\
 import argparse, os
 parser = argparse.ArgumentParser()
 parser.add_argument("-d", "--dir")
-args = parser.parse_args()
+args, extra = parser.parse_known_args()
 rank = os.environ.get("HOROVOD_RANK", "?")
-print("rank", rank, "trains", flush=True)
+print("rank", rank, "trains with", extra, flush=True)
 if rank == "0":
     os.makedirs(os.path.join(args.dir, "saved_models"), exist_ok=True)
     with open(os.path.join(args.dir, "saved_models", "keras_cifar10_trained_model.h5"), "wb") as fh:
@@ -80,12 +81,15 @@ def _create(cli: Cli, name: str, config: Path, *extra: str) -> CliRun:
 
 
 def test_tutorial_job_json_from_submit_to_model(cli: Cli, ready: Path, service: LocalService) -> None:
-    created = _create(cli, "cifar_distributed", TUTORIAL_JOB, "--node-count", "2", "-o", "json")
+    created = _create(cli, "cifar_distributed", TUTORIAL_JOB, "--node-count", "2", "--append-args",
+                      "--epochs=1 --data-dir=$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/data", "-o", "json")
     assert created.code == 0, created.err
     job = created.json()
     assert job["name"] == "cifar_distributed" and job["executionState"] in ("queued", "running")
     properties = job["properties"]
     assert properties["nodeCount"] == 2
+    assert properties["horovodSettings"]["commandLineArgs"] == (
+        "--dir=$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar --epochs=1 --data-dir=$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/data")
     share = properties["mountVolumes"]["azureFileShares"][0]
     assert share["azureFileUrl"] == f"https://{ACCOUNT}.file.core.windows.net/{SHARE}"  # placeholder filled
     with Target.local(service=service) as target:
@@ -94,7 +98,9 @@ def test_tutorial_job_json_from_submit_to_model(cli: Cli, ready: Path, service: 
 
     streamed = cli("job", "stream", *EXP, "-n", "cifar_distributed")
     assert streamed.code == 0, streamed.err
-    assert "rank 0 trains" in streamed.out and "rank 1 trains" in streamed.out
+    # the appended arguments reached the script, with $AZ_BATCHAI_JOB_MOUNT_ROOT expanded on the node
+    appended = re.findall(r"rank (\d) trains with \['--epochs=1', '--data-dir=(/\S+)/myshare/data'\]", streamed.out)
+    assert sorted(rank for rank, _ in appended) == ["0", "1"]
     assert "Test accuracy: 0.5" in streamed.out
 
     waited = cli("job", "wait", *EXP, "-n", "cifar_distributed", "--timeout", "120", "--query", "executionState")

@@ -95,6 +95,29 @@ def test_tutorial_runs_end_to_end_on_the_local_service(tmp_path: Path) -> None:
             FileShare.get(target, "batchai.horovod", "mystorageaccount", "myshare")
 
 
+@pytest.mark.slow
+def test_a_failing_job_makes_the_tutorial_exit_1(tmp_path: Path) -> None:
+    """Files named like CIFAR-10 that are not: the job fails on them, the script says why, keeps
+    the resources for reading the logs, releases the nodes and exits 1."""
+    broken = tmp_path / "cifar-10-batches-py"
+    broken.mkdir()
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]:
+        (broken / name).write_bytes(b"not a pickle")
+    state = tmp_path / "state"
+    try:
+        run = _tutorial(["--state-dir", str(state), "--data-dir", str(broken), "--nodes", "1",
+                         "--ssh-key", str(tmp_path / "home" / "id_rsa"), "--download-to", str(tmp_path / "out")],
+                        tmp_path, timeout=600)
+    finally:
+        stop_daemon(state)
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "job 'cifar_distributed' failed with exit code" in run.stdout
+    assert "not a CIFAR-10 python batch file" in run.stdout  # training's own message, from stderr.txt
+    assert "resizing nc6cluster to 0 nodes; the resources are kept" in run.stdout
+    assert not (tmp_path / "out").exists()
+    assert "Traceback (most recent call last)" not in run.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["--nodes", "0"], "--nodes: expected an integer >= 1"),
     (["--data-dir", "/nonexistent/cifar"], "--data-dir: '/nonexistent/cifar' does not hold CIFAR-10"),

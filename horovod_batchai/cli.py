@@ -899,6 +899,24 @@ def _print(result: Result, args: argparse.Namespace) -> None:
         print(result.table.render())
 
 
+def _log_steps(verbose: bool) -> Callable[[], None]:
+    """With ``-v``, this package's steps go to stderr (not azure-core's HTTP lines); returns what
+    undoes it, so that ``main`` called in-process leaves logging as it found it."""
+    if not verbose:
+        return lambda: None
+    package = logging.getLogger("horovod_batchai")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    level = package.level
+    package.addHandler(handler)
+    package.setLevel(logging.INFO)
+
+    def restore() -> None:
+        package.removeHandler(handler)
+        package.setLevel(level)
+    return restore
+
+
 def _fail(message: str, code: int) -> int:
     print(f"{PROG}: error: {redact(message)}", file=sys.stderr)
     return code
@@ -911,10 +929,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # usage mistakes and --help
         return int(exit_.code or 0) if not isinstance(exit_.code, str) else EXIT_USAGE
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("azure").setLevel(logging.WARNING)  # -v is about this package's steps, not HTTP
     ctx = Context(args)
+    restore_logging = _log_steps(args.verbose)
     try:
         result = args.func(ctx)
         _print(result, args)
@@ -943,6 +959,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                      EXIT_FAILED)
     finally:
         ctx.close()
+        restore_logging()
 
 
 if __name__ == "__main__":

@@ -321,18 +321,13 @@ def run(target: Target, args: argparse.Namespace, workdir: Path) -> int:
     print(file_table(job.list_output_files()))
 
     heading("stdout.txt, streamed")
-    accuracy: Optional[str] = None
-    pending = ""
-    for text in job.stream("stdout.txt", timeout=args.timeout):
+    log: list[str] = []
+    for text in job.stream("stdout.txt", timeout=args.timeout):  # ends once the job has ended
         sys.stdout.write(text)
         sys.stdout.flush()
-        pending += text
-        *lines, pending = pending.split("\n")
-        for line in lines:
-            found = ACCURACY_LINE.search(line)
-            accuracy = found.group(1) if found else accuracy
-    if pending and ACCURACY_LINE.search(pending):
-        accuracy = ACCURACY_LINE.search(pending).group(1)  # type: ignore[union-attr]
+        log.append(text)
+    accuracies = ACCURACY_LINE.findall("".join(log))
+    accuracy = accuracies[-1] if accuracies else None
 
     heading(f"Job {JOB} result")
     try:

@@ -243,25 +243,28 @@ def _evaluate(model: tf.keras.Model, data: Cifar10, *, batch_size: int):
 
 
 class _Throughput(tf.keras.callbacks.Callback):
-    """Adds each epoch's training images per second (all workers) and wall time to the logs."""
+    """Adds each epoch's training images per second (all workers) and wall time to the logs.
+
+    It has no per-batch hook, which would make Keras wait for every step's results.
+    """
 
     def __init__(self, images_per_step: int):
         super().__init__()
         self.images_per_step = images_per_step
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._epoch_start = self._train_end = time.perf_counter()
-        self._steps = 0
+        self._start, self._train_seconds = time.perf_counter(), None
 
-    def on_train_batch_end(self, batch, logs=None):
-        self._steps += 1
-        self._train_end = time.perf_counter()
+    def on_test_begin(self, logs=None):  # the epoch's validation starts: training is over
+        if self._train_seconds is None:
+            self._train_seconds = time.perf_counter() - self._start
 
     def on_epoch_end(self, epoch, logs=None):
+        seconds = time.perf_counter() - self._start
         if logs is not None:
-            train_seconds = max(self._train_end - self._epoch_start, 1e-9)
-            logs["images_per_second"] = self._steps * self.images_per_step / train_seconds
-            logs["epoch_seconds"] = time.perf_counter() - self._epoch_start
+            logs["images_per_second"] = (self.params["steps"] * self.images_per_step
+                                         / (self._train_seconds or seconds))
+            logs["epoch_seconds"] = seconds
 
 
 def _silent(*args, **kwargs) -> None:

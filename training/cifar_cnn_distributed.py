@@ -17,7 +17,14 @@ except ModuleNotFoundError as exc:
         raise
     # Run by path from a checkout: the package is this file's directory.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from training.train import main
+    try:
+        from training.train import main
+    except ModuleNotFoundError as again:
+        if again.name != "training":
+            raise
+        sys.exit("error: the 'training' package is not installed here; install the project where "
+                 "the job runs (`make install` in a checkout: the training extra, then "
+                 "horovod==0.28.1 built against TensorFlow)")
 
 if __name__ == "__main__":
     sys.exit(main())

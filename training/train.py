@@ -81,6 +81,8 @@ def train(config: TrainConfig) -> dict:
     # --- Model, or the checkpoint to resume from --------------------------------------------
     # Horovod: rank 0 alone looks for the newest checkpoint, and broadcasts its epoch so that
     # every worker starts at the same epoch.
+    if chief:
+        _make_run_dir(config.dir)
     found = checkpoints.newest_checkpoint(config.dir) if chief else None
     start_epoch = int(hvd.broadcast(found[0] if found else 0, root_rank=0, name="start_epoch"))
 
@@ -131,7 +133,6 @@ def train(config: TrainConfig) -> dict:
         # resumes from the previous checkpoint, and the restart drops that row again.
         if start_epoch:
             checkpoints.trim_metrics_log(Path(config.dir) / METRICS_LOG, start_epoch)
-        Path(config.dir).mkdir(parents=True, exist_ok=True)
         callbacks += [
             tf.keras.callbacks.CSVLogger(str(Path(config.dir) / METRICS_LOG),
                                          append=start_epoch > 0),
@@ -191,6 +192,17 @@ def _create_optimizer_state(model: tf.keras.Model) -> None:
     variables = model.trainable_variables
     model.optimizer.apply_gradients(zip([tf.zeros_like(v) for v in variables], variables))
     model.optimizer.iterations.assign(0)
+
+
+def _make_run_dir(directory: str) -> None:
+    """Create --dir now, so that a path that cannot be written fails before training, not after."""
+    try:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        probe = Path(directory) / f".write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"dir: cannot write to {directory} ({exc.strerror or exc})") from None
 
 
 def _pin_device() -> None:

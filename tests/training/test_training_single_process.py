@@ -78,3 +78,13 @@ def test_a_truncated_batch_stops_the_run_with_a_message_not_a_traceback(cifar_di
     assert f"error: {batch}: truncated" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()  # failed before writing anything
+
+
+def test_a_dir_that_cannot_be_written_fails_before_training(cifar_dir, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    result = run_python(["-m", "training", "--dir", str(blocker / "out"), "--data-dir",
+                         str(cifar_dir)], cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"error: dir: cannot write to {blocker / 'out'}" in result.stderr
+    assert "Epoch 1/" not in result.stdout and "Traceback" not in result.stderr

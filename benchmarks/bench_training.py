@@ -143,6 +143,10 @@ def pipeline_alone(make_batches, batches: int, repeats: int) -> float:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    try:
+        import scipy  # noqa: F401  ImageDataGenerator's shifts need it; training does not
+    except ImportError:
+        sys.exit("error: the tutorial's ImageDataGenerator needs scipy: pip install scipy")
     hvd.init()  # one process: rank 0 of 1
     tf.keras.utils.set_random_seed(0)
     images, labels = cifar_shaped(args.images)

@@ -17,6 +17,7 @@ TRAINING_REQUIRES = [
     "keras==2.15.0",
     "numpy>=1.23,<2",          # TensorFlow 2.15 is built against NumPy 1.x
     "h5py>=3.10",              # the tutorial saves the model as HDF5
+    "scipy>=1.10",             # ImageDataGenerator's shifts, in benchmarks/bench_training.py's baseline
 ]
 
 SDK_REQUIRES = [
@@ -48,7 +49,8 @@ setup(
     install_requires=SDK_REQUIRES,
     extras_require={
         "training": TRAINING_REQUIRES,
-        "test": ["pytest>=7", "responses>=0.23", "mypy>=1.5", "requests>=2.28"],
+        "test": ["pytest>=7", "responses>=0.23", "mypy>=1.5", "requests>=2.28",
+                 "psutil>=5.9"],  # tests stop whole horovodrun process trees
         "docs": ["sphinx>=7"],
     },
     entry_points={"console_scripts": ["horovod-batchai = horovod_batchai.cli:main"]},

@@ -110,6 +110,31 @@ class HorovodJob:
 
     Paths are as the node sees them, e.g. ``$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar/train.py``
     for a share mounted at ``myshare``. Vary a spec with :meth:`replace`.
+
+    The tutorial's ``job.json``, verbatim; the storage account is filled in from a share (or named)::
+
+        >>> spec = HorovodJob.from_file("examples/job.json")
+        >>> spec.node_count, spec.container_image, spec.needs_storage
+        (4, 'tensorflow/tensorflow:1.8.0-gpu', True)
+        >>> spec = spec.with_storage(account_name="mystorageaccount", account_key="a2V5")
+        >>> spec.mounts[0].azure_file_url
+        'https://mystorageaccount.file.core.windows.net/myshare'
+        >>> spec.replace(node_count=2).node_count
+        2
+
+    The same in Python; mistakes are caught when the spec is built, naming the field::
+
+        >>> share = AzureFileShareMount(account_name="mystorageaccount", relative_mount_path="myshare",
+        ...                             azure_file_url="https://mystorageaccount.file.core.windows.net/myshare")
+        >>> spec = HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar/cifar_cnn_distributed.py",
+        ...                   arguments="--dir=$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar",
+        ...                   node_count=4, mounts=(share,))
+        >>> spec.std_out_err_path_prefix
+        '$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare'
+        >>> spec.replace(node_count=0)
+        Traceback (most recent call last):
+        ...
+        horovod_batchai._errors.InvalidSpecError: node_count: 0 is not a positive integer (valid: 1 or more)
     """
 
     #: pythonScriptFilePath: the script, under a mount

@@ -21,7 +21,11 @@ class ExecutionState(str, enum.Enum):
     FAILED = "failed"            #: non-zero exit, terminated, or could not be started
 
     def is_terminal(self) -> bool:
-        """True once the job will not change state again."""
+        """True once the job will not change state again.
+
+        >>> ExecutionState("running").is_terminal(), ExecutionState.FAILED.is_terminal()
+        (False, True)
+        """
         return self in (ExecutionState.SUCCEEDED, ExecutionState.FAILED)
 
     @classmethod
@@ -52,6 +56,11 @@ class NodeStateCounts:
 
     @property
     def total(self) -> int:
+        """All nodes the cluster has now.
+
+        >>> NodeStateCounts(idle=3, running=1).total
+        4
+        """
         return self.idle + self.running + self.preparing + self.leaving + self.unusable
 
 

@@ -11,10 +11,11 @@ import base64
 import secrets
 import json
 from typing import Any, Optional
+from urllib.parse import urlparse
 
 from .store import Store
 
-__all__ = ["ACCOUNT_TYPE", "find_account", "account_keys", "new_key"]
+__all__ = ["ACCOUNT_TYPE", "find_account", "account_keys", "new_key", "parse_share_url", "SHARE_URL_FORMS"]
 
 ACCOUNT_TYPE = "microsoft.storage/storageaccounts"
 
@@ -40,3 +41,20 @@ def account_keys(store: Store, name: str) -> list[str]:
         return []
     private = store.get_private(account["id"])
     return [k["value"] for k in private.get("keys", [])]
+
+
+SHARE_URL_FORMS = "'https://<account>.file.core.windows.net/<share>' or '<local endpoint>/<account>/<share>'"
+
+
+def parse_share_url(url: str, base_url: str = "") -> tuple[str, str]:
+    """(account, share) of a file share URL: Azure's ``https://<account>.file.core.windows.net/<share>``
+    or the local service's path-style ``{endpoint}/<account>/<share>``. Raises ValueError otherwise."""
+    parsed = urlparse(url)
+    host = (parsed.hostname or "").lower()
+    parts = [p for p in parsed.path.split("/") if p]
+    if ".file." in host and len(parts) == 1:
+        return host.split(".", 1)[0], parts[0]
+    local_host = (urlparse(base_url).hostname or "127.0.0.1").lower()
+    if host in (local_host, "127.0.0.1", "localhost", "::1") and len(parts) == 2:
+        return parts[0], parts[1]
+    raise ValueError(f"azureFileUrl {url[:200]!r} is not an Azure file share URL; expected {SHARE_URL_FORMS}")

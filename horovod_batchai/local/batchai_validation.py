@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from . import accounts
 from .errors import ArmError
 from .vm_sizes import VmSize, cluster_size_problem, lookup_vm_size
 
@@ -426,10 +427,12 @@ def _check_mount_volumes(volumes: Optional[dict[str, Any]], path: str) -> None:
                            "to mount the volume.")
             if kind == "azureFileShares":
                 url = volume["azureFileUrl"]
-                if not re.match(r"^https?://[^/]+/[^/]+/?$", url):
+                try:
+                    accounts.parse_share_url(url)
+                except ValueError:
                     raise _bad("InvalidParameter", f"{here}.azureFileUrl",
                                f"The property '{here}.azureFileUrl' must be the share's URL, "
-                               f"https://<account>.file.core.windows.net/<share>; got {url[:200]!r}.")
+                               f"{accounts.SHARE_URL_FORMS}; got {url[:200]!r}.") from None
 
 
 def _check_env(items: list[dict[str, Any]], path: str, taken: dict[str, str]) -> None:

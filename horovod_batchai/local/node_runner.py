@@ -124,18 +124,11 @@ def parse_duration(text: str) -> float:
 
 
 def parse_share_url(url: str, base_url: str = "") -> tuple[str, str]:
-    """(account, share) from ``https://<account>.file.core.windows.net/<share>`` or from the local
-    form ``{endpoint}/<account>/<share>``."""
-    parsed = urlparse(url)
-    host = (parsed.hostname or "").lower()
-    parts = [p for p in parsed.path.split("/") if p]
-    if ".file." in host and len(parts) == 1:
-        return host.split(".", 1)[0], parts[0]
-    local_host = (urlparse(base_url).hostname or "127.0.0.1").lower()
-    if host in (local_host, "127.0.0.1", "localhost", "::1") and len(parts) == 2:
-        return parts[0], parts[1]
-    raise MountError(f"azureFileUrl {url!r} is not an Azure file share URL; expected "
-                     "'https://<account>.file.core.windows.net/<share>' or '<local endpoint>/<account>/<share>'")
+    """(account, share) of a share URL (see :func:`accounts.parse_share_url`); MountError if it is none."""
+    try:
+        return accounts.parse_share_url(url, base_url)
+    except ValueError as exc:
+        raise MountError(str(exc)) from None
 
 
 # -- mounts -------------------------------------------------------------------------------------

@@ -130,7 +130,6 @@ class LocalService:
         context.load_cert_chain(str(cert), str(key))
         self._server = make_server(self.host, self.port, make_app(self.backend), threaded=True,
                                    request_handler=_QuietRequestHandler, ssl_context=context)
-        self._server.daemon_threads = True
         self.backend.base_url = self.endpoint
         from .scheduler import Scheduler  # imported late: the scheduler pulls in process handling
         self.backend.scheduler = Scheduler(self.backend)

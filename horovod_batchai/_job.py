@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 
 from ._conversions import job_from_rest, job_status_from_rest, job_to_rest
-from ._errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, WaitTimeoutError, azure_errors
+from ._errors import ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError, WaitTimeoutError, azure_errors
 from ._job_spec import HorovodJob
 from ._mounts import AzureFileShareMount, describe
 from ._names import check_batchai_name, check_directory_id
@@ -108,7 +108,8 @@ class Job:
         with azure_errors("submitting job", job.id):
             try:
                 job._model = job._client.get(*job._args)
-                log.info("job %s exists; returning it instead of submitting again", job.id)
+                _check_same_job(job, spec, cluster.id)
+                log.info("job %s exists with these settings; returning it instead of submitting again", job.id)
             except ResourceNotFoundError:
                 log.info("submitting job %s to cluster %s (%d node(s))", job.id, cluster.name, spec.node_count)
                 job._model = job._client.begin_create(*job._args, job_to_rest(spec, cluster_id=cluster.id)).result()
@@ -288,3 +289,20 @@ class Job:
             text = text.split("\n", 1)[-1]  # drop the partial first line
         return "\n".join(text.splitlines()[-_STDERR_TAIL_LINES:])
 
+
+def _check_same_job(job: "Job", spec: HorovodJob, cluster_id: str) -> None:
+    """A repeated submit (a retry, a re-run cell) returns the job that exists; a different job
+    under the same name is a mistake the caller must see, not a silent reuse."""
+    existing = job_from_rest(job._model)
+    existing_cluster = getattr(getattr(job._model, "cluster", None), "id", "") or ""
+    differs = [name for name, mine, theirs in (
+        ("script", spec.script, existing.script),
+        ("arguments", spec.arguments, existing.arguments),
+        ("node_count", spec.node_count, existing.node_count),
+        ("process_count", spec.process_count or spec.node_count, existing.process_count or existing.node_count),
+        ("std_out_err_path_prefix", spec.std_out_err_path_prefix, existing.std_out_err_path_prefix),
+        ("cluster", cluster_id.lower(), existing_cluster.lower()),
+    ) if mine != theirs]
+    if differs:
+        raise ConflictError(f"job {job.name!r} already exists with other settings ({', '.join(differs)}); "
+                            "submit under a new name, or delete the old job first", resource=job.id)

@@ -109,3 +109,15 @@ def test_unknown_vm_size_is_refused_by_the_service(workspace: Workspace) -> None
         workspace.create_cluster("c1", vm_size="Standard_NOSUCH9", admin_user_name="demo", ssh_public_key=SSH_KEY)
     assert info.value.status_code == 400 and "creating cluster" in str(info.value)
     assert isinstance(GpuCluster.list(workspace), list) and workspace.list_clusters() == []
+
+
+def test_wait_until_ready_raises_on_cluster_errors(workspace: Workspace) -> None:
+    from horovod_batchai import ClusterNotReadyError, SetupTask
+    task = SetupTask(command_line="exit 7", std_out_err_path_prefix="$AZ_BATCHAI_MOUNT_ROOT/setup")
+    cluster = workspace.create_cluster("broken", vm_size="Standard_NC6", target_node_count=1,
+                                       admin_user_name="demo", ssh_public_key=SSH_KEY, setup_task=task)
+    with pytest.raises(ClusterNotReadyError) as info:
+        cluster.wait_until_ready(timeout=120)
+    assert any(e.code == "SetupTaskFailed" for e in info.value.errors)
+    assert "broken" in str(info.value)
+    assert cluster.status().node_state_counts.unusable == 1

@@ -179,3 +179,15 @@ def test_to_dict_is_a_job_json_the_cli_engineer_can_save(share: FileShare) -> No
     spec = HorovodJob.from_file(TUTORIAL_JOB, storage=share)
     text = json.dumps(spec.to_dict())
     assert share.get_account_key() not in text and "<AZURE_BATCHAI_STORAGE_KEY>" in text
+
+
+def test_submitting_another_job_under_a_taken_name_is_a_conflict(experiment: Experiment, cluster: GpuCluster,
+                                                                  share: FileShare, tmp_path: Path) -> None:
+    from horovod_batchai import ConflictError
+    spec = HorovodJob(script=_script(share, tmp_path, "sleeper.py", SLEEPER), mounts=[share.mount()])
+    job = experiment.submit("sleeper", spec, cluster=cluster)
+    assert experiment.submit("sleeper", spec, cluster=cluster) == job  # a repeat is harmless
+    with pytest.raises(ConflictError, match=r"other settings \(arguments\)"):
+        experiment.submit("sleeper", spec.replace(arguments="--more"), cluster=cluster)
+    job.terminate()
+    assert [j.name for j in experiment.list_jobs()] == ["sleeper"]

@@ -67,7 +67,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"Files endpoint:      {info.endpoint}/<account>", flush=True)
         print(f"CA certificate:      {info.ca_cert}", flush=True)
         print(f"State directory:     {info.state_dir}", flush=True)
-        stopping.wait()
+        # Wait in short slices: a signal may be delivered to any thread, and only the main thread
+        # runs Python's handlers -- when it next wakes up, which an untimed wait never does.
+        while not stopping.wait(0.2):
+            pass
         service.stop()
         return 0
     if args.command == "start":

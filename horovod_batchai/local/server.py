@@ -49,7 +49,28 @@ LOCK_FILE = "service.lock"
 
 class _QuietRequestHandler(WSGIRequestHandler):
     """werkzeug's handler, minus its access log: that log prints query strings, and a SAS
-    signature travels in the query. The application logs method, path and status instead."""
+    signature travels in the query. The application logs method, path and status instead.
+
+    It also does the TLS handshake itself, in its own thread and under a timeout: done in the
+    accept loop (Python's default), one client that connects and never says hello would stop
+    the whole service."""
+
+    #: seconds a connection may stay silent (mid-handshake or mid-request) before it is dropped.
+    timeout = 60
+    _handshake_failed = False
+
+    def setup(self) -> None:
+        super().setup()  # applies the timeout to the connection
+        handshake = getattr(self.connection, "do_handshake", None)
+        if handshake is not None:
+            try:
+                handshake()
+            except (ssl.SSLError, OSError):
+                self._handshake_failed = True  # a client that is not speaking TLS, or went away
+
+    def handle(self) -> None:
+        if not self._handshake_failed:
+            super().handle()
 
     def log_request(self, code: Any = "-", size: Any = "-") -> None:
         pass
@@ -129,7 +150,11 @@ class LocalService:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(str(cert), str(key))
         self._server = make_server(self.host, self.port, make_app(self.backend), threaded=True,
-                                   request_handler=_QuietRequestHandler, ssl_context=context)
+                                   request_handler=_QuietRequestHandler)
+        # TLS without the handshake in the accept loop (see _QuietRequestHandler.setup).
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True,
+                                                  do_handshake_on_connect=False)
+        self._server.ssl_context = context
         self.backend.base_url = self.endpoint
         from .scheduler import Scheduler  # imported late: the scheduler pulls in process handling
         self.backend.scheduler = Scheduler(self.backend)

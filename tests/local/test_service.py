@@ -148,6 +148,20 @@ def test_the_service_speaks_only_tls_with_a_loopback_certificate(service: LocalS
                      else True)
 
 
+def test_silent_or_plain_http_clients_do_not_stop_the_service(service: LocalService):
+    port = int(service.endpoint.rsplit(":", 1)[1])
+    silent = socket.create_connection(("127.0.0.1", port), timeout=10)  # connects, never says hello
+    plain = socket.create_connection(("127.0.0.1", port), timeout=10)
+    plain.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # not TLS at all
+    try:
+        answer = requests.get(f"{service.endpoint}{RG}?api-version=2018-05-01", timeout=10,
+                              verify=str(service.info.ca_cert))
+        assert answer.status_code == 401  # answered at once, whatever the other two are doing
+    finally:
+        silent.close()
+        plain.close()
+
+
 def test_private_files_are_readable_by_their_owner_only(service: LocalService):
     for name in ("tls-key.pem", "token-secret"):
         mode = stat.S_IMODE((service.state_dir / name).stat().st_mode)

@@ -197,7 +197,8 @@ def _service_message(err: AzureError) -> str:
     return first or str(code or "")
 
 
-_QUERY = re.compile(r"\?[^\s'\")]*")
+# A query string is a "?" followed by key=value pairs; a "?" in prose ("any of * ?") is left alone.
+_QUERY = re.compile(r"\?(?=[^\s'\")]*=)[^\s'\")]*")
 _SECRET_MARKERS = re.compile(r"(SharedKey\s+|Bearer\s+|AccountKey=|sig=)[^\s&;,'\"]*", re.IGNORECASE)
 
 

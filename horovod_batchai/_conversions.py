@@ -173,12 +173,29 @@ def job_from_rest(job: Any) -> HorovodJob:
 
 def job_from_properties(properties: Mapping[str, Any]) -> HorovodJob:
     """A spec from a job.json's ``properties`` (already validated against the schema)."""
+    _check_duration(properties, "constraints", "maxWallClockTime")
     try:
         parameters = models.JobCreateParameters.deserialize({"properties": dict(properties)})
     except Exception as err:  # msrest reports bad values (e.g. a malformed duration) this way
         raise InvalidSpecError("properties", f"could not be read: {type(err).__name__}",
                                "a job.json that matches the 2018-05-01 job schema") from None
     return job_from_rest(parameters)
+
+
+def _check_duration(properties: Mapping[str, Any], section: str, key: str) -> None:
+    """The schema types a duration as a plain string; msrest parses it as ISO 8601 and, when it
+    cannot, reports the whole document as unreadable. Name the field instead."""
+    parent = properties.get(section)
+    value = parent.get(key) if isinstance(parent, Mapping) else None
+    if value is None:
+        return
+    from msrest.exceptions import DeserializationError
+    from msrest.serialization import Deserializer  # what JobCreateParameters.deserialize parses it with
+    try:
+        Deserializer.deserialize_duration(value)
+    except DeserializationError:
+        raise InvalidSpecError(f"properties.{section}.{key}", f"{value!r} is not an ISO 8601 duration",
+                               "a duration like 'PT2H' (two hours) or 'P7D' (seven days)") from None
 
 
 def job_to_properties(spec: HorovodJob, *, cluster_id: Optional[str], reveal_secrets: bool) -> dict[str, Any]:

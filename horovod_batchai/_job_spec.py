@@ -307,6 +307,11 @@ class HorovodJob:
             document = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise InvalidSpecError("path", f"{str(path)!r} does not exist", "the path of a job.json file") from None
+        except UnicodeDecodeError as err:
+            raise InvalidSpecError(str(path), f"is not UTF-8 text (byte {err.start})", "a job.json document") from None
+        except OSError as err:  # a directory, no permission
+            raise InvalidSpecError("path", f"{str(path)!r} cannot be read ({err.strerror or type(err).__name__})",
+                                   "the path of a readable job.json file") from None
         except json.JSONDecodeError as err:
             raise InvalidSpecError(str(path), f"is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
                                    "a job.json document") from None

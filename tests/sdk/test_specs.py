@@ -210,3 +210,24 @@ def test_names() -> None:
     for bad in ("MyAccount", "ab", "a" * 25, "my-account"):
         with pytest.raises(InvalidSpecError, match="3-24 lower-case"):
             check_storage_account(bad)
+
+
+def test_from_file_reports_unreadable_files_by_name(tmp_path: Path) -> None:
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes(json.dumps({"properties": {"nodeCount": 1}}).encode() + b"\xff")
+    with pytest.raises(InvalidSpecError, match="not UTF-8") as info:
+        HorovodJob.from_file(latin1)
+    assert info.value.field == str(latin1)
+    with pytest.raises(InvalidSpecError, match="cannot be read") as info:
+        HorovodJob.from_file(tmp_path)  # a directory
+    assert info.value.field == "path"
+
+
+def test_a_malformed_duration_names_its_field() -> None:
+    document = json.loads(TUTORIAL_JOB.read_text())
+    document["properties"]["constraints"] = {"maxWallClockTime": "2 hours"}
+    with pytest.raises(InvalidSpecError, match="ISO 8601") as info:
+        HorovodJob.from_dict(document)
+    assert info.value.field == "properties.constraints.maxWallClockTime"
+    document["properties"]["constraints"] = {"maxWallClockTime": "PT2H"}
+    assert HorovodJob.from_dict(document).max_wall_clock_time == timedelta(hours=2)

@@ -28,10 +28,10 @@ __all__ = ["Str", "Int", "Obj", "Arr", "StrMap", "check", "check_name", "check_r
            "parse_file_server_create", "split_secrets", "check_int_query", "parse_duration",
            "format_duration", "max_node_count", "check_job_node_count", "NAME_PATTERN"]
 
-NAME_PATTERN = re.compile(r"^[-\w_]+$")
-_RG_PATTERN = re.compile(r"^[-\w\._\(\)]+$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_DIR_ID = re.compile(r"^[A-Za-z0-9_]+$")
+NAME_PATTERN = re.compile(r"^[-\w_]+\Z")
+_RG_PATTERN = re.compile(r"^[-\w\._\(\)]+\Z")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+_DIR_ID = re.compile(r"^[A-Za-z0-9_]+\Z")
 
 
 def _bad(code: str, path: str, message: str) -> ArmError:

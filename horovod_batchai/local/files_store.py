@@ -84,12 +84,12 @@ CREATE TABLE IF NOT EXISTS files_entries (
 );
 """
 
-_ACCOUNT_RE = re.compile(r"^[a-z0-9]{3,24}$")
+_ACCOUNT_RE = re.compile(r"^[a-z0-9]{3,24}\Z")
 # DNS-style: 3-63 chars, lower-case letters, digits and single hyphens between them.
-_SHARE_RE = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$")
+_SHARE_RE = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}\Z")
 # Characters Azure Files refuses in file and directory names (besides control characters).
 _BAD_NAME_CHARS = set('"\\/:|<>*?')
-_METADATA_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_METADATA_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Stores whose schema this module has ensured (checked on every request, so kept cheap).
 _READY: "weakref.WeakSet[Store]" = weakref.WeakSet()

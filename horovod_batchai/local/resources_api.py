@@ -60,9 +60,9 @@ KNOWN_LOCATIONS = frozenset({
     "uaecentral", "qatarcentral", "israelcentral", "southafricanorth", "southafricawest",
 })
 
-_SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 # ARM's rule: 1-90 letters (any script), digits, '-', '_', '.', '(' or ')', not ending in '.'.
-_RESOURCE_GROUP_NAME = re.compile(r"^[-\w.()]{1,90}$")
+_RESOURCE_GROUP_NAME = re.compile(r"^[-\w.()]{1,90}\Z")
 _MAX_TAGS, _MAX_TAG_NAME, _MAX_TAG_VALUE = 50, 512, 256
 # Seconds a client waits between polls of a group deletion (integers: what every client parses).
 _POLL_RETRY_AFTER = "1"

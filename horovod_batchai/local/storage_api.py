@@ -52,7 +52,7 @@ _SETTABLE: dict[str, tuple[type, Optional[tuple[str, ...]]]] = {
     "minimumTlsVersion": (str, _TLS_VERSIONS),
 }
 
-_ACCOUNT_NAME = re.compile(r"^[a-z0-9]{3,24}$")
+_ACCOUNT_NAME = re.compile(r"^[a-z0-9]{3,24}\Z")
 _KEY_NAMES = ("key1", "key2")
 
 _OPERATIONS_DDL = """

@@ -116,6 +116,8 @@ def test_bad_cluster_properties_are_400_and_store_nothing(resources, batchai, ch
 @pytest.mark.parametrize("path, param", [
     (ws_path(ws="bad name"), "workspaceName"),
     (ws_path(ws="x" * 65), "workspaceName"),
+    (ws_path(ws="newline%0A"), "workspaceName"),
+    (ws_path() + "/clusters/newline%0A", "clusterName"),
     (ws_path() + "/clusters/bad.name", "clusterName"),
     (ws_path() + "/experiments/bad!exp", "experimentName"),
     (ws_path() + f"/experiments/{EXP}/jobs/{'j' * 65}", "jobName"),

@@ -58,6 +58,8 @@ CREATE_FILE = {"x-ms-type": "file", "x-ms-content-length": "10", "x-ms-version":
     ("/{a}/share/" + "n" * 256, "InvalidResourceName"),
     ("/{a}/share/" + "/".join(["d"] * 251), "InvalidResourceName"),
     ("/{a}/share/bad%ffutf8", "InvalidUri"),
+    ("/{a}/share%0A/escape.txt", "InvalidResourceName"),
+    ("/{a}%0A/share/escape.txt", "InvalidUri"),
     ("/{a}/../escape.txt", "InvalidResourceName"),
     ("/{a}/%2e%2e/escape.txt", "InvalidResourceName"),
     ("/../escape.txt", "InvalidUri"),

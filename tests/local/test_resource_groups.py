@@ -107,7 +107,8 @@ def test_moving_a_group_to_another_location_is_refused(resources):
     assert (group.location, group.tags) == ("eastus", {"keep": "me"})
 
 
-@pytest.mark.parametrize("name", ["bad name", "ends.with.dot.", "x" * 91, "semi;colon"])
+# "%0A": a trailing newline once slipped past the pattern's "$".
+@pytest.mark.parametrize("name", ["bad name", "ends.with.dot.", "x" * 91, "semi;colon", "trailing%0A"])
 def test_invalid_names_are_refused_naming_the_rule(raw, resources, name):
     response = raw.request("PUT", f"{RG_PATH}/{name}", json={"location": "eastus"})
     assert response.status_code == 400
@@ -139,6 +140,13 @@ def test_malformed_subscription_ids_are_refused(raw):
     response = raw.request("GET", "/subscriptions/not-a-guid/resourcegroups/rg")
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "InvalidSubscriptionId"
+
+
+def test_a_subscription_id_with_a_trailing_newline_is_refused(raw):
+    response = raw.request("PUT", f"/subscriptions/{SUBSCRIPTION}%0A/resourcegroups/rg", json={"location": "eastus"})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "InvalidSubscriptionId"
+    assert raw.request("GET", f"{RG_PATH}").json()["value"] == []
 
 
 # -- delete ---------------------------------------------------------------------------------------

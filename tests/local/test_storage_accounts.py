@@ -226,6 +226,7 @@ def test_concurrent_creates_of_one_name_in_two_groups_leave_one_owner(storage, r
 @pytest.mark.parametrize("name, body, status, code, mentions", [
     ("ab", CREATE, 400, "AccountNameInvalid", "between 3 and 24"),
     ("Upper1", CREATE, 400, "AccountNameInvalid", "lower-case"),
+    ("newline1%0A", CREATE, 400, "AccountNameInvalid", "lower-case"),
     ("acct1", {**CREATE, "sku": {"name": "Gold_LRS"}}, 400, "InvalidRequestPropertyValue", "sku.name"),
     ("acct1", {**CREATE, "sku": None}, 400, "InvalidRequestContent", "'sku' is required"),
     ("acct1", {**CREATE, "sku": "Standard_LRS"}, 400, "InvalidRequestContent", "'sku' must be an object"),

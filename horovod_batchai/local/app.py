@@ -47,6 +47,12 @@ class FaultInjector:
             return self._rng.choice(self.KINDS)
 
 
+def _loggable(path: str) -> str:
+    """A request path fit for one log line: the path is percent-decoded, so a caller could put a
+    newline in it and forge lines of its own; control characters are shown escaped instead."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in path)
+
+
 def _is_arm(request: Request) -> bool:
     # ARM paths start with /subscriptions or /providers and always carry api-version; the Files
     # data plane is path-style (/<account>/<share>/...) and carries x-ms-version or a SAS instead.
@@ -73,14 +79,14 @@ class LocalApp:
                 except OSError:
                     pass
             response = Response(b"", status=500)
-        log.info("%s %s -> %s", request.method, request.path, response.status_code)
+        log.info("%s %s -> %s", _loggable(request.method), _loggable(request.path), response.status_code)
         return response(environ, start_response)
 
     def handle(self, request: Request) -> Response:
         arm = _is_arm(request)
         fault = self.faults.draw()
         if fault is not None:
-            log.info("injected fault %s for %s %s", fault, request.method, request.path)
+            log.info("injected fault %s for %s %s", fault, _loggable(request.method), _loggable(request.path))
             if fault == "drop":
                 raise _DropConnection()
             status = int(fault)
@@ -102,7 +108,8 @@ class LocalApp:
             return storage_error_response(StorageError(413, "RequestBodyTooLarge",
                                                        "The request body is too large."), head=request.method == "HEAD")
         except Exception:  # a bug of ours: answer 500 rather than drop the connection
-            log.exception("unhandled error in Files data plane for %s %s", request.method, request.path)
+            log.exception("unhandled error in Files data plane for %s %s", _loggable(request.method),
+                          _loggable(request.path))
             return storage_error_response(StorageError(500, "InternalError", "The server encountered an internal error."))
 
     def _handle_arm(self, call: Call) -> Response:
@@ -128,7 +135,7 @@ class LocalApp:
             return arm_error_response(ArmError(413, "RequestEntityTooLarge",
                                                f"The request content exceeds {self.backend.settings.max_body_bytes} bytes."))
         except Exception:
-            log.exception("unhandled error for %s %s", request.method, request.path)
+            log.exception("unhandled error for %s %s", _loggable(request.method), _loggable(request.path))
             return arm_error_response(ArmError(500, "InternalServerError", "The server encountered an internal error."))
 
     def _authenticate(self, request: Request) -> None:

@@ -466,3 +466,13 @@ def test_no_secret_reaches_the_daemon_log(tmp_path: Path):
     assert "listKeys -> 200" in text and "-> 401" in text
     for secret in secrets:
         assert secret not in text
+
+
+def test_a_newline_in_a_path_cannot_forge_a_log_line(raw, caplog):
+    caplog.set_level(logging.INFO)
+    raw.request("GET", f"/subscriptions/{SUBSCRIPTION}/resourcegroups/rg%0AGET%20forged%20-%3E%20200")
+    raw.request("GET", "/acct1/share/file%0D%0Aforged.txt", api_version=None, token=None)
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("horovod_batchai.local")]
+    assert any("rg\\nGET forged -> 200 -> 404" in m for m in messages), messages
+    assert any("file\\r\\nforged.txt ->" in m for m in messages), messages
+    assert not any("\n" in m or "\r" in m for m in messages)

@@ -105,7 +105,7 @@ def check(value: Any, node: Any, path: str = "") -> Any:
     where = path or "the request body"
     if isinstance(node, Str):
         if not isinstance(value, str):
-            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value)}.")
+            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
         if node.enum:
             match = next((e for e in node.enum if e.lower() == value.lower()), None)
             if match is None:
@@ -116,13 +116,13 @@ def check(value: Any, node: Any, path: str = "") -> Any:
         return value
     if isinstance(node, Int):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value)}.")
+            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
         if (node.minimum is not None and value < node.minimum) or (node.maximum is not None and value > node.maximum):
             raise _bad("InvalidParameter", path, f"The property '{where}' must be {node.form()}; got {value}.")
         return value
     if isinstance(node, Arr):
         if not isinstance(value, list):
-            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value)}.")
+            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
         return [check(item, node.item, f"{path}[{i}]") for i, item in enumerate(value)]
     if isinstance(node, StrMap):
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
@@ -132,7 +132,7 @@ def check(value: Any, node: Any, path: str = "") -> Any:
         return dict(value)
     if isinstance(node, Obj):
         if not isinstance(value, dict):
-            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value)}.")
+            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
         for name in node.required:
             if value.get(name) is None:
                 sub = node.fields[name]
@@ -150,15 +150,20 @@ def check(value: Any, node: Any, path: str = "") -> Any:
     raise TypeError(f"unknown schema node {node!r}")
 
 
-def _kind(value: Any) -> str:
+#: properties whose values are secrets: an error about them names their type, never their value.
+_SECRET_PATH = re.compile(r"(?:\.(?:accountKey|adminUserPassword|password|instrumentationKey)|secrets\[\d+\]\.value)\Z")
+
+
+def _kind(value: Any, path: str = "") -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
+    secret = bool(_SECRET_PATH.search(path))
     if isinstance(value, (int, float)):
-        return f"the number {value}"
+        return "a number" if secret else f"the number {value}"
     if isinstance(value, str):
-        return f"the string {value!r}" if len(value) <= 40 else "a string"
+        return f"the string {value!r}" if len(value) <= 40 and not secret else "a string"
     if isinstance(value, list):
         return "an array"
     return "an object"

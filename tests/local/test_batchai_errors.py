@@ -113,6 +113,41 @@ def test_bad_cluster_properties_are_400_and_store_nothing(resources, batchai, ch
     assert raw(batchai, "GET", CLUSTER).status_code == 404
 
 
+SECRET_NUMBER = 73914682051
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"userAccountSettings": {"adminUserName": "u", "adminUserPassword": SECRET_NUMBER}},
+     "properties.userAccountSettings.adminUserPassword"),
+    ({"nodeSetup": {"mountVolumes": {"azureFileShares": [{"accountName": "a", "relativeMountPath": "x",
+                                                          "azureFileUrl": "https://a.file.core.windows.net/s",
+                                                          "credentials": {"accountKey": SECRET_NUMBER}}]}}},
+     "properties.nodeSetup.mountVolumes.azureFileShares[0].credentials.accountKey"),
+    ({"nodeSetup": {"setupTask": {"commandLine": "true", "stdOutErrPathPrefix": "$AZ_BATCHAI_MOUNT_ROOT",
+                                  "secrets": [{"name": "TOKEN", "value": SECRET_NUMBER}]}}},
+     "properties.nodeSetup.setupTask.secrets[0].value"),
+])
+def test_a_secret_of_the_wrong_type_is_named_but_not_echoed(resources, batchai, change, field):
+    make_workspace(resources, batchai, experiment=None)
+    body = {"properties": {"vmSize": "STANDARD_D1", "scaleSettings": {"manual": {"targetNodeCount": 1}},
+                           "userAccountSettings": {"adminUserName": "u", "adminUserPassword": "p"}}}
+    body["properties"].update(change)
+    answer = raw(batchai, "PUT", CLUSTER, json=body)
+    assert answer.status_code == 400, answer.text()
+    message = answer.json()["error"]["message"]
+    assert field in message and "must be a string; got a number" in message, message
+    assert str(SECRET_NUMBER) not in answer.text()
+    assert raw(batchai, "GET", CLUSTER).status_code == 404
+
+
+def test_a_job_secret_of_the_wrong_type_is_named_but_not_echoed(cluster, batchai):
+    body = _job_body(cluster.id, secrets=[{"name": "TOKEN", "value": SECRET_NUMBER}])
+    answer = raw(batchai, "PUT", JOB, json=body)
+    assert answer.status_code == 400, answer.text()
+    assert "properties.secrets[0].value" in answer.json()["error"]["message"]
+    assert str(SECRET_NUMBER) not in answer.text()
+
+
 @pytest.mark.parametrize("path, param", [
     (ws_path(ws="bad name"), "workspaceName"),
     (ws_path(ws="x" * 65), "workspaceName"),

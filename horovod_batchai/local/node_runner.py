@@ -841,7 +841,9 @@ def prepare_node(backend: Any, cluster_id: str, node: NodeSlot, tag: str) -> Opt
     env.update({"AZ_BATCHAI_MOUNT_ROOT": str(mount_root), "AZ_BATCHAI_JOB_TEMP": str(node_root / "wd"),
                 "AZ_BATCHAI_NUM_GPUS": "0", RUN_TAG_ENV: tag})
     prefix = expand_vars(str(task.get("stdOutErrPathPrefix") or str(node_root)), env)
-    out_dir = Path(os.path.normpath(Path(prefix) / str(task.get("stdOutErrPathSuffix") or "") / node.node_id))
+    # A relative prefix is relative to the node's working directory, never to the service's.
+    out_dir = Path(os.path.normpath(node_root / "wd" / prefix / str(task.get("stdOutErrPathSuffix") or "")
+                                    / node.node_id))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with open(out_dir / "stdout.txt", "ab", buffering=0) as out, open(out_dir / "stderr.txt", "ab",

@@ -149,6 +149,16 @@ def test_a_failing_setup_task_makes_the_node_unusable_with_a_cluster_error(servi
     assert error.code == "SetupTaskFailed" and "exit code 7" in error.message
 
 
+def test_a_relative_setup_output_prefix_stays_in_the_nodes_working_directory(service, batchai, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where the service's own working directory would have received it
+    lab = make_lab(service, batchai)
+    lab.create_cluster(nodes=1, nodeSetup={"setupTask": {"commandLine": "echo relative", "stdOutErrPathPrefix": "logs"}})
+    assert _counts(lab.wait_steady())["idle"] == 1
+    assert not (tmp_path / "logs").exists()
+    [stdout] = list((service.state_dir / "clusters").glob("*/nodes/*/wd/logs/*/stdout.txt"))
+    assert stdout.read_text() == "relative\n"
+
+
 def test_low_priority_clusters_run_jobs_too(service, batchai):
     lab = make_lab(service, batchai)
     cluster = lab.create_cluster(nodes=1, vmPriority="lowpriority")

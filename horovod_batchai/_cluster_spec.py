@@ -8,7 +8,7 @@ from typing import Any, Mapping, Optional
 
 from ._errors import InvalidSpecError
 from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, Mount, UnmanagedMount
-from ._names import check_admin_user_name, check_env_name, check_vm_size
+from ._names import check_admin_user_name, check_env_name, check_items, check_mapping, check_optional, check_vm_size
 
 __all__ = ["ClusterSpec", "AutoScale", "ImageReference", "SetupTask", "VM_PRIORITIES"]
 
@@ -57,11 +57,13 @@ class SetupTask:
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        if not self.command_line.strip():
+        if not isinstance(self.command_line, str) or not self.command_line.strip():
             raise InvalidSpecError("setup_task.command_line", "is empty", "a shell command line")
-        if not self.std_out_err_path_prefix:
+        if not isinstance(self.std_out_err_path_prefix, str) or not self.std_out_err_path_prefix:
             raise InvalidSpecError("setup_task.std_out_err_path_prefix", "is empty",
                                    "a path under a cluster mount, e.g. '$AZ_BATCHAI_MOUNT_ROOT/myshare/setup'")
+        check_mapping(self.environment_variables, "setup_task.environment_variables")
+        check_mapping(self.secrets, "setup_task.secrets")
         for name in [*self.environment_variables, *self.secrets]:
             check_env_name(name, "setup_task.environment_variables")
         object.__setattr__(self, "environment_variables", MappingProxyType(dict(self.environment_variables)))
@@ -92,8 +94,9 @@ class ClusterSpec:
         check_admin_user_name(self.admin_user_name)
         if self.vm_priority not in VM_PRIORITIES:
             raise InvalidSpecError("vm_priority", f"{self.vm_priority!r} is not a VM priority", " | ".join(VM_PRIORITIES))
-        if isinstance(self.auto_scale, tuple):
+        if isinstance(self.auto_scale, (tuple, list)) and len(self.auto_scale) == 2:
             object.__setattr__(self, "auto_scale", AutoScale(minimum=self.auto_scale[0], maximum=self.auto_scale[1]))
+        check_optional(self.auto_scale, "auto_scale", AutoScale, "(minimum, maximum) or AutoScale(minimum=..., maximum=...)")
         if self.auto_scale is not None and self.target_node_count is not None:
             raise InvalidSpecError("target_node_count", "given together with auto_scale",
                                    "either target_node_count or auto_scale=(minimum, maximum)")
@@ -110,12 +113,14 @@ class ClusterSpec:
         if self.ssh_public_key and not self.ssh_public_key.startswith(("ssh-rsa ", "ssh-ed25519 ", "ecdsa-sha2-")):
             raise InvalidSpecError("ssh_public_key", "is not an OpenSSH public key",
                                    "one line like 'ssh-rsa AAAAB3... user@host' (the contents of id_rsa.pub)")
-        object.__setattr__(self, "mounts", tuple(self.mounts))
+        check_optional(self.image, "image", ImageReference, "ImageReference(publisher=..., offer=..., sku=...)")
+        check_optional(self.setup_task, "setup_task", SetupTask,
+                       "SetupTask(command_line=..., std_out_err_path_prefix=...)")
+        object.__setattr__(self, "mounts", check_items(
+            self.mounts, "mounts", (AzureFileShareMount, AzureBlobMount, FileServerMount, UnmanagedMount),
+            "a sequence of AzureFileShareMount (FileShare.mount()), AzureBlobMount, FileServerMount or "
+            "UnmanagedMount, e.g. mounts=(share.mount(),)"))
         for i, mount in enumerate(self.mounts):
-            if not isinstance(mount, (AzureFileShareMount, AzureBlobMount, FileServerMount, UnmanagedMount)):
-                raise InvalidSpecError(f"mounts[{i}]", f"{type(mount).__name__} is not a mount",
-                                       "AzureFileShareMount (FileShare.mount()), AzureBlobMount, FileServerMount "
-                                       "or UnmanagedMount")
             if not mount.is_resolved:
                 raise InvalidSpecError(f"mounts[{i}]", "has no storage account key",
                                        "a mount made by FileShare.mount(), which fetches the key")

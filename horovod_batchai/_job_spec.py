@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping, Optional, Protocol, Sequence, Union
 from ._errors import InvalidSpecError
 from ._mounts import (ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, AzureBlobMount, AzureFileShareMount, FileServerMount,
                       Mount, UnmanagedMount)
-from ._names import check_directory_id, check_env_name, check_storage_account
+from ._names import check_directory_id, check_env_name, check_items, check_mapping, check_optional, check_storage_account
 
 __all__ = ["HorovodJob", "InputDirectory", "OutputDirectory", "ContainerRegistry", "StorageAccountSource",
            "JOB_MOUNT_ROOT", "CLUSTER_MOUNT_ROOT", "PRIORITIES", "mount_of_path"]
@@ -189,18 +189,21 @@ class HorovodJob:
                 not isinstance(self.max_wall_clock_time, timedelta) or self.max_wall_clock_time <= timedelta(0)):
             raise InvalidSpecError("max_wall_clock_time", f"{self.max_wall_clock_time!r} is not a positive duration",
                                    "a datetime.timedelta, e.g. timedelta(hours=2)")
-        set_(self, "mounts", tuple(self.mounts))
-        for i, mount in enumerate(self.mounts):
-            if not isinstance(mount, _MOUNT_TYPES):
-                raise InvalidSpecError(f"mounts[{i}]", f"{type(mount).__name__} is not a mount",
-                                       "AzureFileShareMount, AzureBlobMount, FileServerMount or UnmanagedMount "
-                                       "(FileShare.mount() makes the first)")
+        set_(self, "mounts", check_items(self.mounts, "mounts", _MOUNT_TYPES,
+                                         "a sequence of AzureFileShareMount, AzureBlobMount, FileServerMount or "
+                                         "UnmanagedMount, e.g. mounts=(share.mount(),)"))
+        check_optional(self.container_registry, "container_registry", ContainerRegistry,
+                       "ContainerRegistry(server_url=..., username=..., password=...)")
         paths = [m.relative_mount_path for m in self.mounts]
         if len(set(paths)) != len(paths):
             raise InvalidSpecError("mounts", f"two mounts share a relative_mount_path: {paths}",
                                    "a distinct relative_mount_path for each mount")
-        set_(self, "input_directories", tuple(self.input_directories))
-        set_(self, "output_directories", tuple(self.output_directories))
+        set_(self, "input_directories", check_items(self.input_directories, "input_directories", InputDirectory,
+                                                    "a sequence of InputDirectory(id=..., path=...)"))
+        set_(self, "output_directories", check_items(self.output_directories, "output_directories", OutputDirectory,
+                                                     "a sequence of OutputDirectory(id=..., path_prefix=...)"))
+        check_mapping(self.environment_variables, "environment_variables")
+        check_mapping(self.secrets, "secrets")
         ids = [d.id for d in self.input_directories] + [d.id for d in self.output_directories]
         if len({i.lower() for i in ids}) != len(ids):
             raise InvalidSpecError("input_directories/output_directories", f"ids repeat: {ids}", "distinct ids")

@@ -55,6 +55,9 @@ class AzureFileShareMount:
         check_relative_mount_path(self.relative_mount_path, "mount.relative_mount_path")
         _check_mode(self.file_mode, "mount.file_mode")
         _check_mode(self.directory_mode, "mount.directory_mode")
+        if not isinstance(self.azure_file_url, str):
+            raise InvalidSpecError("mount.azure_file_url", f"{self.azure_file_url!r} is not a file share URL",
+                                   "https://<account>.file.core.windows.net/<share>")
         parsed = urlparse(self.azure_file_url.replace(ACCOUNT_PLACEHOLDER, "placeholder"))
         segments = [s for s in parsed.path.split("/") if s]
         if parsed.scheme != "https" or not parsed.hostname or len(segments) != 1:

@@ -1,4 +1,4 @@
-"""Validation of names and paths, before anything is sent.
+"""Validation of names, paths and the shape of spec fields, before anything is sent.
 
 Each check raises :class:`InvalidSpecError` naming the field and the valid form, and returns the
 value (normalised where Azure itself is case-insensitive, e.g. locations).
@@ -6,14 +6,15 @@ value (normalised where Azure itself is case-insensitive, e.g. locations).
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Mapping, Optional, Union
 
 from ._errors import InvalidSpecError
 
 __all__ = [
     "check_resource_group", "check_batchai_name", "check_storage_account", "check_share_name",
     "check_share_path", "check_relative_mount_path", "check_location", "check_admin_user_name",
-    "check_directory_id", "check_env_name", "check_vm_size", "check_subscription_id",
+    "check_directory_id", "check_env_name", "check_vm_size", "check_subscription_id", "check_items",
+    "check_mapping", "check_optional",
 ]
 
 _RESOURCE_GROUP = re.compile(r"^[-\w.()]{1,90}$")
@@ -127,4 +128,29 @@ def check_subscription_id(value: Optional[str], field: str = "subscription_id") 
     if not value or not _SUBSCRIPTION.match(value):
         raise InvalidSpecError(field, f"{value!r} is not a subscription id",
                                "a GUID like '00000000-0000-0000-0000-000000000000'")
+    return value
+
+
+def check_items(value: Any, field: str, kinds: Union[type, tuple[type, ...]], valid_form: str) -> tuple[Any, ...]:
+    """``value`` as a tuple whose items are all ``kinds``; a lone item (``mounts=share.mount()``)
+    or a string is refused rather than iterated."""
+    if isinstance(value, (str, bytes, Mapping)) or isinstance(value, kinds) or not hasattr(value, "__iter__"):
+        raise InvalidSpecError(field, f"is a {type(value).__name__}, not a sequence", valid_form)
+    items = tuple(value)
+    for i, item in enumerate(items):
+        if not isinstance(item, kinds):
+            names = " or ".join(k.__name__ for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+            raise InvalidSpecError(f"{field}[{i}]", f"is a {type(item).__name__}, not {names}", valid_form)
+    return items
+
+
+def check_mapping(value: Any, field: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise InvalidSpecError(field, f"is a {type(value).__name__}, not a mapping", "a dict of NAME: value")
+    return value
+
+
+def check_optional(value: Any, field: str, kind: type, valid_form: str) -> Any:
+    if value is not None and not isinstance(value, kind):
+        raise InvalidSpecError(field, f"is a {type(value).__name__}, not {kind.__name__}", valid_form)
     return value

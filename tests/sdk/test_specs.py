@@ -231,3 +231,47 @@ def test_a_malformed_duration_names_its_field() -> None:
     assert info.value.field == "properties.constraints.maxWallClockTime"
     document["properties"]["constraints"] = {"maxWallClockTime": "PT2H"}
     assert HorovodJob.from_dict(document).max_wall_clock_time == timedelta(hours=2)
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"mounts": share_mount()}, "mounts"),  # one mount, not a sequence of them
+    ({"mounts": None}, "mounts"),
+    ({"environment_variables": ["A=1"]}, "environment_variables"),
+    ({"secrets": None}, "secrets"),
+    ({"input_directories": ["$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/data"]}, "input_directories[0]"),
+    ({"output_directories": [{"id": "OUT", "path_prefix": "$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare"}]},
+     "output_directories[0]"),
+    ({"container_image": "tensorflow/tensorflow", "container_registry": "myregistry.azurecr.io"},
+     "container_registry"),
+])
+def test_job_fields_of_the_wrong_kind_name_the_field(changes: dict, field: str) -> None:
+    base = dict(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/train.py", mounts=[share_mount()])
+    with pytest.raises(InvalidSpecError) as info:
+        HorovodJob(**{**base, **changes})
+    assert info.value.field == field
+    assert info.value.valid_form
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"mounts": share_mount()}, "mounts"),
+    ({"setup_task": "apt install -y x"}, "setup_task"),
+    ({"image": "UbuntuServer 16.04-LTS"}, "image"),
+    ({"auto_scale": (0, 2, 4)}, "auto_scale"),
+])
+def test_cluster_fields_of_the_wrong_kind_name_the_field(changes: dict, field: str) -> None:
+    base = dict(vm_size="Standard_NC6", admin_user_name="demo", ssh_public_key="ssh-rsa AAAAB3NzaC1yc2E test")
+    with pytest.raises(InvalidSpecError) as info:
+        ClusterSpec(**{**base, **changes})
+    assert info.value.field == field
+    assert ClusterSpec(**{**base, "auto_scale": [0, 2]}).auto_scale == AutoScale(minimum=0, maximum=2)
+
+
+def test_setup_task_and_mount_fields_of_the_wrong_kind() -> None:
+    from horovod_batchai import SetupTask
+    with pytest.raises(InvalidSpecError) as info:
+        SetupTask(command_line=None, std_out_err_path_prefix="$AZ_BATCHAI_MOUNT_ROOT/x")  # type: ignore[arg-type]
+    assert info.value.field == "setup_task.command_line"
+    with pytest.raises(InvalidSpecError) as info:
+        AzureFileShareMount(account_name="mystorageaccount", azure_file_url=None,  # type: ignore[arg-type]
+                            relative_mount_path="myshare")
+    assert info.value.field == "mount.azure_file_url"

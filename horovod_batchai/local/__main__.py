@@ -56,7 +56,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         service = LocalService(state_dir, host=args.host, port=args.port, settings=settings)
         try:
             service.start()
-        except ServiceAlreadyRunning as exc:
+        except (ServiceAlreadyRunning, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         stopping = threading.Event()

@@ -145,12 +145,29 @@ class LocalService:
             running = find_running(self.state_dir)
             where = f" at {running.endpoint} (pid {running.pid})" if running else ""
             raise ServiceAlreadyRunning(f"a local service is already running for {self.state_dir}{where}")
+        try:
+            self._start_locked()
+        except BaseException:
+            self._abort_start()  # a failed start must not keep the lock, the database or the port
+            raise
+        info = self.info
+        _write_info(self.state_dir, info)
+        log.info("local service listening at %s (state in %s)", info.endpoint, self.state_dir)
+        return self
+
+    def _start_locked(self) -> None:
         cert, key = ensure_certificate(self.state_dir)
         self.backend = LocalBackend(self.state_dir, self.settings)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(str(cert), str(key))
-        self._server = make_server(self.host, self.port, make_app(self.backend), threaded=True,
-                                   request_handler=_QuietRequestHandler)
+        try:
+            self._server = make_server(self.host, self.port, make_app(self.backend), threaded=True,
+                                       request_handler=_QuietRequestHandler)
+        except SystemExit:
+            # werkzeug answers a failed bind by printing the reason to stderr and exiting the
+            # process; in a library that must be an exception the caller can handle.
+            raise OSError(f"the local service cannot listen on {self.host}:{self.port}: the address is in use "
+                          "or not available here") from None
         # TLS without the handshake in the accept loop (see _QuietRequestHandler.setup).
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True,
                                                   do_handshake_on_connect=False)
@@ -164,10 +181,12 @@ class LocalService:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name="horovod-batchai-local", daemon=True)
         self._thread.start()
-        info = self.info
-        _write_info(self.state_dir, info)
-        log.info("local service listening at %s (state in %s)", info.endpoint, self.state_dir)
-        return self
+
+    def _abort_start(self) -> None:
+        if self._thread is None and self._server is not None:
+            self._server.server_close()  # never served, so shutdown() would wait forever
+            self._server = None
+        self.stop()
 
     def stop(self) -> None:
         if self._server is not None:

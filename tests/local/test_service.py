@@ -90,6 +90,21 @@ def test_a_second_service_on_the_same_state_dir_is_refused(service: LocalService
         assert list(resources.resource_groups.list()) == []
 
 
+def test_a_port_in_use_is_an_error_that_leaves_the_state_dir_free(tmp_path: Path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}"):
+            LocalService(tmp_path / "state", port=port, settings=FAST).start()
+        proc = _serve(tmp_path / "state", port)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1 and b"error: the local service cannot listen" in err
+    # Neither failed start kept the lock: the state directory serves again at once.
+    with LocalService(tmp_path / "state", settings=FAST) as svc, _resources(svc) as resources:
+        assert list(resources.resource_groups.list()) == []
+
+
 def test_state_dir_defaults_to_the_environment_variable(tmp_path: Path, monkeypatch):
     monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path / "from-env"))
     assert default_state_dir() == tmp_path / "from-env"

@@ -356,11 +356,18 @@ class FileShare:
         dest.parent.mkdir(parents=True, exist_ok=True)
         partial = dest.with_name(dest.name + ".partial")
         digest = hashlib.md5(usedforsecurity=False)
-        with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh:
-            downloader = client.download_file(max_concurrency=max(1, max_concurrency), progress_hook=bar.hook(path))
-            for chunk in downloader.chunks():
-                digest.update(chunk)
-                fh.write(chunk)
+        received = 0
+        try:
+            with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh:
+                # chunks() never calls a progress_hook (readinto() does), so progress is counted here.
+                for chunk in client.download_file(max_concurrency=max(1, max_concurrency)).chunks():
+                    digest.update(chunk)
+                    fh.write(chunk)
+                    received += len(chunk)
+                    bar.set(path, received)
+        except BaseException:  # a failed or interrupted download leaves nothing behind
+            partial.unlink(missing_ok=True)
+            raise
         if expected_md5 and bytes(expected_md5) != digest.digest():
             partial.unlink()
             raise TransferError(f"{self._where(path)} does not match the MD5 the share holds for it")

@@ -266,9 +266,13 @@ class Job:
         client = self.target.file_from_sas_url(match.download_url)
         partial = dest.with_name(dest.name + ".partial")
         dest.parent.mkdir(parents=True, exist_ok=True)
-        with azure_errors("downloading", f"{self.name}/{output_directory_id}/{path}"), open(partial, "wb") as fh:
-            for chunk in client.download_file().chunks():
-                fh.write(chunk)
+        try:
+            with azure_errors("downloading", f"{self.name}/{output_directory_id}/{path}"), open(partial, "wb") as fh:
+                for chunk in client.download_file().chunks():
+                    fh.write(chunk)
+        except BaseException:  # a failed or interrupted download leaves nothing behind
+            partial.unlink(missing_ok=True)
+            raise
         partial.replace(dest)
         return dest
 

@@ -110,3 +110,35 @@ def test_delete_share_and_account(target: Target, share: FileShare) -> None:
     again = FileShare.create(target, RG, ACCOUNT, "myshare")
     again.delete(delete_account=True)
     assert list(target.storage().storage_accounts.list_by_resource_group(RG)) == []
+
+
+def test_downloads_report_progress(share: FileShare, tmp_path: Path) -> None:
+    payload = os.urandom(5 * 1024 * 1024 + 7)
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "a.bin").write_bytes(payload)
+    (tmp_path / "tree" / "b.bin").write_bytes(payload[:1000])
+    share.upload_directory(tmp_path / "tree", "progress", progress=False)
+    seen: list[tuple[int, int]] = []
+    share.download_file("progress/a.bin", tmp_path / "a.bin", progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (len(payload), len(payload))
+    seen.clear()
+    share.download_directory("progress", tmp_path / "copy", progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (len(payload) + 1000, len(payload) + 1000)
+
+
+def test_an_interrupted_download_leaves_no_partial_file(share: FileShare, tmp_path: Path) -> None:
+    source = tmp_path / "model.h5"
+    source.write_bytes(os.urandom(3 * 1024 * 1024))
+    share.upload_file(source, "cifar/model.h5", progress=False)
+
+    class Interrupted(Exception):
+        pass
+
+    def stop(done: int, total: int) -> None:  # the caller's progress callback gives up mid-way
+        raise Interrupted
+
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(Interrupted):
+        share.download_file("cifar/model.h5", dest, progress=stop)
+    assert list(dest.iterdir()) == []

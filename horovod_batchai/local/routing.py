@@ -65,6 +65,10 @@ class Call:
                 except (ValueError, UnicodeDecodeError) as exc:
                     raise ArmError(400, "InvalidRequestContent",
                                    f"The request content was invalid and could not be deserialized: {exc}.")
+                except RecursionError:
+                    raise ArmError(400, "InvalidRequestContent",
+                                   "The request content was invalid and could not be deserialized: it nests "
+                                   "objects or arrays too deeply.") from None
         return self._json
 
     def url(self, path: str, **query: str) -> str:

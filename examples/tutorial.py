@@ -123,6 +123,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')}: expected an integer >= 1, got {value}")
+    if args.timeout is not None and not args.timeout > 0:
+        parser.error(f"--timeout: expected seconds > 0, got {args.timeout}")
+    # Azure's rule for account names, checked here because the account is created after the cluster.
+    if not re.fullmatch(r"[a-z0-9]{3,24}", args.storage_account):
+        parser.error(f"--storage-account: {args.storage_account!r} is not a storage account name; "
+                     "expected 3-24 lower-case letters or digits")
     if args.data_dir is not None:  # checked before anything is created
         found = next((d for d in (args.data_dir, args.data_dir / "cifar-10-batches-py") if is_cifar10(d)), None)
         if found is None:

@@ -123,6 +123,8 @@ def test_a_failing_job_makes_the_tutorial_exit_1(tmp_path: Path) -> None:
     (["--data-dir", "/nonexistent/cifar"], "--data-dir: '/nonexistent/cifar' does not hold CIFAR-10"),
     (["--target", "azure"], "--subscription"),
     (["--data-dir", "x", "--synthetic"], "not allowed with argument"),
+    (["--storage-account", "My_Storage"], "--storage-account: 'My_Storage' is not a storage account name"),
+    (["--timeout", "-5"], "--timeout: expected seconds > 0"),
 ])
 def test_option_mistakes_exit_2_before_anything_starts(tmp_path: Path, args: list[str], message: str) -> None:
     state = tmp_path / "state"

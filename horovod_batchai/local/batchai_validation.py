@@ -336,7 +336,8 @@ def format_duration(seconds: float) -> str:
     out = "P" + (f"{days}D" if days else "")
     time = (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "")
     if secs or frac:
-        time += f"{secs + frac:g}S"
+        # Fixed-point: "%g" would write 5e-05 or round 1.0000001 to 1, which no duration parser reads back.
+        time += f"{secs + frac:.7f}".rstrip("0").rstrip(".") + "S"
     if time:
         out += "T" + time
     return out if out != "P" else "PT0S"

@@ -197,6 +197,16 @@ def test_max_wall_clock_time_fails_the_job(lab):
     assert tagged_processes(lab.service.state_dir) == []
 
 
+def test_a_fractional_wall_clock_time_is_kept_as_written_and_enforced(lab):
+    lab.submit("job", {"customToolkitSettings": {"commandLine": "sleep 300"},
+                       "constraints": {"maxWallClockTime": "PT0.00005S"}})
+    job = lab.wait_state("job", timeout=60)
+    assert job.constraints.max_wall_clock_time.total_seconds() == pytest.approx(0.00005)
+    assert job.execution_state == "failed"
+    [error] = job.execution_info.errors
+    assert error.code == "MaxWallClockTimeExceeded" and "PT0.00005S" in error.message
+
+
 def test_deleting_a_running_job_stops_its_processes(lab):
     lab.submit("job", {"customToolkitSettings": {"commandLine": "sleep 300"}})
     lab.wait_state("job", "running")

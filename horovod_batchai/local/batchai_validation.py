@@ -26,7 +26,7 @@ __all__ = ["Str", "Int", "Obj", "Arr", "StrMap", "check", "check_name", "check_r
            "FILE_SERVER_CREATE", "TOOLKITS", "RUNNABLE_TOOLKITS", "Parsed", "parse_workspace_create",
            "parse_workspace_update", "parse_cluster_create", "parse_cluster_update", "parse_job_create",
            "parse_file_server_create", "split_secrets", "check_int_query", "parse_duration",
-           "format_duration", "max_node_count", "check_job_node_count", "NAME_PATTERN"]
+           "format_duration", "max_node_count", "check_job_node_count", "NAME_PATTERN", "MAX_NODES"]
 
 NAME_PATTERN = re.compile(r"^[-\w_]+\Z")
 _RG_PATTERN = re.compile(r"^[-\w\._\(\)]+\Z")
@@ -57,6 +57,8 @@ class Int:
     minimum: Optional[int] = None
     maximum: Optional[int] = None
     default: Optional[int] = None
+    #: why the maximum is what it is, when that is not obvious (said when a value exceeds it).
+    why: str = ""
 
     def form(self) -> str:
         if self.minimum is not None and self.maximum is not None:
@@ -118,7 +120,8 @@ def check(value: Any, node: Any, path: str = "") -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
         if (node.minimum is not None and value < node.minimum) or (node.maximum is not None and value > node.maximum):
-            raise _bad("InvalidParameter", path, f"The property '{where}' must be {node.form()}; got {value}.")
+            why = f" ({node.why})" if node.why and node.maximum is not None and value > node.maximum else ""
+            raise _bad("InvalidParameter", path, f"The property '{where}' must be {node.form()}; got {value}{why}.")
         return value
     if isinstance(node, Arr):
         if not isinstance(value, list):
@@ -196,10 +199,17 @@ IMAGE_REFERENCE = Obj({"publisher": Str(nonempty=True), "offer": Str(nonempty=Tr
 DEFAULT_IMAGE = {"publisher": "Canonical", "offer": "UbuntuServer", "sku": "16.04-LTS", "version": "latest"}
 VM_CONFIGURATION = Obj({"imageReference": IMAGE_REFERENCE})
 DEALLOCATION_OPTIONS = ("requeue", "terminate", "waitforjobcompletion")
-MANUAL_SCALE = Obj({"targetNodeCount": Int(minimum=0), "nodeDeallocationOption": Str(DEALLOCATION_OPTIONS, default="requeue")},
+#: most nodes a local cluster may have: every node is a slot on this one machine, and a mistyped
+#: count (10**12) must be refused rather than provisioned row by row.
+MAX_NODES = 100
+_NODE_LIMIT = f"a local cluster's nodes all run on this machine; at most {MAX_NODES}"
+MANUAL_SCALE = Obj({"targetNodeCount": Int(minimum=0, maximum=MAX_NODES, why=_NODE_LIMIT),
+                    "nodeDeallocationOption": Str(DEALLOCATION_OPTIONS, default="requeue")},
                    ("targetNodeCount",))
-AUTO_SCALE = Obj({"minimumNodeCount": Int(minimum=0), "maximumNodeCount": Int(minimum=1),
-                  "initialNodeCount": Int(minimum=0, default=0)}, ("minimumNodeCount", "maximumNodeCount"))
+AUTO_SCALE = Obj({"minimumNodeCount": Int(minimum=0, maximum=MAX_NODES, why=_NODE_LIMIT),
+                  "maximumNodeCount": Int(minimum=1, maximum=MAX_NODES, why=_NODE_LIMIT),
+                  "initialNodeCount": Int(minimum=0, maximum=MAX_NODES, default=0, why=_NODE_LIMIT)},
+                 ("minimumNodeCount", "maximumNodeCount"))
 SCALE_SETTINGS = Obj({"manual": MANUAL_SCALE, "autoScale": AUTO_SCALE})
 USER_ACCOUNT = Obj({"adminUserName": Str(nonempty=True), "adminUserSshPublicKey": Str(), "adminUserPassword": Str()},
                    ("adminUserName",))
@@ -247,7 +257,7 @@ JOB_PROPERTIES = Obj({
     "schedulingPriority": Str(("low", "normal", "high"), default="normal"),
     "cluster": RESOURCE_ID,
     "mountVolumes": MOUNT_VOLUMES,
-    "nodeCount": Int(minimum=1),
+    "nodeCount": Int(minimum=1),  # at most the cluster's size (check_job_node_count), so at most MAX_NODES
     "containerSettings": CONTAINER_SETTINGS,
     **{name: schema for name, (_, schema) in TOOLKITS.items()},
     "jobPreparation": Obj({"commandLine": Str(nonempty=True)}, ("commandLine",)),

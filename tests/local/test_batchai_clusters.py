@@ -111,6 +111,26 @@ def test_patch_resizes_synchronously_and_validates(resources, batchai):
     assert err.value.error.code == "ClusterNotFound"
 
 
+@pytest.mark.parametrize("scale, field", [
+    ({"manual": {"targetNodeCount": 10**12}}, "properties.scaleSettings.manual.targetNodeCount"),
+    ({"autoScale": {"minimumNodeCount": 0, "maximumNodeCount": 10**20}},
+     "properties.scaleSettings.autoScale.maximumNodeCount"),
+])
+def test_node_counts_past_the_local_limit_are_refused_not_provisioned(resources, batchai, scale, field):
+    # Such a count once made the scheduler insert node rows without end, and the service stopped answering.
+    make_workspace(resources, batchai, experiment=None)
+    make_cluster(batchai, nodes=0, mounts=False)
+    body = {"properties": {"vmSize": "STANDARD_D1", "scaleSettings": scale,
+                           "userAccountSettings": {"adminUserName": "u", "adminUserPassword": "p"}}}
+    for method, path, sent in (("PATCH", "cluster", {"properties": {"scaleSettings": scale}}), ("PUT", "big", body)):
+        answer = raw(batchai, method, ws_path() + f"/clusters/{path}", json=sent)
+        assert answer.status_code == 400, answer.text()
+        message = answer.json()["error"]["message"]
+        assert field in message and "between" in message and "at most 100" in message, message
+    assert batchai.clusters.get(RG, WS, "cluster").scale_settings.manual.target_node_count == 0
+    assert raw(batchai, "GET", ws_path() + "/clusters/big").status_code == 404
+
+
 def test_recreate_same_settings_is_accepted_different_settings_conflict(resources, batchai):
     make_workspace(resources, batchai, experiment=None)
     first = make_cluster(batchai)

@@ -74,7 +74,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         service.stop()
         return 0
     if args.command == "start":
-        info = ensure_running(state_dir)
+        try:
+            info = ensure_running(state_dir)
+        except (OSError, RuntimeError) as exc:  # an unusable --state-dir, or a daemon that would not start
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         print(f"local service running at {info.endpoint} (pid {info.pid}, state in {info.state_dir})")
         return 0
     if args.command == "stop":

@@ -434,6 +434,16 @@ def test_cli_start_status_stop(tmp_path: Path):
     assert cli("status").returncode == 3
 
 
+@pytest.mark.parametrize("command", ["start", "serve"])
+def test_an_unusable_state_dir_is_an_error_line_not_a_traceback(tmp_path: Path, command):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    proc = subprocess.run([sys.executable, "-m", "horovod_batchai.local", command, "--state-dir", str(not_a_dir)],
+                          capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: ") and str(not_a_dir) in proc.stderr and "Traceback" not in proc.stderr
+
+
 # -- no secret in logs ------------------------------------------------------------------------------
 
 def _secrets_after_traffic(svc: LocalService) -> list[str]:

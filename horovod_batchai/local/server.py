@@ -20,6 +20,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import ssl
@@ -44,6 +45,8 @@ __all__ = ["LocalService", "ServiceInfo", "ensure_running", "find_running", "sto
 log = logging.getLogger(__name__)
 
 INFO_FILE = "service.json"
+#: a query string inside logged text (it may carry a SAS signature).
+_QUERY = re.compile(r"\?[^\s'\"]*")
 LOCK_FILE = "service.lock"
 
 
@@ -74,6 +77,10 @@ class _QuietRequestHandler(WSGIRequestHandler):
 
     def log_request(self, code: Any = "-", size: Any = "-") -> None:
         pass
+
+    def log_error(self, format: str, *args: Any) -> None:
+        # http.server reports a malformed request line by quoting the line, query string included.
+        super().log_error(format, *(_QUERY.sub("?<query redacted>", a) if isinstance(a, str) else a for a in args))
 
     def make_environ(self) -> dict[str, Any]:
         environ = super().make_environ()

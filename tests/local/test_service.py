@@ -471,6 +471,19 @@ def test_no_secret_reaches_the_in_process_logs(service: LocalService, caplog):
         assert secret not in text
 
 
+def test_a_malformed_request_line_is_logged_without_its_query(service: LocalService, caplog):
+    caplog.set_level(logging.DEBUG)
+    port = int(service.endpoint.rsplit(":", 1)[1])
+    context = ssl.create_default_context(cafile=str(service.info.ca_cert))
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as plain, \
+            context.wrap_socket(plain, server_hostname="127.0.0.1") as tls:
+        tls.sendall(b"GET /acct1/share/file.txt?sv=2025-11-05&sig=SIGINABADLINE123 extra HTTP/1.1\r\n\r\n")
+        assert tls.recv(12) == b"HTTP/1.1 400"
+    text = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith(("horovod_batchai", "werkzeug")))
+    assert "Bad request syntax" in text  # the malformed line is still reported
+    assert "SIGINABADLINE123" not in text
+
+
 def test_no_secret_reaches_the_daemon_log(tmp_path: Path):
     state, port, log = tmp_path / "state", _free_port(), tmp_path / "serve.log"
     proc = _serve(state, port, log=log)

@@ -157,11 +157,7 @@ def _relative_mount_path(entry: dict[str, Any], where: str) -> str:
 
 
 def _share_dir(backend: Any, account: str, share: str) -> Optional[Path]:
-    try:
-        from . import files_store  # the Files data plane's own answer, once it exists
-    except ImportError:
-        fallback = Path(backend.files_root) / account.lower() / share
-        return fallback if fallback.is_dir() else None
+    from . import files_store
     try:
         found = files_store.share_path(backend, account, share)
     except ValueError as exc:  # a name Azure would refuse
@@ -285,10 +281,7 @@ def detect_gpus() -> int:
 
 
 def _vm_gpus(vm_size: str) -> Optional[int]:
-    try:
-        from .vm_sizes import lookup_vm_size
-    except ImportError:
-        return None
+    from .vm_sizes import lookup_vm_size
     size = lookup_vm_size(vm_size)
     return size.gpus if size is not None else None
 

@@ -23,7 +23,6 @@ import datetime
 import json
 import logging
 import re
-import shutil
 import threading
 import time
 import uuid
@@ -382,25 +381,8 @@ def _teardown(backend: LocalBackend, group_id: str) -> None:
 
 def _delete_workspace(backend: LocalBackend, workspace_id: str) -> None:
     """Stop and delete a Batch AI workspace with everything in it (BATCHAI's tree delete)."""
-    from . import batchai_api
-    tree_delete = getattr(batchai_api, "delete_workspace_tree", None)
-    if tree_delete is not None:
-        tree_delete(backend, workspace_id)
-        return
-    # Until batchai_api provides it: stop jobs, free clusters, remove file server data, drop the documents.
-    scheduler = backend.scheduler
-    store = backend.store
-    for job in store.list_under(workspace_id, "microsoft.batchai/workspaces/experiments/jobs"):
-        if scheduler is not None and hasattr(scheduler, "terminate_job"):
-            scheduler.terminate_job(job["id"])
-        if scheduler is not None and hasattr(scheduler, "forget_job"):
-            scheduler.forget_job(job["id"])
-    for cluster in store.list_under(workspace_id, "microsoft.batchai/workspaces/clusters"):
-        if scheduler is not None and hasattr(scheduler, "forget_cluster"):
-            scheduler.forget_cluster(cluster["id"])
-    for fileserver in store.list_under(workspace_id, "microsoft.batchai/workspaces/fileservers"):
-        shutil.rmtree(backend.fileserver_dir(fileserver["id"]), ignore_errors=True)
-    store.delete(workspace_id, recursive=True)
+    from .batchai_api import delete_workspace_tree  # imported late: batchai_api imports this module
+    delete_workspace_tree(backend, workspace_id)
 
 
 _RG = "/subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}"

@@ -19,7 +19,6 @@ private column (see ``accounts.py``) and leave the service only in listKeys/rege
 from __future__ import annotations
 
 import re
-import shutil
 import time
 import uuid
 from typing import Any, Optional
@@ -29,6 +28,7 @@ from werkzeug.wrappers import Response
 from .accounts import ACCOUNT_TYPE, find_account, new_key
 from .backend import LocalBackend
 from .errors import ArmError
+from .files_store import delete_account_data
 from .resources_api import (check_subscription_id, normalize_location, require_resource_group, utc_timestamp,
                             validate_tags)
 from .routing import Call, Route, json_response
@@ -270,18 +270,10 @@ def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accou
 
 def delete_account(backend: LocalBackend, account: dict[str, Any]) -> None:
     """Delete an account document and its shares and files (also used by resource group deletion)."""
-    _delete_account_data(backend, account["name"])
+    delete_account_data(backend, account["name"])
     backend.store.delete(account["id"])
 
 
-def _delete_account_data(backend: LocalBackend, account_name: str) -> None:
-    """Remove a storage account's shares and files (FILES' data-plane cleanup)."""
-    try:
-        from .files_store import delete_account_data
-    except ImportError:  # until files_store lands: the share contents are plain directories
-        shutil.rmtree(backend.files_root / account_name.lower(), ignore_errors=True)
-        return
-    delete_account_data(backend, account_name)
 
 
 def delete_account_handler(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:

@@ -348,7 +348,7 @@ def _fill_mount(mount: Any, account_name: str, key_source: Any) -> Any:
     return dataclasses.replace(mount, **changes) if changes else mount
 
 
-_SAFE_ARGUMENT = re.compile(r"^[\w@%+=:,./${}-]+$")
+_SAFE_ARGUMENT = re.compile(r"^[\w@%+=:,./${}-]+\Z")
 
 
 def join_arguments(arguments: Iterable[str]) -> str:

@@ -17,17 +17,17 @@ __all__ = [
     "check_mapping", "check_optional",
 ]
 
-_RESOURCE_GROUP = re.compile(r"^[-\w.()]{1,90}$")
-_BATCHAI_NAME = re.compile(r"^[-\w]{1,64}$", re.ASCII)
-_STORAGE_ACCOUNT = re.compile(r"^[a-z0-9]{3,24}$")
-_SHARE = re.compile(r"^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
-_MOUNT_PATH = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
-_LOCATION = re.compile(r"^[a-z0-9]{2,40}$")
-_ADMIN_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
-_DIRECTORY_ID = re.compile(r"^[A-Za-z0-9_]{1,64}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_VM_SIZE = re.compile(r"^standard_[a-z0-9_]+$", re.IGNORECASE)
-_SUBSCRIPTION = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_RESOURCE_GROUP = re.compile(r"^[-\w.()]{1,90}\Z")
+_BATCHAI_NAME = re.compile(r"^[-\w]{1,64}\Z", re.ASCII)
+_STORAGE_ACCOUNT = re.compile(r"^[a-z0-9]{3,24}\Z")
+_SHARE = re.compile(r"^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]\Z")
+_MOUNT_PATH = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*\Z")
+_LOCATION = re.compile(r"^[a-z0-9]{2,40}\Z")
+_ADMIN_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}\Z")
+_DIRECTORY_ID = re.compile(r"^[A-Za-z0-9_]{1,64}\Z")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+_VM_SIZE = re.compile(r"^standard_[a-z0-9_]+\Z", re.IGNORECASE)
+_SUBSCRIPTION = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 _FORBIDDEN_IN_FILE_NAME = set('"\\:|<>*?')
 
 

@@ -212,6 +212,24 @@ def test_names() -> None:
             check_storage_account(bad)
 
 
+def test_a_trailing_newline_does_not_pass_a_name_check() -> None:
+    from horovod_batchai._names import (check_batchai_name, check_env_name, check_resource_group,
+                                        check_subscription_id)
+    checks = [(check_storage_account, "myaccount"), (lambda n: check_batchai_name(n, "name"), "cifar"),
+              (check_resource_group, "batchai.horovod"), (check_subscription_id, "0" * 8 + "-0000-0000-0000-" + "0" * 12)]
+    for check, good in checks:
+        check(good)
+        with pytest.raises(InvalidSpecError):
+            check(good + "\n")
+    with pytest.raises(InvalidSpecError):
+        check_env_name("PATH\n", "environment_variables")
+
+
+def test_an_argument_with_a_newline_is_quoted_not_split_into_two_commands() -> None:
+    from horovod_batchai._job_spec import join_arguments
+    assert join_arguments(["--epochs=3", "--dir=/tmp/x\n"]) == '--epochs=3 "--dir=/tmp/x\n"'
+
+
 def test_from_file_reports_unreadable_files_by_name(tmp_path: Path) -> None:
     latin1 = tmp_path / "latin1.json"
     latin1.write_bytes(json.dumps({"properties": {"nodeCount": 1}}).encode() + b"\xff")

@@ -383,10 +383,10 @@ class FileShare:
         prefix = f"{path}/" if path else ""
         for item in items:
             if item.is_directory:
-                (dest / item.path[len(prefix):]).mkdir(parents=True, exist_ok=True)
+                local_path_under(dest, item.path[len(prefix):]).mkdir(parents=True, exist_ok=True)
         files = [item for item in items if not item.is_directory]
         total = sum(item.size or 0 for item in files)
-        targets = [dest / item.path[len(prefix):] for item in files]
+        targets = [local_path_under(dest, item.path[len(prefix):]) for item in files]
         with Progress(progress, total, dest.name) as bar, ThreadPoolExecutor(DEFAULT_FILE_CONCURRENCY) as pool:
             def fetch(item: ShareItem, local: Path) -> None:
                 client = self._file_client(item.path)
@@ -403,3 +403,13 @@ def _file_endpoint(account: object) -> Optional[str]:
     endpoints = getattr(account, "primary_endpoints", None)
     url = getattr(endpoints, "file", None) if endpoints is not None else None
     return str(url) if url else None
+
+
+def local_path_under(dest: Path, relative: str) -> Path:
+    """``dest / relative`` for a name the service sent, refusing one that would land outside
+    ``dest`` (``..``, an absolute path): a download never writes where it was not asked to."""
+    parts = relative.replace("\\", "/").split("/")
+    if not relative or relative.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise TransferError(f"the service named a file {relative!r} that would fall outside {str(dest)!r}; "
+                            "nothing was written for it")
+    return dest.joinpath(*parts)

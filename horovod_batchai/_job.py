@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 
 from ._conversions import job_from_rest, job_status_from_rest, job_to_rest
-from ._errors import ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError, WaitTimeoutError, azure_errors
+from ._errors import (ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError,
+                      WaitTimeoutError, azure_errors)
+from ._fileshare import local_path_under
 from ._job_spec import HorovodJob
 from ._mounts import AzureFileShareMount, describe
 from ._names import check_batchai_name, check_directory_id
@@ -258,11 +260,13 @@ class Job:
         if match.is_directory:
             dest.mkdir(parents=True, exist_ok=True)
             for child in self.list_output_files(output_directory_id, path.strip("/")):
-                self.download(f"{path.strip('/')}/{child.name}", dest / child.name, output_directory_id=output_directory_id)
+                self.download(f"{path.strip('/')}/{child.name}", local_path_under(dest, child.name),
+                              output_directory_id=output_directory_id)
             return dest
         if dest.is_dir():
             dest = dest / name
-        assert match.download_url is not None
+        if not match.download_url:
+            raise TransferError(f"the service gave no download link for {path!r} ({output_directory_id})")
         client = self.target.file_from_sas_url(match.download_url)
         partial = dest.with_name(dest.name + ".partial")
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,8 @@ where it listens in ``<state dir>/service.json``; :func:`ensure_running` reads t
 a running service and otherwise starts a daemon, so calling it twice is harmless.
 
 Why werkzeug: HTTP is parsed by an established, well-kept library (Pallets' werkzeug, the server
-under Flask) rather than by hand; its threaded WSGI server takes an ``ssl.SSLContext`` directly, so
-loopback TLS needs no extra component; and WSGI keeps the application (``app.py``) independent of
+under Flask) rather than by hand; its threaded WSGI server serves a socket we wrap in an
+``ssl.SSLContext`` ourselves, so loopback TLS needs no extra component; and WSGI keeps the application (``app.py``) independent of
 the server, so the same app runs in a thread here and in the daemon. Two of its behaviours matter:
 its access log prints query strings (SAS signatures), so it is silenced below; and it answers every
 request with ``Connection: close`` (http.server cannot drain an unread body before the next request

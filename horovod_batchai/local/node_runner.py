@@ -240,8 +240,18 @@ def plan_mounts(backend: Any, volumes: Optional[dict[str, Any]], private: dict[s
     return mounts
 
 
+#: the nodes of a cluster share its mount root and are set up in parallel threads: one at a time
+#: may look at a mount point and change it, or two would each find the other's fresh link "in the way".
+_MOUNT_LOCK = threading.Lock()
+
+
 def apply_mounts(mounts: Iterable[Mount]) -> None:
     """Make each mount point a symlink to its target (atomically replacing an older link)."""
+    with _MOUNT_LOCK:
+        _apply_mounts(mounts)
+
+
+def _apply_mounts(mounts: Iterable[Mount]) -> None:
     for mount in mounts:
         point = mount.mount_point
         point.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ import pytest
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.mgmt.batchai.models import JobsListOutputFilesOptions
 
-from horovod_batchai.local.node_runner import MountError, parse_share_url
+from horovod_batchai.local.node_runner import Mount, MountError, apply_mounts, parse_share_url
 from jobs_support import EXP, RG, SHARE, WS, make_lab, tagged_processes, wait_for
 
 SEGMENT = re.compile(r"00000000-0000-0000-0000-000000000000/jobs-rg/workspaces/ws/experiments/exp/jobs/(\w+)/"
@@ -291,6 +291,33 @@ def test_share_urls_of_azure_and_of_the_local_endpoint_name_the_same_share():
     assert parse_share_url("https://127.0.0.1:4443/acct/myshare", "https://127.0.0.1:4443") == ("acct", "myshare")
     with pytest.raises(MountError, match="not an Azure file share URL"):
         parse_share_url("https://example.com/acct/myshare/extra")
+
+
+def test_nodes_mounting_the_same_cluster_volume_at_once_all_succeed(tmp_path):
+    """A cluster's nodes are set up in parallel and share its mount root (the race once made a
+    node of a 2-node cluster unusable with 'already exists')."""
+    import threading
+    failures: list[str] = []
+    for round_ in range(50):
+        target = tmp_path / f"share{round_}"
+        target.mkdir()
+        mount = Mount(kind="azureFileShare", mount_point=tmp_path / f"root{round_}" / "azfiles", target=target,
+                      description="share")
+        start = threading.Barrier(4)
+
+        def node() -> None:
+            start.wait()
+            try:
+                apply_mounts([mount])
+            except MountError as exc:
+                failures.append(str(exc))
+        threads = [threading.Thread(target=node) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert (tmp_path / f"root{round_}" / "azfiles").resolve() == target.resolve()
+    assert failures == []
 
 
 # -- listOutputFiles ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import accounts
+from .durations import format_duration, parse_duration
 from .errors import ArmError
 from .vm_sizes import VmSize, cluster_size_problem, lookup_vm_size
 
@@ -25,8 +26,8 @@ __all__ = ["Str", "Int", "Obj", "Arr", "StrMap", "check", "check_name", "check_r
            "WORKSPACE_CREATE", "WORKSPACE_UPDATE", "CLUSTER_CREATE", "CLUSTER_UPDATE", "JOB_CREATE",
            "FILE_SERVER_CREATE", "TOOLKITS", "RUNNABLE_TOOLKITS", "Parsed", "parse_workspace_create",
            "parse_workspace_update", "parse_cluster_create", "parse_cluster_update", "parse_job_create",
-           "parse_file_server_create", "split_secrets", "check_int_query", "parse_duration",
-           "format_duration", "max_node_count", "check_job_node_count", "NAME_PATTERN", "MAX_NODES"]
+           "parse_file_server_create", "split_secrets", "check_int_query",
+           "max_node_count", "check_job_node_count", "NAME_PATTERN", "MAX_NODES"]
 
 NAME_PATTERN = re.compile(r"^[-\w_]+\Z")
 _RG_PATTERN = re.compile(r"^[-\w\._\(\)]+\Z")
@@ -317,41 +318,6 @@ def check_int_query(raw: Optional[str], name: str, *, minimum: int, maximum: int
 
 
 # -- durations (constraints.maxWallClockTime) ------------------------------------------------------
-
-_ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
-_DOTNET_TIMESPAN = re.compile(r"^(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)$")
-
-
-def parse_duration(text: str) -> Optional[float]:
-    """Seconds in an ISO 8601 duration (``P7D``, ``PT1H30M``) or a .NET TimeSpan (``7.00:00:00``,
-    the spec's own default spelling), or None if it is neither."""
-    m = _ISO_DURATION.match(text)
-    if m and text not in ("P", "PT") and not text.endswith("T"):
-        d, h, mi, s = m.groups()
-        return int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi or 0) * 60 + float(s or 0)
-    m = _DOTNET_TIMESPAN.match(text)
-    if m:
-        d, h, mi, s = m.groups()
-        return int(d or 0) * 86400 + int(h) * 3600 + int(mi) * 60 + float(s)
-    return None
-
-
-def format_duration(seconds: float) -> str:
-    """ISO 8601 as the service answered it: ``P7D``, ``PT1H30M``, ``P1DT2H``."""
-    whole = int(seconds)
-    days, rest = divmod(whole, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    frac = seconds - whole
-    out = "P" + (f"{days}D" if days else "")
-    time = (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "")
-    if secs or frac:
-        # Fixed-point: "%g" would write 5e-05 or round 1.0000001 to 1, which no duration parser reads back.
-        time += f"{secs + frac:.7f}".rstrip("0").rstrip(".") + "S"
-    if time:
-        out += "T" + time
-    return out if out != "P" else "PT0S"
-
 
 # -- parsed requests -------------------------------------------------------------------------------
 

@@ -43,11 +43,12 @@ from typing import Any, Callable, Iterable, Optional
 from urllib.parse import urlparse
 
 from . import accounts
+from .durations import parse_duration
 from .job_states import ExecutionState, job_error, utc_now
 from .store import resource_key
 
 __all__ = ["NodeSlot", "StopReason", "RunResult", "JobRun", "MountError", "Mount",
-           "job_dir", "cluster_dir", "node_id_for", "expand_vars", "parse_duration",
+           "job_dir", "cluster_dir", "node_id_for", "expand_vars",
            "parse_share_url", "plan_mounts", "apply_mounts", "detect_gpus", "signal_tagged",
            "RUN_TAG_ENV", "execution_log_name", "job_prep_log_names", "prepare_node", "stop_tagged"]
 
@@ -102,25 +103,6 @@ _VAR = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 def expand_vars(text: str, env: dict[str, str]) -> str:
     """Expand ``$NAME`` and ``${NAME}`` as a shell would (unknown names become empty)."""
     return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), text)
-
-
-_ISO_DURATION = re.compile(r"^P(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?"
-                           r"(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
-_TIMESPAN = re.compile(r"^(?:(\d+)\.)?(\d+):(\d+):(\d+(?:\.\d+)?)$")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in an ISO 8601 duration (``P7D``, ``PT10S``) or a .NET TimeSpan (``7.00:00:00``)."""
-    value = str(text).strip()
-    m = _ISO_DURATION.match(value)
-    if m and value not in ("P", "PT") and not value.endswith("T"):
-        weeks, days, hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
-        return (((weeks * 7 + days) * 24 + hours) * 60 + minutes) * 60 + seconds
-    m = _TIMESPAN.match(value)
-    if m:
-        days, hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
-        return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-    raise ValueError(f"{value!r} is not a duration; use ISO 8601 such as 'PT1H' or 'P7D'")
 
 
 def parse_share_url(url: str, base_url: str = "") -> tuple[str, str]:
@@ -523,8 +505,9 @@ class JobRun:
             raise JobStartError("ClusterNotFound", f"The job's cluster {cluster_id!r} does not exist.")
         cluster_props = cluster.get("properties", {})
         cluster_private = self.backend.store.get_private(cluster_id)
-        deadline = time.monotonic() + parse_duration(
-            (props.get("constraints") or {}).get("maxWallClockTime") or "P7D")
+        # Stored in ISO 8601 by the job's validation; a limit that cannot be read means the default.
+        limit = parse_duration(str((props.get("constraints") or {}).get("maxWallClockTime") or "P7D"))
+        deadline = time.monotonic() + (limit if limit is not None else 7 * 86400)
 
         # Directories of the run.
         root = job_dir(self.backend, self.job_id)

@@ -1,31 +1,49 @@
 # One place for set-up and checks; README.rst names `make tutorial` and `make test`.
-# Everything goes into ./.venv, built from this repository's own files and PyPI.
+# Everything goes into ./.venv, built from this repository's own files and PyPI, and ./node_modules
+# (Azurite, the blob endpoint of the local service), from package-lock.json and the npm registry.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 HOROVOD_BUILD_ENV := HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 \
                      HOROVOD_WITHOUT_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1
 
-.PHONY: install tutorial test docs benchmarks clean
+.PHONY: install client-venvs tutorial test docs benchmarks clean
 
 # The stamp makes repeated runs cheap; it is rebuilt whenever setup.py or this file changes.
 $(VENV)/.installed: setup.py Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=23" "setuptools>=68" wheel
 	# TensorFlow first: horovod compiles against it (see the pins in setup.py).
-	$(PY) -m pip install --quiet -e ".[training,test,docs]" "cmake>=3.13,<4"
+	$(PY) -m pip install --quiet -e ".[training,test,docs,azureml]" "cmake>=3.13,<4"
 	# --no-build-isolation lets horovod's build see the installed TensorFlow; cmake 4 breaks gloo.
 	$(HOROVOD_BUILD_ENV) $(PY) -m pip install --quiet --no-build-isolation --no-cache-dir \
 	    horovod==0.28.1
 	$(PY) -c "import horovod.tensorflow.keras as hvd; hvd.init(); print('horovod', hvd.size(), 'process ready')"
 	touch $@
 
-install: $(VENV)/.installed
+# Azurite, exactly as package-lock.json pins it, into ./node_modules (never globally). Without
+# Node.js only the local service's blob storage is unavailable, so this step then says how to get it
+# and does not fail; the stamp is left out, so the next `make install` tries again.
+node_modules/.installed: package.json package-lock.json
+	@if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
+	    npm ci --no-audit --no-fund && touch $@; \
+	else \
+	    echo "Node.js 20+ and npm were not found: the local service will run without blob storage."; \
+	    echo "Install them (e.g. 'apt-get install nodejs npm', or from nodejs.org) and run 'make install' again."; \
+	fi
+
+install: $(VENV)/.installed node_modules/.installed
 
 tutorial: install
 	$(PY) examples/tutorial.py
 
-test: install
+# Clients the tests drive that must not share ./.venv -- the Azure CLI, and the SDK under the lowest
+# and highest release of each Azure library setup.py allows -- each in its own virtualenv from PyPI,
+# built once and kept under ~/.cache/horovod-batchai/client-venvs (see tests/client_venvs.py).
+client-venvs: install
+	$(PY) tests/client_venvs.py
+
+test: install client-venvs
 	$(PY) -m pytest -q
 
 docs: install
@@ -35,4 +53,4 @@ benchmarks: install
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) docs/_build
+	rm -rf $(VENV) docs/_build node_modules

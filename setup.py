@@ -1,4 +1,5 @@
-"""horovod-batchai: run the Azure Batch AI Horovod tutorial from Python, on Azure or locally."""
+"""horovod-batchai: run the Azure Batch AI Horovod tutorial from Python -- locally, on Azure Machine
+Learning, or against Batch AI's API."""
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -20,14 +21,25 @@ TRAINING_REQUIRES = [
     "scipy>=1.10",             # ImageDataGenerator's shifts, in benchmarks/bench_training.py's baseline
 ]
 
+# Azure Machine Learning (Target.azureml): Microsoft's Azure ML SDK v2, pinned to the version the
+# replay tests were written against (its per-operation api-versions and the recorded traffic in
+# ../shared/reference/azureml-recordings); azure-storage-blob reads the jobs' logs.
+AZUREML_REQUIRES = [
+    "azure-ai-ml==1.35.2",
+    "azure-storage-blob>=12.20,<13",
+]
+
 SDK_REQUIRES = [
     "azure-mgmt-batchai==7.0.0",     # last release; Batch AI api-version 2018-05-01
     "msrest>=0.7.1",                 # imported by azure-mgmt-batchai 7.0.0 without declaring it
     "azure-mgmt-resource>=23,<26",   # 26 dropped the top-level ResourceManagementClient
     "azure-mgmt-storage>=21,<26",
     "azure-storage-file-share>=12.20,<13",
+    # The local service checks blob mounts, keeps them in step and signs download links with it;
+    # the local service is part of the base install, so this is too.
+    "azure-storage-blob>=12.20,<13",
     "azure-identity>=1.15,<2",
-    "azure-core>=1.30,<2",
+    "azure-core>=1.31,<2",           # 1.31 added AccessTokenInfo, which LocalCredential returns
     "jsonschema>=4.18,<5",           # validates job.json against the official 2018-05-01 schemas
     "werkzeug>=3.0,<4",              # the local service's HTTP server
     "cryptography>=41",              # the local service's loopback TLS certificate
@@ -37,21 +49,23 @@ SDK_REQUIRES = [
 setup(
     name="horovod-batchai",
     version="0.1.0",
-    description="Provision GPU clusters and file shares and run Horovod training jobs on Azure "
-                "Batch AI -- or on the embedded local service -- from Python.",
+    description="Provision GPU clusters and file shares and run Horovod training jobs from Python: "
+                "on the embedded local service, on Azure Machine Learning, or on Batch AI's API.",
     long_description=Path(__file__).with_name("README.rst").read_text(encoding="utf-8")
     if Path(__file__).with_name("README.rst").exists() else "",
     long_description_content_type="text/x-rst",
     license="MIT",
     python_requires=">=3.10,<3.12",   # the SDK's specs are keyword-only dataclasses (3.10+)
     packages=find_packages(include=["horovod_batchai", "horovod_batchai.*", "training", "training.*"]),
-    package_data={"horovod_batchai": ["py.typed", "schemas/*.json"]},
+    package_data={"horovod_batchai": ["py.typed", "schemas/*.json", "local/blob/launcher.js",
+                                      "_backends/azureml/environment/Dockerfile"]},
     install_requires=SDK_REQUIRES,
     extras_require={
         "training": TRAINING_REQUIRES,
         "test": ["pytest>=7", "responses>=0.23", "mypy>=1.5", "requests>=2.28",
                  "psutil>=5.9"],  # tests stop whole horovodrun process trees
         "docs": ["sphinx>=7"],
+        "azureml": AZUREML_REQUIRES,
     },
     entry_points={"console_scripts": ["horovod-batchai = horovod_batchai.cli:main"]},
     classifiers=[

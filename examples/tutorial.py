@@ -12,6 +12,13 @@ model downloaded, the cluster resized to 0 and everything deleted.
     python examples/tutorial.py                  # on the local service (the default)
     python examples/tutorial.py --nodes 4        # the tutorial's node count
     python examples/tutorial.py --target azure --subscription <id> --storage-account <unique name>
+    python examples/tutorial.py --target azureml --subscription <id> --resource-group <rg> \
+        --workspace <Azure ML workspace> --storage-account <unique name> [--yes]
+
+On Azure ML (``--target azureml``) the workspace must exist; the script first prints what it will
+create (the cluster's size, VM size and priority, the share and its datastore) and goes on only
+after ``--yes`` or, at a terminal, a "y". The job runs in the image built from the package's
+Dockerfile, because job.json's TensorFlow 1.8 image cannot run ``training``.
 
 Locally, the job runs as real ``horovodrun`` processes on this machine, training the real model
 for a few epochs. Its data is real CIFAR-10 when ``--data-dir`` names it, when Keras' cache holds
@@ -47,6 +54,7 @@ WORKSPACE = "batchaidev"
 EXPERIMENT = "cifar"
 CLUSTER = "nc6cluster"
 VM_SIZE = "Standard_NC6"
+AZUREML_VM_SIZE = "Standard_NC6s_v3"   # Standard_NC6 was retired in 2023; NC6s_v3 is one V100 per node
 STORAGE_ACCOUNT = "mystorageaccount"
 SHARE = "myshare"
 DIRECTORY = "cifar"
@@ -83,11 +91,21 @@ def machine_nodes() -> int:
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Run the Batch AI Horovod tutorial (CIFAR-10 on a GPU cluster) end to end.")
-    parser.add_argument("--target", choices=("local", "azure"),
+    parser.add_argument("--target", choices=("local", "azure", "azureml"),
                         default=os.environ.get("HOROVOD_BATCHAI_TARGET", "local").strip().lower() or "local",
                         help="where to run (default: $HOROVOD_BATCHAI_TARGET, else local)")
     parser.add_argument("--subscription", default=os.environ.get("AZURE_SUBSCRIPTION_ID"),
-                        help="Azure subscription id (--target azure; default: $AZURE_SUBSCRIPTION_ID)")
+                        help="Azure subscription id (--target azure/azureml; default: $AZURE_SUBSCRIPTION_ID)")
+    parser.add_argument("--resource-group", default=os.environ.get("AZURE_RESOURCE_GROUP"),
+                        help="the Azure ML workspace's resource group (--target azureml; default: "
+                             "$AZURE_RESOURCE_GROUP)")
+    parser.add_argument("--workspace", default=os.environ.get("AZUREML_WORKSPACE_NAME"),
+                        help="an existing Azure ML workspace (--target azureml; default: $AZUREML_WORKSPACE_NAME)")
+    parser.add_argument("--vm-size", default=None,
+                        help=f"the cluster's VM size (default: {VM_SIZE}; azureml {AZUREML_VM_SIZE}, since "
+                             f"Azure retired {VM_SIZE})")
+    parser.add_argument("--yes", action="store_true",
+                        help="--target azureml: create the cluster and datastore without asking")
     parser.add_argument("--state-dir", type=Path, default=None,
                         help="the local service's state directory (default: $HOROVOD_BATCHAI_STATE_DIR, "
                              "else ~/.horovod-batchai/local)")
@@ -117,8 +135,13 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true",
                         help="keep the resource group (and the local service) instead of deleting them")
     args = parser.parse_args(argv)
-    if args.target == "azure" and not args.subscription:
-        parser.error("--target azure needs --subscription or $AZURE_SUBSCRIPTION_ID")
+    if args.target in ("azure", "azureml") and not args.subscription:
+        parser.error(f"--target {args.target} needs --subscription or $AZURE_SUBSCRIPTION_ID")
+    if args.target == "azureml":
+        for option in ("resource_group", "workspace"):
+            if not getattr(args, option):
+                parser.error(f"--target azureml needs --{option.replace('_', '-')}")
+    args.vm_size = args.vm_size or (AZUREML_VM_SIZE if args.target == "azureml" else VM_SIZE)
     for name in ("nodes", "epochs", "steps_per_epoch"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -186,7 +209,7 @@ def choose_data(args: argparse.Namespace, workdir: Path) -> tuple[Optional[Path]
     if args.data_dir is not None:
         print(f"   real CIFAR-10 from {args.data_dir}")
         return args.data_dir, True
-    if args.target == "azure":
+    if args.target in ("azure", "azureml"):
         print("   the job downloads CIFAR-10 itself (keras.datasets.cifar10), as in the tutorial")
         return None, True
     if not args.synthetic:
@@ -248,16 +271,22 @@ def watch_until_started(job: Job, cluster: GpuCluster, timeout: float) -> Execut
 
 # --- The tutorial ------------------------------------------------------------------------------
 def run(target: Target, args: argparse.Namespace, workdir: Path) -> int:
-    heading(f"Resource group {RESOURCE_GROUP} and workspace {WORKSPACE}")
-    workspace = Workspace.create(target, RESOURCE_GROUP, WORKSPACE, location=LOCATION)
+    azureml = args.target == "azureml"
+    group = args.resource_group if azureml else RESOURCE_GROUP
+    if azureml:
+        heading(f"Azure ML workspace {args.workspace} (it must exist)")
+        workspace = Workspace.get(target, group, args.workspace)
+    else:
+        heading(f"Resource group {RESOURCE_GROUP} and workspace {WORKSPACE}")
+        workspace = Workspace.create(target, RESOURCE_GROUP, WORKSPACE, location=LOCATION)
     print(f"   {workspace.id}")
 
     heading(f"Experiment {EXPERIMENT}")
     experiment = workspace.create_experiment(EXPERIMENT)
     print(f"   {experiment.id}")
 
-    heading(f"GPU cluster {CLUSTER}: {args.nodes} x {VM_SIZE}, dedicated, generated SSH keys")
-    cluster = workspace.create_cluster(CLUSTER, vm_size=VM_SIZE, vm_priority="dedicated",
+    heading(f"GPU cluster {CLUSTER}: {args.nodes} x {args.vm_size}, dedicated, generated SSH keys")
+    cluster = workspace.create_cluster(CLUSTER, vm_size=args.vm_size, vm_priority="dedicated",
                                        target_node_count=args.nodes, generate_ssh_keys=True,
                                        ssh_key_path=args.ssh_key)
     status = cluster.status()
@@ -268,7 +297,8 @@ def run(target: Target, args: argparse.Namespace, workdir: Path) -> int:
     print("   (provisioning goes on while the storage is set up)")
 
     heading(f"Storage account {args.storage_account}, share {SHARE}, directory {DIRECTORY}")
-    share = FileShare.create(target, RESOURCE_GROUP, args.storage_account, SHARE, location=LOCATION)
+    share = FileShare.create(target, group, args.storage_account, SHARE,
+                             location=workspace.location or LOCATION)
     share.create_directory(DIRECTORY)
     print(f"   {share.url}/{DIRECTORY}")
 
@@ -311,6 +341,10 @@ def run(target: Target, args: argparse.Namespace, workdir: Path) -> int:
     if extra:
         print(f"   commandLineArgs: {JOB_JSON.name}'s {spec.arguments!r}, followed by {' '.join(extra)!r}")
         changes["arguments"] = " ".join([spec.arguments, *extra]).strip()
+    if azureml:
+        print(f"   containerSettings and jobPreparation: {JOB_JSON.name}'s TensorFlow 1.8 image cannot run training; "
+              "the job runs in the image of the package's Dockerfile (TensorFlow 2.15.1, Horovod 0.28.1)")
+        changes.update(container_image=None, job_preparation=None)
     if not changes:
         print(f"   exactly as {JOB_JSON.name} says")
     spec = spec.replace(**changes)
@@ -360,12 +394,33 @@ def run(target: Target, args: argparse.Namespace, workdir: Path) -> int:
     print(cluster.wait_until_ready(timeout=600).table())
 
     if args.keep:
-        heading(f"Keeping resource group {RESOURCE_GROUP} (--keep)")
+        heading(f"Keeping resource group {group} (--keep)")
+    elif azureml:
+        heading(f"Deleting cluster {CLUSTER} (the workspace, storage account and datastore are kept)")
+        cluster.delete()
+        print("   deleted")
     else:
         heading(f"Deleting resource group {RESOURCE_GROUP}: workspace, cluster, experiment, job, storage")
         workspace.delete(delete_resource_group=True)
         print("   deleted")
     return 0 if accuracy is not None else 1
+
+
+def confirm_azureml_plan(args: argparse.Namespace) -> bool:
+    """Say what will be created (and paid for) on Azure ML; go on after --yes or a "y" typed at
+    a terminal."""
+    print(f"On Azure ML workspace {args.workspace} (resource group {args.resource_group}) this will create:")
+    print(f"  - AmlCompute cluster {CLUSTER}: {args.nodes} x {args.vm_size}, priority dedicated "
+          f"(billed while its nodes run; resized to 0 and deleted at the end unless --keep)")
+    print(f"  - storage account {args.storage_account} with file share {SHARE}, registered as datastore "
+          f"{args.storage_account}_{SHARE} (kept)")
+    print(f"  - job {JOB} in experiment {EXPERIMENT}, in an image built from the package's Dockerfile")
+    if args.yes:
+        return True
+    if not sys.stdin.isatty():
+        print("error: --yes is needed to create these when not at a terminal", file=sys.stderr)
+        return False
+    return input("Create them? [y/N] ").strip().lower() in ("y", "yes")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -377,6 +432,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         started_service = find_running(args.state_dir) is None
         target = Target.local(state_dir=args.state_dir)
         print(f"Target: the local service (state in {args.state_dir}); jobs run as horovodrun processes here")
+    elif args.target == "azureml":
+        if not confirm_azureml_plan(args):
+            return 2
+        target = Target.azureml(args.subscription, args.resource_group, args.workspace)
+        print(f"Target: Azure ML workspace {args.workspace} in {args.resource_group}, subscription {args.subscription}")
     else:
         target = Target.azure(args.subscription)
         print(f"Target: Azure, subscription {args.subscription}")

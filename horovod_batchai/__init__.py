@@ -1,10 +1,11 @@
-"""horovod-batchai: run the Azure Batch AI Horovod tutorial from Python, on Azure or locally.
+"""horovod-batchai: run the Azure Batch AI Horovod tutorial from Python -- locally, on Azure
+Machine Learning, or on Batch AI's API.
 
 Every step of the tutorial is a method here, built on Microsoft's own clients::
 
     from horovod_batchai import Target, Workspace, FileShare, HorovodJob
 
-    target = Target.local()                      # or Target.azure(subscription_id) / Target.from_env()
+    target = Target.local()     # or Target.azureml(subscription_id, resource_group, workspace) / Target.from_env()
     ws = Workspace.create(target, "batchai.horovod", "batchaidev", location="eastus")
     cluster = ws.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=4)
     share = FileShare.create(target, "batchai.horovod", "mystorageaccount", "myshare")
@@ -20,20 +21,21 @@ Every step of the tutorial is a method here, built on Microsoft's own clients::
 
 This module is the whole public surface; everything else is private.
 """
-from ._cluster import GpuCluster, RemoteLogin
+from ._cluster import GpuCluster
 from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from ._errors import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
                       NotFoundError, ResourceError, ServiceErrorDetail, TargetError, TransferError, WaitTimeoutError)
 from ._experiment import Experiment
 from ._fileshare import FileShare, ShareItem
-from ._job import Job, OutputFile
+from ._job import Job
 from ._job_spec import ContainerRegistry, HorovodJob, InputDirectory, OutputDirectory
 from ._logging import install_redaction
 from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount
 from ._states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
 from ._stream import OutputStream
 from ._target import Target
-from ._workspace import Usage, Workspace
+from ._values import OutputFile, RemoteLogin, Usage
+from ._workspace import Workspace
 
 __all__ = [
     # where to run

@@ -1,24 +1,29 @@
-"""GPU clusters: create, watch until ready, resize, auto-scale, remote login, delete."""
+"""GPU clusters: watch until ready, resize, auto-scale, remote login, delete.
+
+Clusters are created through :meth:`Workspace.create_cluster` (or ``begin_create_cluster``).
+"""
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, List, Optional
+from datetime import timedelta
+from typing import TYPE_CHECKING, Callable, List, Optional
 
-from azure.core.exceptions import ResourceNotFoundError
+from azure.core.polling import LROPoller
 
-from ._cluster_spec import AutoScale, ClusterSpec
-from ._conversions import cluster_maximum_nodes, cluster_status_from_rest, cluster_to_rest, mounts_from_rest, scale_to_rest
-from ._errors import ClusterNotReadyError, ConflictError, InvalidSpecError, WaitTimeoutError, azure_errors
+from ._backends import backend_for
+from ._backends.base import ClusterRecord, ClusterRef
+from ._cluster_spec import AutoScale
+from ._errors import ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
+from ._lro import DEFAULT_LRO_TIMEOUT
 from ._mounts import Mount
 from ._names import check_batchai_name
+from ._polling import Polling, poll_until
 from ._states import ClusterStatus
-from ._target import IDEMPOTENT_POST
+from ._values import RemoteLogin
 
 if TYPE_CHECKING:
-    from azure.mgmt.batchai import models
-
+    from ._backends.base import Backend
     from ._workspace import Workspace
 
 __all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS"]
@@ -28,22 +33,17 @@ log = logging.getLogger(__name__)
 DEALLOCATION_OPTIONS = ("requeue", "terminate", "waitforjobcompletion")
 
 
-@dataclass(frozen=True)
-class RemoteLogin:
-    """Where to ``ssh`` into one node: ``ssh -p <port> <admin user>@<ip_address>``."""
-
-    node_id: str
-    ip_address: str
-    port: int
-
-
 class GpuCluster:
-    """A Batch AI cluster in a :class:`Workspace` (see :meth:`Workspace.create_cluster`)."""
+    """A GPU cluster in a :class:`Workspace` (see :meth:`Workspace.create_cluster`).
 
-    def __init__(self, workspace: "Workspace", name: str, *, _model: Optional["models.Cluster"] = None) -> None:
+    Properties describe the cluster as last fetched (by the call that returned it, or
+    :meth:`refresh`) and never make a request; :meth:`status` fetches a fresh snapshot.
+    """
+
+    def __init__(self, workspace: "Workspace", name: str, *, _record: Optional[ClusterRecord] = None) -> None:
         self.workspace = workspace
         self.name = check_batchai_name(name, "cluster")
-        self._model = _model
+        self._record = _record
 
     def __repr__(self) -> str:
         return f"GpuCluster(workspace={self.workspace.name!r}, name={self.name!r})"
@@ -55,165 +55,127 @@ class GpuCluster:
         return hash(self.id.lower())
 
     @property
+    def _backend(self) -> "Backend":
+        return backend_for(self.workspace.target)
+
+    @property
+    def _ref(self) -> ClusterRef:
+        return ClusterRef(self.workspace.resource_group, self.workspace.name, self.name)
+
+    @property
     def id(self) -> str:
-        return f"{self.workspace.id}/clusters/{self.name}"
+        return self._backend.cluster_id(self._ref)
 
-    @property
-    def _client(self):  # type: ignore[no-untyped-def]
-        return self.workspace.target.batchai().clusters
-
-    @property
-    def _args(self) -> tuple[str, str, str]:
-        return self.workspace.resource_group, self.workspace.name, self.name
-
-    def _get(self) -> "models.Cluster":
-        with azure_errors("reading cluster", self.id):
-            self._model = self._client.get(*self._args)
-        assert self._model is not None
-        return self._model
-
-    def _known(self) -> "models.Cluster":
-        return self._model if self._model is not None else self._get()
-
-    # -- create / get / list / delete -----------------------------------------------------------
-    @classmethod
-    def create(cls, workspace: "Workspace", name: str, spec: ClusterSpec) -> "GpuCluster":
-        """The cluster ``name`` (get-or-create). An existing cluster of another VM size is a
-        :class:`ConflictError`: a cluster's size cannot change."""
-        if not isinstance(spec, ClusterSpec):
-            raise InvalidSpecError("spec", f"{type(spec).__name__} is not a ClusterSpec", "ClusterSpec(...)")
-        cluster = cls(workspace, name)
-        with azure_errors("creating cluster", cluster.id):
-            try:
-                existing = cluster._client.get(*cluster._args)
-            except ResourceNotFoundError:
-                existing = None
-            if existing is not None:
-                if (existing.vm_size or "").lower() != spec.vm_size.lower():
-                    raise ConflictError(f"cluster {cluster.id} exists with VM size {existing.vm_size}, "
-                                        f"not {spec.vm_size}; delete it or choose another name", resource=cluster.id)
-                log.info("cluster %s exists; using it", cluster.id)
-                cluster._model = existing
-                return cluster
-            log.info("creating cluster %s (%s, %s)", cluster.id, spec.vm_size, _scale_text(spec))
-            cluster._model = cluster._client.begin_create(*cluster._args, cluster_to_rest(spec)).result()
-        return cluster
-
+    # -- get / list / delete --------------------------------------------------------------------
     @classmethod
     def get(cls, workspace: "Workspace", name: str) -> "GpuCluster":
-        cluster = cls(workspace, name)
-        cluster._get()
-        return cluster
+        """The existing cluster; :class:`NotFoundError` when there is none."""
+        return cls(workspace, name).refresh()
 
     @classmethod
     def list(cls, workspace: "Workspace") -> List["GpuCluster"]:
-        with azure_errors("listing clusters in", workspace.id):
-            items: list[Any] = list(workspace.target.batchai().clusters.list_by_workspace(workspace.resource_group,
-                                                                               workspace.name))
-        return [cls(workspace, m.name or "", _model=m) for m in items]
+        records = backend_for(workspace.target).list_clusters(workspace.resource_group, workspace.name)
+        return [cls(workspace, r.name, _record=r) for r in records]
 
-    def delete(self) -> None:
-        """Delete the cluster; succeeds when already gone."""
-        with azure_errors("deleting cluster", self.id):
-            try:
-                log.info("deleting cluster %s", self.id)
-                self._client.begin_delete(*self._args).result()
-            except ResourceNotFoundError:
-                log.debug("cluster %s was already gone", self.id)
-        self._model = None
+    def begin_delete(self) -> "LROPoller[None]":
+        """Start deleting the cluster; the poller finishes at once when it is already gone."""
+        self._record = None
+        return self._backend.begin_delete_cluster(self._ref)
+
+    def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
+        """Delete the cluster and wait (at most ``timeout`` seconds); succeeds when already gone."""
+        self.begin_delete().result(timeout)
 
     # -- what it is and where it stands --------------------------------------------------------
+    def _known(self) -> ClusterRecord:
+        if self._record is None:
+            raise HorovodBatchAIError(f"cluster {self.name!r} has not been fetched yet; call refresh() first")
+        return self._record
+
     @property
     def vm_size(self) -> str:
-        return str(self._known().vm_size or "")
+        return self._known().vm_size
 
     @property
     def maximum_node_count(self) -> Optional[int]:
         """The most nodes a job can get: the manual target, or the auto-scale maximum."""
-        return cluster_maximum_nodes(self._known())
+        return self._known().maximum_node_count
 
     @property
     def mounts(self) -> tuple[Mount, ...]:
         """Cluster-level mounts (under ``$AZ_BATCHAI_MOUNT_ROOT``), without keys."""
-        setup = self._known().node_setup
-        return mounts_from_rest(setup.mount_volumes if setup else None)
+        return self._known().mounts
+
+    @property
+    def ssh_public_key(self) -> Optional[str]:
+        """The admin user's public key, as the service reports it."""
+        return self._known().ssh_public_key
 
     def refresh(self) -> "GpuCluster":
-        self._get()
+        """Fetch the cluster again; returns the cluster itself."""
+        self._record = self._backend.get_cluster(self._ref)
         return self
 
     def status(self) -> ClusterStatus:
         """A fresh snapshot: ``allocation_state``, ``node_state_counts``, ``errors``; ``.table()``
         prints it like the tutorial."""
-        return cluster_status_from_rest(self._get(), resource_group=self.workspace.resource_group,
-                                        workspace=self.workspace.name)
+        self._record = self._backend.cluster_status(self._ref)
+        return self._record.status
 
     def wait_until_ready(self, timeout: float = 900.0, *, poll_interval: Optional[float] = None,
-                         on_status: Optional[Callable[[ClusterStatus], None]] = None) -> ClusterStatus:
+                         on_status: Optional[Callable[[ClusterStatus], None]] = None,
+                         clock: Callable[[], float] = time.monotonic,
+                         sleep: Callable[[float], None] = time.sleep) -> ClusterStatus:
         """Wait until the cluster is steady with all its target nodes idle (or running jobs).
 
         Raises :class:`ClusterNotReadyError` as soon as the cluster reports errors or unusable
         nodes, and :class:`WaitTimeoutError` after ``timeout`` seconds.
         """
-        interval = poll_interval if poll_interval is not None else self.workspace.target.default_poll_interval
-        deadline = time.monotonic() + timeout
-        last: Optional[ClusterStatus] = None
-        while True:
-            status = self.status()
-            if on_status is not None and status != last:
+        polling = Polling(timeout=timeout, allow_no_timeout=False, clock=clock, sleep=sleep,
+                          poll_interval=poll_interval if poll_interval is not None
+                          else self._backend.default_poll_interval)
+        last: list[ClusterStatus] = []
+
+        def check(status: ClusterStatus) -> None:
+            if on_status is not None and (not last or status != last[-1]):
                 on_status(status)
-            last = status
+            last[:] = [status]
             if status.errors:
                 raise ClusterNotReadyError(f"cluster {self.name!r} reports errors: "
                                            + "; ".join(str(e) for e in status.errors), errors=status.errors)
             if status.node_state_counts.unusable:
                 raise ClusterNotReadyError(f"cluster {self.name!r} has {status.node_state_counts.unusable} "
                                            "unusable node(s)")
-            if status.is_ready:
-                return status
-            if time.monotonic() >= deadline:
-                raise WaitTimeoutError(
-                    f"cluster {self.name!r} was not ready after {timeout:g}s: {status.allocation_state.value}, "
-                    f"{status.node_state_counts}", last_state=status)
-            time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+
+        return poll_until(self.status, done=lambda s: s.is_ready, polling=polling, on_each=check,
+                          on_timeout=lambda s: WaitTimeoutError(
+                              f"cluster {self.name!r} was not ready after {timeout:g}s: {s.allocation_state.value}, "
+                              f"{s.node_state_counts}", last_state=s))
 
     # -- scale ----------------------------------------------------------------------------------
-    def resize(self, target_node_count: int, *, deallocation_option: str = "requeue") -> ClusterStatus:
+    def resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None) -> ClusterStatus:
         """Set a fixed size (0 releases every node). ``deallocation_option`` says what happens to
-        jobs on removed nodes: requeue | terminate | waitforjobcompletion."""
+        jobs on removed nodes: requeue (Batch AI's default) | terminate | waitforjobcompletion."""
         if not isinstance(target_node_count, int) or isinstance(target_node_count, bool) or target_node_count < 0:
             raise InvalidSpecError("target_node_count", f"{target_node_count!r} is not a node count", "an integer >= 0")
-        if deallocation_option not in DEALLOCATION_OPTIONS:
+        if deallocation_option is not None and deallocation_option not in DEALLOCATION_OPTIONS:
             raise InvalidSpecError("deallocation_option", f"{deallocation_option!r} is not an option",
                                    " | ".join(DEALLOCATION_OPTIONS))
         log.info("resizing cluster %s to %d node(s)", self.id, target_node_count)
-        return self._update(scale_to_rest(target_node_count=target_node_count, deallocation_option=deallocation_option))
+        self._record = self._backend.scale_cluster(self._ref, target_node_count=target_node_count,
+                                                   deallocation_option=deallocation_option, known=self._record)
+        return self._record.status
 
-    def auto_scale(self, minimum: int, maximum: int, *, initial: int = 0) -> ClusterStatus:
-        """Let the service scale between ``minimum`` and ``maximum`` nodes with the job queue."""
-        settings = AutoScale(minimum=minimum, maximum=maximum, initial=initial)
+    def auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
+                   idle_time_before_scale_down: Optional[timedelta] = None) -> ClusterStatus:
+        """Let the service scale between ``minimum`` and ``maximum`` nodes with the job queue
+        (on Azure ML, nodes idle for ``idle_time_before_scale_down`` are released)."""
+        settings = AutoScale(minimum=minimum, maximum=maximum, initial=initial,
+                             idle_time_before_scale_down=idle_time_before_scale_down)
         log.info("cluster %s auto-scales between %d and %d node(s)", self.id, minimum, maximum)
-        return self._update(scale_to_rest(auto_scale=settings))
-
-    def _update(self, scale: "models.ScaleSettings") -> ClusterStatus:
-        with azure_errors("updating cluster", self.id):
-            # A scale PATCH sets absolute values, so repeating it after a dropped connection is safe.
-            from azure.mgmt.batchai import models
-            self._model = self._client.update(*self._args, models.ClusterUpdateParameters(scale_settings=scale),
-                                              **IDEMPOTENT_POST)
-        assert self._model is not None
-        return cluster_status_from_rest(self._model, resource_group=self.workspace.resource_group,
-                                        workspace=self.workspace.name)
+        self._record = self._backend.scale_cluster(self._ref, auto_scale=settings, known=self._record)
+        return self._record.status
 
     def remote_login_info(self) -> List[RemoteLogin]:
         """Each node's public IP and SSH port."""
-        with azure_errors("listing remote login information of", self.id):
-            items = list(self._client.list_remote_login_information(*self._args, **IDEMPOTENT_POST))
-        return [RemoteLogin(node_id=i.node_id or "", ip_address=i.ip_address or "", port=int(i.port or 22))
-                for i in items]
-
-
-def _scale_text(spec: ClusterSpec) -> str:
-    if spec.auto_scale is not None:
-        return f"auto-scale {spec.auto_scale.minimum}..{spec.auto_scale.maximum}"
-    return f"{spec.target_node_count} node(s)"
+        return self._backend.remote_logins(self._ref)

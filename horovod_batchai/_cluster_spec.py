@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
 from ._errors import InvalidSpecError
 from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, Mount, UnmanagedMount
-from ._names import check_admin_user_name, check_env_name, check_items, check_mapping, check_optional, check_vm_size
+from ._names import (check_admin_user_name, check_command_text, check_env_name, check_env_value,
+                     check_environment_size, check_items, check_mapping, check_node_path, check_optional, check_text,
+                     check_vm_size)
 
 __all__ = ["ClusterSpec", "AutoScale", "ImageReference", "SetupTask", "VM_PRIORITIES"]
 
@@ -17,11 +20,13 @@ VM_PRIORITIES = ("dedicated", "lowpriority")
 
 @dataclass(frozen=True, kw_only=True)
 class AutoScale:
-    """Auto-scale between ``minimum`` and ``maximum`` nodes, starting at ``initial``."""
+    """Auto-scale between ``minimum`` and ``maximum`` nodes, starting at ``initial``.
+    ``idle_time_before_scale_down`` is Azure ML's (AmlCompute); Batch AI has no such setting."""
 
     minimum: int
     maximum: int
     initial: int = 0
+    idle_time_before_scale_down: Optional[timedelta] = None
 
     def __post_init__(self) -> None:
         for name in ("minimum", "maximum", "initial"):
@@ -34,6 +39,10 @@ class AutoScale:
         if not self.minimum <= self.initial <= self.maximum and self.initial != 0:
             raise InvalidSpecError("auto_scale.initial", f"{self.initial} is outside ({self.minimum}, {self.maximum})",
                                    "0, or a count between minimum and maximum")
+        idle = self.idle_time_before_scale_down
+        if idle is not None and (not isinstance(idle, timedelta) or idle <= timedelta(0)):
+            raise InvalidSpecError("auto_scale.idle_time_before_scale_down", f"{idle!r} is not a positive duration",
+                                   "a datetime.timedelta, e.g. timedelta(minutes=2)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +55,14 @@ class ImageReference:
     version: str = "latest"
     virtual_machine_image_id: Optional[str] = None
 
+    def __post_init__(self) -> None:
+        for name in ("publisher", "offer", "sku", "version"):
+            check_text(getattr(self, name), f"image.{name}", max_bytes=256,
+                       valid_form="e.g. ImageReference(publisher='Canonical', offer='UbuntuServer', sku='16.04-LTS')")
+        if self.virtual_machine_image_id is not None:
+            check_text(self.virtual_machine_image_id, "image.virtual_machine_image_id", max_bytes=2048,
+                       valid_form="a custom image's resource id, or None")
+
 
 @dataclass(frozen=True, kw_only=True)
 class SetupTask:
@@ -57,15 +74,22 @@ class SetupTask:
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.command_line, str) or not self.command_line.strip():
-            raise InvalidSpecError("setup_task.command_line", "is empty", "a shell command line")
-        if not isinstance(self.std_out_err_path_prefix, str) or not self.std_out_err_path_prefix:
-            raise InvalidSpecError("setup_task.std_out_err_path_prefix", "is empty",
-                                   "a path under a cluster mount, e.g. '$AZ_BATCHAI_MOUNT_ROOT/myshare/setup'")
+        check_command_text(self.command_line, "setup_task.command_line",
+                           valid_form="a shell command line run on each node as it joins, e.g. 'apt install -y x'")
+        check_node_path(self.std_out_err_path_prefix, "setup_task.std_out_err_path_prefix",
+                        "a path under a cluster mount, e.g. '$AZ_BATCHAI_MOUNT_ROOT/myshare/setup'")
         check_mapping(self.environment_variables, "setup_task.environment_variables")
         check_mapping(self.secrets, "setup_task.secrets")
-        for name in [*self.environment_variables, *self.secrets]:
-            check_env_name(name, "setup_task.environment_variables")
+        for kind, variables in (("environment_variables", self.environment_variables), ("secrets", self.secrets)):
+            for name, value in variables.items():
+                check_env_name(name, f"setup_task.{kind}")
+                check_env_value(name, value, f"setup_task.{kind}[{name!r}]", secret=kind == "secrets")
+        overlap = set(self.environment_variables) & set(self.secrets)
+        if overlap:
+            raise InvalidSpecError("setup_task.secrets", f"{sorted(overlap)} also appear in environment_variables",
+                                   "each name in one of the two")
+        check_environment_size({**self.environment_variables, **self.secrets},
+                               "setup_task.environment_variables and setup_task.secrets")
         object.__setattr__(self, "environment_variables", MappingProxyType(dict(self.environment_variables)))
         object.__setattr__(self, "secrets", MappingProxyType(dict(self.secrets)))
 
@@ -110,6 +134,12 @@ class ClusterSpec:
         if not self.ssh_public_key and not self.admin_password:
             raise InvalidSpecError("ssh_public_key", "neither an SSH public key nor a password was given",
                                    "ssh_public_key='ssh-rsa AAAA...', admin_password=..., or generate_ssh_keys=True")
+        if self.admin_password is not None:
+            check_text(self.admin_password, "admin_password", valid_form="the admin user's password, or None",
+                       max_bytes=256, secret=True)
+        if self.ssh_public_key is not None:
+            check_text(self.ssh_public_key, "ssh_public_key", max_bytes=16384,
+                       valid_form="one line like 'ssh-rsa AAAAB3... user@host' (the contents of id_rsa.pub)")
         if self.ssh_public_key and not self.ssh_public_key.startswith(("ssh-rsa ", "ssh-ed25519 ", "ecdsa-sha2-")):
             raise InvalidSpecError("ssh_public_key", "is not an OpenSSH public key",
                                    "one line like 'ssh-rsa AAAAB3... user@host' (the contents of id_rsa.pub)")

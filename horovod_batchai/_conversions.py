@@ -6,19 +6,22 @@ models it deserialises. Nothing else in the package touches the generated models
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from azure.mgmt.batchai import models
 
 from ._cluster_spec import AutoScale, ClusterSpec
-from ._errors import InvalidSpecError, ServiceErrorDetail
-from ._job_spec import ContainerRegistry, HorovodJob, InputDirectory, OutputDirectory
-from ._mounts import KEY_PLACEHOLDER, AzureBlobMount, AzureFileShareMount, FileServerMount, Mount, UnmanagedMount
+from ._errors import ConflictError, InvalidSpecError, ServiceErrorDetail, redact
+from ._job_spec import (DEFAULT_MAX_WALL_CLOCK_TIME, JSON_PROPERTIES, ContainerRegistry, HorovodJob, InputDirectory,
+                        JobOrigin, OutputDirectory)
+from ._mounts import (ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, AzureBlobMount, AzureFileShareMount, FileServerMount, Mount,
+                      UnmanagedMount)
 from ._states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
 
 __all__ = ["job_to_rest", "job_from_rest", "job_to_properties", "job_from_properties", "cluster_to_rest",
            "scale_to_rest", "mounts_to_rest", "mounts_from_rest", "cluster_status_from_rest",
-           "cluster_maximum_nodes", "job_status_from_rest", "errors_from_rest"]
+           "cluster_maximum_nodes", "job_status_from_rest", "errors_from_rest", "conflict_from_service",
+           "SECRET_FIELDS", "CLUSTER_SECRET_FIELDS", "cluster_differences"]
 
 _SECRET_PLACEHOLDER = "<SECRET>"
 
@@ -55,37 +58,64 @@ def mounts_to_rest(mounts: Sequence[Mount], *, reveal_secrets: bool = True) -> O
     return volumes
 
 
-def mounts_from_rest(volumes: Optional[models.MountVolumes]) -> tuple[Mount, ...]:
+#: the mountVolumes lists, in the order their mounts are listed in a spec
+MOUNT_KINDS = ("azureFileShares", "azureBlobFileSystems", "fileServers", "unmanagedFileSystems")
+
+
+def mounts_from_rest(volumes: Optional[models.MountVolumes], *, origin: Optional[JobOrigin] = None) -> tuple[Mount, ...]:
     """Mounts as the request or the service describes them. The service never returns keys, so
-    mounts read from a GET have ``account_key=None``."""
+    mounts read from a GET have ``account_key=None``. With ``origin`` (a job.json), an error names
+    the mount's property path."""
     if volumes is None:
         return ()
     mounts: list[Mount] = []
-    for share in volumes.azure_file_shares or []:
-        creds = share.credentials
-        mounts.append(AzureFileShareMount(
-            account_name=share.account_name or _url_account(share.azure_file_url or ""),
-            azure_file_url=share.azure_file_url or "", relative_mount_path=share.relative_mount_path or "",
-            account_key=creds.account_key if creds is not None else None,
-            file_mode=share.file_mode or "0777", directory_mode=share.directory_mode or "0777"))
-    for blob in volumes.azure_blob_file_systems or []:
-        creds = blob.credentials
-        mounts.append(AzureBlobMount(account_name=blob.account_name or "", container_name=blob.container_name or "",
-                                     relative_mount_path=blob.relative_mount_path or "",
-                                     account_key=creds.account_key if creds is not None else None,
-                                     mount_options=blob.mount_options))
-    for server in volumes.file_servers or []:
-        mounts.append(FileServerMount(file_server_id=server.file_server.id if server.file_server else "",
-                                      relative_mount_path=server.relative_mount_path or "",
-                                      source_directory=server.source_directory, mount_options=server.mount_options))
-    for other in volumes.unmanaged_file_systems or []:
-        mounts.append(UnmanagedMount(mount_command=other.mount_command or "",
-                                     relative_mount_path=other.relative_mount_path or ""))
+    builders: tuple[tuple[Optional[list[Any]], Callable[[Any], Mount]], ...] = (
+        (volumes.azure_file_shares, _file_share_mount), (volumes.azure_blob_file_systems, _blob_mount),
+        (volumes.file_servers, _file_server_mount), (volumes.unmanaged_file_systems, _unmanaged_mount))
+    for items, build in builders:
+        for item in items or []:
+            try:
+                mounts.append(build(item))
+            except InvalidSpecError as err:
+                if origin is None:
+                    raise
+                here = f"mounts[{len(mounts)}]" + err.field[len("mount"):]
+                raise origin.rename(InvalidSpecError(here, err.problem, err.valid_form)) from None
     return tuple(mounts)
 
 
+def _key(credentials: Optional[models.AzureStorageCredentialsInfo]) -> Optional[str]:
+    return credentials.account_key if credentials is not None else None
+
+
+def _file_share_mount(share: models.AzureFileShareReference) -> Mount:
+    return AzureFileShareMount(
+        account_name=share.account_name or _url_account(share.azure_file_url or ""),
+        azure_file_url=share.azure_file_url or "", relative_mount_path=share.relative_mount_path or "",
+        account_key=_key(share.credentials), file_mode=share.file_mode or "0777",
+        directory_mode=share.directory_mode or "0777")
+
+
+def _blob_mount(blob: models.AzureBlobFileSystemReference) -> Mount:
+    # A job.json may leave the account to be filled in, as it may for a file share.
+    return AzureBlobMount(account_name=blob.account_name or ACCOUNT_PLACEHOLDER,
+                          container_name=blob.container_name or "", relative_mount_path=blob.relative_mount_path or "",
+                          account_key=_key(blob.credentials), mount_options=blob.mount_options)
+
+
+def _file_server_mount(server: models.FileServerReference) -> Mount:
+    return FileServerMount(file_server_id=server.file_server.id if server.file_server else "",
+                           relative_mount_path=server.relative_mount_path or "",
+                           source_directory=server.source_directory, mount_options=server.mount_options)
+
+
+def _unmanaged_mount(other: models.UnmanagedFileSystemReference) -> Mount:
+    return UnmanagedMount(mount_command=other.mount_command or "", relative_mount_path=other.relative_mount_path or "")
+
+
 def _url_account(url: str) -> str:
-    return url.split("://", 1)[-1].split(".", 1)[0]
+    host = url.split("://", 1)[-1]
+    return ACCOUNT_PLACEHOLDER if host.startswith(ACCOUNT_PLACEHOLDER) else host.split(".", 1)[0]
 
 
 def _env(values: Mapping[str, str]) -> Optional[list[models.EnvironmentVariable]]:
@@ -133,9 +163,10 @@ def job_to_rest(spec: HorovodJob, *, cluster_id: Optional[str], reveal_secrets: 
     )
 
 
-def job_from_rest(job: Any) -> HorovodJob:
+def job_from_rest(job: Any, *, origin: Optional[JobOrigin] = None) -> HorovodJob:
     """A spec from a ``JobCreateParameters`` or a ``Job`` the service returned (secret values
-    and keys, which the service never returns, are absent)."""
+    and keys, which the service never returns, are absent). With ``origin`` (a job.json), errors
+    name the document's properties."""
     horovod = job.horovod_settings
     if horovod is None:
         raise InvalidSpecError("horovodSettings", "the job is not a Horovod job",
@@ -148,7 +179,7 @@ def job_from_rest(job: Any) -> HorovodJob:
     if wall_clock is not None and not isinstance(wall_clock, timedelta):
         raise InvalidSpecError("constraints.maxWallClockTime", f"{wall_clock!r} is not a duration",
                                "an ISO 8601 duration like 'PT2H' or 'P7D'")
-    return HorovodJob(
+    fields: dict[str, Any] = dict(
         script=horovod.python_script_file_path,
         arguments=horovod.command_line_args or "",
         node_count=job.node_count if job.node_count is not None else 1,
@@ -159,48 +190,91 @@ def job_from_rest(job: Any) -> HorovodJob:
                                              password=creds.password) if creds and registry else None,
         shm_size=container.shm_size if container else None,
         job_preparation=job.job_preparation.command_line if job.job_preparation else None,
-        mounts=mounts_from_rest(job.mount_volumes),
+        mounts=mounts_from_rest(job.mount_volumes, origin=origin),
         std_out_err_path_prefix=job.std_out_err_path_prefix,
         environment_variables={e.name: e.value for e in job.environment_variables or []},
         secrets={s.name: s.value for s in job.secrets or [] if s.value is not None},
         input_directories=tuple(InputDirectory(id=d.id, path=d.path) for d in job.input_directories or []),
         output_directories=tuple(OutputDirectory(id=d.id, path_prefix=d.path_prefix, path_suffix=d.path_suffix)
                                  for d in job.output_directories or []),
-        max_wall_clock_time=wall_clock if wall_clock and wall_clock != timedelta(days=7) else None,
+        # the service reports its default; a document says what it says
+        max_wall_clock_time=wall_clock if wall_clock and (origin is not None or wall_clock != DEFAULT_MAX_WALL_CLOCK_TIME)
+        else None,
         priority=str(getattr(job.scheduling_priority, "value", job.scheduling_priority) or "normal"),
+        cluster_id=job.cluster.id if job.cluster is not None else None,
     )
+    if origin is None:
+        return HorovodJob(**fields)
+    try:
+        spec = HorovodJob(**fields)
+    except InvalidSpecError as err:
+        raise origin.rename(err) from None
+    object.__setattr__(spec, "_origin", origin)
+    return spec
 
 
-def job_from_properties(properties: Mapping[str, Any]) -> HorovodJob:
-    """A spec from a job.json's ``properties`` (already validated against the schema)."""
-    _check_duration(properties, "constraints", "maxWallClockTime")
+def job_from_properties(properties: Mapping[str, Any], *, source: str, prefix: str) -> HorovodJob:
+    """A spec from a job.json's ``properties`` (already validated by ``_schemas``), remembering
+    which fields came from the document so that later errors name its properties."""
+    origin = _origin_of(properties, source, prefix)
     try:
         parameters = models.JobCreateParameters.deserialize({"properties": dict(properties)})
-    except Exception as err:  # msrest reports bad values (e.g. a malformed duration) this way
-        raise InvalidSpecError("properties", f"could not be read: {type(err).__name__}",
-                               "a job.json that matches the 2018-05-01 job schema") from None
-    return job_from_rest(parameters)
+    except Exception as err:  # msrest's own reading; the checks before it should leave it nothing to refuse
+        raise InvalidSpecError(prefix.rstrip(".") or "the document", f"could not be read: {type(err).__name__}",
+                               "a job.json that matches the 2018-05-01 job schema", source=source) from None
+    return job_from_rest(parameters, origin=origin)
 
 
-def _check_duration(properties: Mapping[str, Any], section: str, key: str) -> None:
-    """The schema types a duration as a plain string; msrest parses it as ISO 8601 and, when it
-    cannot, reports the whole document as unreadable. Name the field instead."""
-    parent = properties.get(section)
-    value = parent.get(key) if isinstance(parent, Mapping) else None
-    if value is None:
-        return
-    from msrest.exceptions import DeserializationError
-    from msrest.serialization import Deserializer  # what JobCreateParameters.deserialize parses it with
-    try:
-        Deserializer.deserialize_duration(value)
-    except DeserializationError:
-        raise InvalidSpecError(f"properties.{section}.{key}", f"{value!r} is not an ISO 8601 duration",
-                               "a duration like 'PT2H' (two hours) or 'P7D' (seven days)") from None
+def _origin_of(properties: Mapping[str, Any], source: str, prefix: str) -> JobOrigin:
+    def present(path: str) -> bool:
+        node: Any = properties
+        for key in path.split("."):
+            if not isinstance(node, Mapping) or key not in node:
+                return False
+            node = node[key]
+        return True
+    fields = {name for name, path in JSON_PROPERTIES.items() if present(path)}
+    if present("containerSettings.imageSourceRegistry"):
+        fields.add("container_registry")
+    items: dict[str, str] = {}
+    volumes = properties.get("mountVolumes") or {}
+    index = 0
+    for kind in MOUNT_KINDS:
+        for i, _ in enumerate(volumes.get(kind) or []):
+            items[f"mounts[{index}]"] = f"mountVolumes.{kind}[{i}]"
+            index += 1
+    for name, kind, key in (("input_directories", "inputDirectories", "id"),
+                            ("output_directories", "outputDirectories", "id"),
+                            ("environment_variables", "environmentVariables", "name"),
+                            ("secrets", "secrets", "name")):
+        for i, item in enumerate(properties.get(kind) or []):
+            items[f"{name}[{i}]"] = f"{kind}[{i}]"
+            items[f"{name}[{item[key]}]"] = items[f"{name}[{item[key]!r}]"] = f"{kind}[{i}]"
+    return JobOrigin(source=source, prefix=prefix, fields=frozenset(fields), items=items)
 
 
 def job_to_properties(spec: HorovodJob, *, cluster_id: Optional[str], reveal_secrets: bool) -> dict[str, Any]:
     body: dict[str, Any] = job_to_rest(spec, cluster_id=cluster_id, reveal_secrets=reveal_secrets).serialize()
     return dict(body.get("properties", {}))
+
+
+#: the settings a service keeps but never shows, by the name its 409 gives them, as the SDK names them
+SECRET_FIELDS = {"secrets": "secrets (values)", "mountKeys": "mounts (account_key)",
+                 "registryPassword": "container_registry.password"}
+CLUSTER_SECRET_FIELDS = {"adminUserPassword": "admin_password", "setupTaskSecrets": "setup_task.secrets (values)",
+                         "mountKeys": "mounts (account_key)"}
+
+
+def conflict_from_service(what: str, resource: str, err: Any, fields: Mapping[str, str], hint: str) -> ConflictError:
+    """The :class:`ConflictError` for the service's 409 to a repeated create: it compared what only it
+    holds (secrets, keys, passwords) and found a difference. The fields are named, never values
+    (the service's message carries none)."""
+    message = str(getattr(getattr(err, "error", None), "message", None) or getattr(err, "message", "") or "")
+    named = [ours for theirs, ours in fields.items() if f"(secret) {theirs}" in message]
+    differing = ", ".join(named) if named else "settings the service keeps secret"
+    said = redact(message.strip().splitlines()[0]) if message.strip() else ""
+    return ConflictError(f"{what} already exists with other settings ({differing}); {hint}"
+                         + (f" [the service said: {said}]" if said else ""), resource=resource, azure_error=err)
 
 
 def errors_from_rest(errors: Optional[Sequence[models.BatchAIError]]) -> tuple[ServiceErrorDetail, ...]:
@@ -256,6 +330,48 @@ def cluster_to_rest(spec: ClusterSpec) -> models.ClusterCreateParameters:
             admin_user_name=spec.admin_user_name, admin_user_ssh_public_key=spec.ssh_public_key,
             admin_user_password=spec.admin_password),
     )
+
+
+def cluster_differences(spec: ClusterSpec, cluster: models.Cluster) -> list[str]:
+    """What ``spec`` asks that the existing ``cluster`` does not have, as ``"field (theirs, not
+    ours)"``. The scale is left out (it changes through resize), and so are the password, keys and
+    secret values, which the service never shows; secret names are compared."""
+    vm = cluster.virtual_machine_configuration
+    image = vm.image_reference if vm is not None else None
+    user = cluster.user_account_settings
+    setup = cluster.node_setup.setup_task if cluster.node_setup is not None else None
+    task = spec.setup_task
+    pairs: list[tuple[str, Any, Any]] = [
+        ("vm_size", spec.vm_size.lower(), (cluster.vm_size or "").lower()),
+        ("vm_priority", spec.vm_priority, str(getattr(cluster.vm_priority, "value", cluster.vm_priority) or "dedicated")),
+        ("admin_user_name", spec.admin_user_name, user.admin_user_name if user else None),
+        ("ssh_public_key", spec.ssh_public_key, user.admin_user_ssh_public_key if user else None),
+        ("setup_task", (task.command_line, task.std_out_err_path_prefix, dict(task.environment_variables),
+                        sorted(task.secrets)) if task else None,
+         (setup.command_line, setup.std_out_err_path_prefix, {e.name: e.value for e in setup.environment_variables or []},
+          sorted(e.name for e in setup.secrets or [])) if setup else None),
+        ("mounts", [_keyless(m) for m in spec.mounts], [_keyless(m) for m in mounts_from_rest(
+            cluster.node_setup.mount_volumes if cluster.node_setup else None)]),
+    ]
+    if spec.image is not None:  # without one, the service chose its default image
+        ours = spec.image
+        pairs.append(("image", (ours.publisher, ours.offer, ours.sku, ours.version, ours.virtual_machine_image_id),
+                      (image.publisher, image.offer, image.sku, image.version, image.virtual_machine_image_id)
+                      if image else None))
+    shown = {"vm_size": (spec.vm_size, cluster.vm_size), "vm_priority": None, "admin_user_name": None}
+    out = []
+    for name, ours, theirs in pairs:
+        if ours != theirs:
+            values = shown.get(name)
+            out.append(f"{name} ({values[1]}, not {values[0]})" if values else name)
+    return out
+
+
+def _keyless(mount: Mount) -> Mount:
+    import dataclasses
+    if isinstance(mount, (AzureFileShareMount, AzureBlobMount)):
+        return dataclasses.replace(mount, account_key=None)
+    return mount
 
 
 def cluster_maximum_nodes(cluster: models.Cluster) -> Optional[int]:

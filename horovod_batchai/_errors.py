@@ -42,15 +42,17 @@ class HorovodBatchAIError(Exception):
 class InvalidSpecError(HorovodBatchAIError, ValueError):
     """A value the caller gave is not valid; nothing was sent or changed.
 
-    ``field`` names the offending field (``"node_count"``, ``"mountVolumes.azureFileShares[0]"``)
-    and ``valid_form`` says what would be accepted.
+    ``field`` names the offending field as the caller wrote it: the Python argument
+    (``"node_count"``) or, for a job.json, the property path (``"properties.nodeCount"``), in which
+    case ``source`` names the file. ``valid_form`` says what would be accepted.
     """
 
-    def __init__(self, field: str, problem: str, valid_form: str = "") -> None:
+    def __init__(self, field: str, problem: str, valid_form: str = "", *, source: Optional[str] = None) -> None:
         self.field = field
         self.problem = problem
         self.valid_form = valid_form
-        message = f"{field}: {problem}"
+        self.source = source
+        message = f"{source}: {field}: {problem}" if source else f"{field}: {problem}"
         if valid_form:
             message += f" (valid: {valid_form})"
         super().__init__(message)

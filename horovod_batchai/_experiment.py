@@ -1,34 +1,41 @@
-"""Batch AI experiments: a named group of jobs in a workspace, and job submission."""
+"""Experiments: a named group of jobs in a workspace, and the one place jobs are submitted."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, List, Optional, Union
+from typing import TYPE_CHECKING, List, Optional, Union
 
-from azure.core.exceptions import ResourceNotFoundError
+from azure.core.polling import LROPoller
 
-from ._errors import InvalidSpecError, azure_errors
+from ._backends import backend_for
+from ._cluster import GpuCluster
+from ._errors import InvalidSpecError
+from ._job import Job
 from ._job_spec import HorovodJob
+from ._lro import DEFAULT_LRO_TIMEOUT
 from ._names import check_batchai_name
 
 if TYPE_CHECKING:
-    from azure.mgmt.batchai import models
-
-    from ._cluster import GpuCluster
-    from ._job import Job
+    from ._backends.base import Backend
     from ._workspace import Workspace
 
-__all__ = ["Experiment"]
+__all__ = ["Experiment", "require_spec"]
 
 log = logging.getLogger(__name__)
+
+
+def require_spec(spec: object) -> HorovodJob:
+    if not isinstance(spec, HorovodJob):
+        raise InvalidSpecError("spec", f"{type(spec).__name__} is not a HorovodJob",
+                               "HorovodJob(...) or HorovodJob.from_file('job.json', storage=share)")
+    return spec
 
 
 class Experiment:
     """An experiment in a :class:`Workspace`; :meth:`submit` runs a :class:`HorovodJob` in it."""
 
-    def __init__(self, workspace: "Workspace", name: str, *, _model: Optional["models.Experiment"] = None) -> None:
+    def __init__(self, workspace: "Workspace", name: str) -> None:
         self.workspace = workspace
         self.name = check_batchai_name(name, "experiment")
-        self._model = _model
 
     def __repr__(self) -> str:
         return f"Experiment(workspace={self.workspace.name!r}, name={self.name!r})"
@@ -40,73 +47,78 @@ class Experiment:
         return hash(self.id.lower())
 
     @property
-    def id(self) -> str:
-        return f"{self.workspace.id}/experiments/{self.name}"
+    def _backend(self) -> "Backend":
+        return backend_for(self.workspace.target)
 
     @property
-    def _args(self) -> tuple[str, str, str]:
-        return self.workspace.resource_group, self.workspace.name, self.name
+    def id(self) -> str:
+        return self._backend.experiment_id(self.workspace.resource_group, self.workspace.name, self.name)
 
     @classmethod
-    def create(cls, workspace: "Workspace", name: str) -> "Experiment":
+    def create(cls, workspace: "Workspace", name: str, *,
+               timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "Experiment":
         """The experiment ``name`` (get-or-create)."""
         experiment = cls(workspace, name)
-        client = workspace.target.batchai()
-        with azure_errors("creating experiment", experiment.id):
-            try:
-                experiment._model = client.experiments.get(*experiment._args)
-                log.info("experiment %s exists; using it", experiment.id)
-            except ResourceNotFoundError:
-                log.info("creating experiment %s", experiment.id)
-                experiment._model = client.experiments.begin_create(*experiment._args).result()
+        experiment._backend.create_experiment(workspace.resource_group, workspace.name, name, timeout)
         return experiment
 
     @classmethod
     def get(cls, workspace: "Workspace", name: str) -> "Experiment":
         experiment = cls(workspace, name)
-        with azure_errors("reading experiment", experiment.id):
-            experiment._model = workspace.target.batchai().experiments.get(*experiment._args)
+        experiment._backend.get_experiment(workspace.resource_group, workspace.name, name)
         return experiment
 
     @classmethod
     def list(cls, workspace: "Workspace") -> List["Experiment"]:
-        with azure_errors("listing experiments in", workspace.id):
-            items: list[Any] = list(workspace.target.batchai().experiments.list_by_workspace(workspace.resource_group,
-                                                                                  workspace.name))
-        return [cls(workspace, m.name or "", _model=m) for m in items]
+        names = backend_for(workspace.target).list_experiments(workspace.resource_group, workspace.name)
+        return [cls(workspace, name) for name in names]
 
-    def delete(self) -> None:
-        """Delete the experiment and its jobs; succeeds when already gone."""
-        with azure_errors("deleting experiment", self.id):
-            try:
-                log.info("deleting experiment %s", self.id)
-                self.workspace.target.batchai().experiments.begin_delete(*self._args).result()
-            except ResourceNotFoundError:
-                log.debug("experiment %s was already gone", self.id)
+    def refresh(self) -> "Experiment":
+        """Check that the experiment still exists; returns the experiment itself."""
+        self._backend.get_experiment(self.workspace.resource_group, self.workspace.name, self.name)
+        return self
+
+    def begin_delete(self) -> "LROPoller[None]":
+        """Start deleting the experiment and its jobs; finishes at once when already gone."""
+        return self._backend.begin_delete_experiment(self.workspace.resource_group, self.workspace.name, self.name)
+
+    def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
+        """Delete the experiment and its jobs and wait; succeeds when already gone."""
+        self.begin_delete().result(timeout)
 
     # -- jobs -----------------------------------------------------------------------------------
-    def submit(self, name: str, spec: HorovodJob, *, cluster: Union["GpuCluster", str]) -> "Job":
+    def submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
+               timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Job:
         """Submit ``spec`` as job ``name`` on ``cluster`` (a :class:`GpuCluster` or its name).
 
         Checked before anything is created: the name, that every storage placeholder is filled
         and every mount has its key, that the script and log paths lie in a mount of the job or
-        the cluster, that the cluster can ever give the job ``node_count`` nodes, and that each
-        mounted file share exists. Submitting the same name again returns the existing job.
+        the cluster, that the cluster can ever give the job ``node_count`` nodes, that the place
+        it runs can express every field, and that each mounted file share exists. Submitting the
+        same name again returns the existing job if it has the same settings, and is a
+        :class:`ConflictError` naming the fields that differ (secret values, keys and passwords
+        included, though never shown) otherwise.
         """
-        from ._job import Job
-        return Job.submit(self, name, spec, cluster=cluster)
+        check_batchai_name(name, "job")
+        spec = require_spec(spec)
+        spec.check_resolved()
+        if isinstance(cluster, str):
+            cluster = GpuCluster(self.workspace, cluster)
+        if not isinstance(cluster, GpuCluster):
+            raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
+        if cluster._record is None:
+            cluster.refresh()
+        record = cluster._known()
+        spec.check_cluster(record.id, cluster.name, record.maximum_node_count)
+        backend = self._backend
+        backend.check_job_spec(spec, record)
+        backend.check_job_storage(spec)
+        job = Job(self, name)
+        job._record = backend.submit_job(job._ref, spec, record, timeout)
+        return job
 
-    def get_job(self, name: str) -> "Job":
-        from ._job import Job
+    def get_job(self, name: str) -> Job:
         return Job.get(self, name)
 
-    def list_jobs(self) -> List["Job"]:
-        from ._job import Job
+    def list_jobs(self) -> List[Job]:
         return Job.list(self)
-
-
-def require_spec(spec: object) -> HorovodJob:
-    if not isinstance(spec, HorovodJob):
-        raise InvalidSpecError("spec", f"{type(spec).__name__} is not a HorovodJob",
-                               "HorovodJob(...) or HorovodJob.from_file('job.json', storage=share)")
-    return spec

@@ -18,10 +18,14 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
 from ._mounts import AzureFileShareMount, azure_file_url
-from ._names import check_location, check_resource_group, check_share_name, check_share_path, check_storage_account
+from ._names import (check_location, check_resource_group, check_share_name, check_share_path, check_storage_account,
+                     local_destination, local_directory)
 from ._progress import Progress, ProgressArg
+from ._backends import backend_for
+from ._backends.arm import ensure_resource_group
+from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller
+from ._paths import local_path_under
 from ._target import IDEMPOTENT_POST
-from ._workspace import ensure_resource_group
 
 if TYPE_CHECKING:
     from azure.storage.fileshare import ShareClient, ShareFileClient, ShareServiceClient
@@ -116,6 +120,7 @@ class FileShare:
                 log.info("created share %s", share._where())
             except ResourceExistsError:
                 log.info("share %s exists; using it", share._where())
+        share._register()
         return share
 
     @classmethod
@@ -124,7 +129,12 @@ class FileShare:
         share = cls(target, resource_group, account_name, share_name)
         share._read_account()
         share.check_exists()
+        share._register()
         return share
+
+    def _register(self) -> None:
+        """Make the share known where jobs run (on Azure ML: an AzureFile datastore with the key)."""
+        backend_for(self.target).register_share(self._account_name, self.share_name, self.get_account_key())
 
     def check_exists(self) -> None:
         """Raise :class:`NotFoundError` unless the share exists."""
@@ -134,6 +144,7 @@ class FileShare:
     def _ensure_account(self, location: str, sku: str) -> None:
         from azure.mgmt.storage import models
         client = self.target.storage()
+        poller = None
         with azure_errors("creating storage account", self.account_id):
             try:
                 account = client.storage_accounts.get_properties(self.resource_group, self._account_name)
@@ -142,7 +153,10 @@ class FileShare:
                 log.info("creating storage account %s (%s) in %s", self._account_name, sku, location)
                 params = models.StorageAccountCreateParameters(sku=models.Sku(name=sku), kind="StorageV2",
                                                                location=location)
-                account = client.storage_accounts.begin_create(self.resource_group, self._account_name, params).result()
+                poller = client.storage_accounts.begin_create(self.resource_group, self._account_name, params)
+        if poller is not None:
+            account = MappedPoller(poller, lambda a: a, action="creating storage account",
+                                   resource=self.account_id).result(DEFAULT_LRO_TIMEOUT)
         self._account_url = _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
 
     def _read_account(self) -> None:
@@ -173,7 +187,9 @@ class FileShare:
                 with azure_errors("listing keys of", self.account_id):
                     result = self.target.storage().storage_accounts.list_keys(
                         self.resource_group, self._account_name, **IDEMPOTENT_POST)  # type: ignore[arg-type]
-                listed = list(result.keys_property or [])
+                # azure-mgmt-storage 25 renamed the list to keys_property (its models are mappings, whose
+                # keys() is a method); older releases, which setup.py allows too, call it keys.
+                listed = list(getattr(result, "keys_property", None) or getattr(result, "keys", None) or [])
                 keys = [k for k in listed if str(k.permissions or "").upper() == "FULL"] or listed
                 if not keys or not keys[0].value:
                     raise NotFoundError(f"storage account {self._account_name} returned no keys", resource=self.account_id)
@@ -248,7 +264,11 @@ class FileShare:
         """Delete a directory (with its contents when ``recursive``); succeeds when already gone."""
         path = check_share_path(path)
         if recursive:
-            for item in sorted(self.list(path, recursive=True), key=lambda i: -i.path.count("/")):
+            try:
+                items = self.list(path, recursive=True)
+            except NotFoundError:
+                return  # already gone (or its parent is)
+            for item in sorted(items, key=lambda i: -i.path.count("/")):
                 if item.is_directory:
                     self.delete_directory(item.path)
                 else:
@@ -336,13 +356,12 @@ class FileShare:
     # -- download -------------------------------------------------------------------------------
     def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
                       progress: ProgressArg = None) -> Path:
-        """Download ``path`` to ``dest`` (a file path, or an existing directory to put it in).
-        The file appears complete or not at all; when the share holds an MD5 for it (files this
-        package uploaded do) the download is checked against it."""
+        """Download ``path`` to ``dest``: a file path, or a directory to put it in (an existing one,
+        or one written with a trailing '/'). The file appears complete or not at all; when the share
+        holds an MD5 for it (files this package uploaded do) the download is checked against it.
+        A destination that cannot be written is an :class:`InvalidSpecError` before anything is read."""
         path = check_share_path(path)
-        dest = Path(dest)
-        if dest.is_dir():
-            dest = dest / path.rsplit("/", 1)[-1]
+        dest = local_destination(dest, path.rsplit("/", 1)[-1])
         client = self._file_client(path)
         with azure_errors("reading", self._where(path)):
             properties = client.get_file_properties()
@@ -377,9 +396,8 @@ class FileShare:
                            progress: ProgressArg = None) -> List[Path]:
         """Download the tree under ``path`` into the local directory ``dest`` (created if missing)."""
         path = check_share_path(path, allow_root=True)
-        dest = Path(dest)
+        dest = local_directory(dest)
         items = self.list(path, recursive=True)
-        dest.mkdir(parents=True, exist_ok=True)
         prefix = f"{path}/" if path else ""
         for item in items:
             if item.is_directory:
@@ -403,13 +421,3 @@ def _file_endpoint(account: object) -> Optional[str]:
     endpoints = getattr(account, "primary_endpoints", None)
     url = getattr(endpoints, "file", None) if endpoints is not None else None
     return str(url) if url else None
-
-
-def local_path_under(dest: Path, relative: str) -> Path:
-    """``dest / relative`` for a name the service sent, refusing one that would land outside
-    ``dest`` (``..``, an absolute path): a download never writes where it was not asked to."""
-    parts = relative.replace("\\", "/").split("/")
-    if not relative or relative.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise TransferError(f"the service named a file {relative!r} that would fall outside {str(dest)!r}; "
-                            "nothing was written for it")
-    return dest.joinpath(*parts)

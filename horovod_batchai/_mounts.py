@@ -5,21 +5,28 @@ never shown: they are left out of ``repr`` and of :meth:`to_dict` unless asked f
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 from urllib.parse import urlparse
 
 from ._errors import InvalidSpecError
-from ._names import check_relative_mount_path, check_share_name, check_storage_account
+from ._names import (check_command_text, check_container_name, check_relative_mount_path, check_share_name,
+                     check_storage_account, check_text)
 
 __all__ = ["AzureFileShareMount", "AzureBlobMount", "FileServerMount", "UnmanagedMount", "Mount",
-           "ACCOUNT_PLACEHOLDER", "KEY_PLACEHOLDER", "azure_file_url"]
+           "ACCOUNT_PLACEHOLDER", "KEY_PLACEHOLDER", "azure_file_url", "share_url_parts"]
 
 #: placeholders that a tutorial-style job.json carries and :meth:`HorovodJob.with_storage` fills.
 ACCOUNT_PLACEHOLDER = "<AZURE_BATCHAI_STORAGE_ACCOUNT>"
 KEY_PLACEHOLDER = "<AZURE_BATCHAI_STORAGE_KEY>"
 
 _MODE_DIGITS = set("01234567")
+_FILE_SERVER_ID = re.compile(r"^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.BatchAI/workspaces/"
+                             r"[^/]+/fileServers/[^/]+\Z", re.IGNORECASE)
+_SHARE_URL_FORM = "https://<account>.file.core.windows.net/<share>"
+_FILE_SERVER_FORM = ("/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.BatchAI/workspaces/<ws>/"
+                     "fileServers/<name>")
 
 
 def azure_file_url(account_name: str, share_name: str) -> str:
@@ -38,6 +45,47 @@ def _check_account(name: str, field_name: str) -> str:
     return name if name == ACCOUNT_PLACEHOLDER else check_storage_account(name, field_name)
 
 
+def _check_key(key: Optional[str], field_name: str) -> None:
+    if key is not None:
+        check_text(key, field_name, valid_form="the storage account's key (FileShare.mount() fetches it)",
+                   max_bytes=1024, secret=True)
+
+
+def _check_options(options: Optional[str], field_name: str) -> None:
+    if options is not None:
+        check_text(options, field_name, valid_form="mount options like 'vers=4,ro', or leave it out", max_bytes=4096)
+
+
+def share_url_parts(url: object, field_name: str) -> tuple[str, str]:
+    """(account, share) of ``https://<account>.file.<endpoint suffix>/<share>`` (the account may be
+    the storage placeholder)."""
+    check_text(url, field_name, valid_form=_SHARE_URL_FORM, max_bytes=2048)
+    assert isinstance(url, str)
+    parsed = urlparse(url.replace(ACCOUNT_PLACEHOLDER, "placeholder"))
+    segments = [s for s in parsed.path.split("/") if s]
+    try:
+        port = parsed.port
+    except ValueError:
+        port = -1
+    host = parsed.hostname or ""
+    account, _, suffix = host.partition(".")
+    if (parsed.scheme != "https" or not suffix.startswith("file.") or len(segments) != 1 or port == -1
+            or parsed.query or parsed.fragment or "@" in parsed.netloc):
+        shown = url[:200] if "@" not in parsed.netloc and not parsed.query else "the URL"
+        raise InvalidSpecError(field_name, f"{shown!r} is not a file share URL", _SHARE_URL_FORM)
+    account = ACCOUNT_PLACEHOLDER if url.split("://", 1)[-1].startswith(ACCOUNT_PLACEHOLDER) else account
+    for part, check in (("share", check_share_name), ("storage account", check_storage_account)):
+        name = segments[0] if part == "share" else account
+        if name == ACCOUNT_PLACEHOLDER:
+            continue
+        try:
+            check(name, field_name)
+        except InvalidSpecError as err:
+            raise InvalidSpecError(field_name, f"names the {part} {name[:100]!r}, which {err.problem.split(' ', 1)[1]}",
+                                   f"{_SHARE_URL_FORM} where <{part.split()[-1]}> is {err.valid_form}") from None
+    return account, segments[0]
+
+
 @dataclass(frozen=True, kw_only=True)
 class AzureFileShareMount:
     """An Azure file share mounted at ``$AZ_BATCHAI_JOB_MOUNT_ROOT/<relative_mount_path>`` (or
@@ -51,19 +99,15 @@ class AzureFileShareMount:
     directory_mode: str = "0777"
 
     def __post_init__(self) -> None:
+        url_account, _ = share_url_parts(self.azure_file_url, "mount.azure_file_url")
         _check_account(self.account_name, "mount.account_name")
+        if ACCOUNT_PLACEHOLDER not in (url_account, self.account_name) and url_account != self.account_name:
+            raise InvalidSpecError("mount.account_name", f"{self.account_name!r} is not the account of "
+                                   f"azure_file_url ({url_account!r})", "the storage account the share URL names")
         check_relative_mount_path(self.relative_mount_path, "mount.relative_mount_path")
+        _check_key(self.account_key, "mount.account_key")
         _check_mode(self.file_mode, "mount.file_mode")
         _check_mode(self.directory_mode, "mount.directory_mode")
-        if not isinstance(self.azure_file_url, str):
-            raise InvalidSpecError("mount.azure_file_url", f"{self.azure_file_url!r} is not a file share URL",
-                                   "https://<account>.file.core.windows.net/<share>")
-        parsed = urlparse(self.azure_file_url.replace(ACCOUNT_PLACEHOLDER, "placeholder"))
-        segments = [s for s in parsed.path.split("/") if s]
-        if parsed.scheme != "https" or not parsed.hostname or len(segments) != 1:
-            raise InvalidSpecError("mount.azure_file_url", f"{self.azure_file_url!r} is not a file share URL",
-                                   "https://<account>.file.core.windows.net/<share>")
-        check_share_name(segments[0], "mount.azure_file_url (share name)")
 
     @property
     def share_name(self) -> str:
@@ -100,9 +144,10 @@ class AzureBlobMount:
 
     def __post_init__(self) -> None:
         _check_account(self.account_name, "mount.account_name")
+        check_container_name(self.container_name, "mount.container_name")
         check_relative_mount_path(self.relative_mount_path, "mount.relative_mount_path")
-        if not self.container_name:
-            raise InvalidSpecError("mount.container_name", "is empty", "a blob container name")
+        _check_key(self.account_key, "mount.account_key")
+        _check_options(self.mount_options, "mount.mount_options")
 
     @property
     def is_resolved(self) -> bool:
@@ -120,11 +165,15 @@ class FileServerMount:
     mount_options: Optional[str] = None
 
     def __post_init__(self) -> None:
+        check_text(self.file_server_id, "mount.file_server_id", valid_form=_FILE_SERVER_FORM, max_bytes=2048)
+        if not _FILE_SERVER_ID.match(self.file_server_id):
+            raise InvalidSpecError("mount.file_server_id", f"{self.file_server_id[:200]!r} is not a file server id",
+                                   _FILE_SERVER_FORM)
         check_relative_mount_path(self.relative_mount_path, "mount.relative_mount_path")
-        if "/providers/microsoft.batchai/workspaces/" not in self.file_server_id.lower():
-            raise InvalidSpecError("mount.file_server_id", f"{self.file_server_id!r} is not a file server id",
-                                   "/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.BatchAI/"
-                                   "workspaces/<ws>/fileServers/<name>")
+        if self.source_directory is not None:
+            check_text(self.source_directory, "mount.source_directory", max_bytes=4096,
+                       valid_form="a directory of the file server like '/data', or leave it out for all of it")
+        _check_options(self.mount_options, "mount.mount_options")
 
     is_resolved = True
 
@@ -137,9 +186,10 @@ class UnmanagedMount:
     relative_mount_path: str
 
     def __post_init__(self) -> None:
+        check_command_text(self.mount_command, "mount.mount_command",
+                           valid_form="a mount command like 'mount -t nfs 10.0.0.4:/data' (the service appends "
+                           "the mount path)")
         check_relative_mount_path(self.relative_mount_path, "mount.relative_mount_path")
-        if not self.mount_command.strip():
-            raise InvalidSpecError("mount.mount_command", "is empty", "a mount command like 'mount -t nfs ...'")
 
     is_resolved = True
 

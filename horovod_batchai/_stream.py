@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlparse
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 
 from ._errors import WaitTimeoutError, azure_errors
+from ._polling import Polling
 
 if TYPE_CHECKING:
     from ._job import Job
@@ -48,29 +49,33 @@ def sas_expiry(url: str) -> Optional[float]:
 class OutputStream(Iterator[str]):
     """An iterator of text appended to a job's output file. Build it with :meth:`Job.stream`.
 
-    ``offset`` is the number of bytes consumed so far; ``links_fetched`` counts listOutputFiles
-    calls made to obtain or renew the download link.
+    ``offset`` is the number of bytes consumed so far; ``links_fetched`` counts the output file
+    listings made to obtain or renew the download link. ``wall_clock`` tells link expiry times;
+    ``clock`` and ``sleep`` drive the polling (see :class:`Polling`).
     """
 
     def __init__(self, job: "Job", name: str, *, output_directory_id: str = "stdouterr",
                  poll_interval: Optional[float] = None, timeout: Optional[float] = None,
                  link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None,
-                 encoding: str = "utf-8", clock: Callable[[], float] = time.time,
+                 encoding: str = "utf-8", wall_clock: Callable[[], float] = time.time,
+                 clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         directory, _, file_name = name.strip("/").rpartition("/")
         self._job = job
         self._directory = directory or "."
         self._file_name = file_name
         self._output_directory_id = output_directory_id
-        self._poll = poll_interval if poll_interval is not None else min(job.target.default_poll_interval, 5.0)
+        interval = poll_interval if poll_interval is not None else min(job._backend.default_poll_interval, 5.0)
+        # Checked now, so that a bad value fails when the stream is made, not at its first read.
+        self._polling_args = dict(timeout=timeout, poll_interval=interval, clock=clock, sleep=sleep)
+        Polling(**self._polling_args)  # type: ignore[arg-type]
         self._timeout = timeout
         self._link_expiry_minutes = link_expiry_minutes
         lifetime = link_expiry_minutes * 60.0
         # Renew with a tenth of the lifetime to spare (at least 5 s, at most 2 min) unless told.
         self._renew_before = renew_before_s if renew_before_s is not None else min(max(0.1 * lifetime, 5.0), 120.0)
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-        self._clock = clock
-        self._sleep = sleep
+        self._wall_clock = wall_clock
         self._url: Optional[str] = None
         self._renew_at = 0.0
         self.offset = 0
@@ -92,7 +97,7 @@ class OutputStream(Iterator[str]):
 
     # -- the loop -------------------------------------------------------------------------------
     def _generate(self) -> Generator[str, None, None]:
-        started = time.monotonic()
+        polling = Polling(**self._polling_args)  # type: ignore[arg-type]
         while True:
             finished = self._job.refresh().execution_state.is_terminal()
             # Reading after seeing the terminal state guarantees one read after the job ended.
@@ -102,23 +107,23 @@ class OutputStream(Iterator[str]):
                 if tail:
                     yield tail
                 return
-            if self._timeout is not None and time.monotonic() - started >= self._timeout:
+            if polling.expired():
                 raise WaitTimeoutError(f"job {self._job.name!r} was still running after {self._timeout:g}s "
                                        f"of streaming {self._file_name}", last_state=self._job.execution_state)
-            self._sleep(self._poll)
+            polling.pause()
 
     def _read_new(self) -> Iterator[str]:
         for attempt in range(2):
             url = self._link()
             if url is None:
                 return  # not written yet
-            client = self._job.target.file_from_sas_url(url)
+            remote = self._job._backend.open_output(url)
             try:
                 with azure_errors("reading", f"{self._job.name}/{self._output_directory_id}/{self._file_name}"):
-                    size = int(client.get_file_properties().size or 0)
+                    size = remote.size()
                     while size > self.offset:
                         length = min(size - self.offset, READ_CHUNK)
-                        data = client.download_file(offset=self.offset, length=length).readall()
+                        data = remote.read(self.offset, length)
                         if not data:
                             break
                         # Advance only by what arrived: a failed read is retried from the same byte.
@@ -140,7 +145,7 @@ class OutputStream(Iterator[str]):
 
     def _link(self) -> Optional[str]:
         """The file's download link, fetched again when it is about to expire."""
-        now = self._clock()
+        now = self._wall_clock()
         if self._url is not None and now < self._renew_at:
             return self._url
         self.links_fetched += 1

@@ -1,8 +1,10 @@
-"""Where requests go: the local service or Azure, and Microsoft's clients built for it.
+"""Where requests go -- the local service, Azure Batch AI or Azure Machine Learning -- and
+Microsoft's clients built for it.
 
-A :class:`Target` is the only place that differs between the two: the management endpoint, the
-credential, how TLS is verified and how hard the clients retry. Everything above it sends the
-same requests to both.
+A :class:`Target` holds what differs between places: the management endpoint, the credential,
+how TLS is verified, how hard the clients retry, and the azure-core client options the caller
+gave (``transport``, ``retry_total``, ``logging_enable``, ...), which reach every Microsoft
+client it builds. Which backend does the work for each kind is decided in :mod:`._backends`.
 """
 from __future__ import annotations
 
@@ -26,14 +28,17 @@ if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
 
     from .local import LocalService, ServiceInfo
 
-__all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "LOCAL_SUBSCRIPTION", "AZURE_MANAGEMENT_ENDPOINT",
-           "IDEMPOTENT_POST"]
+__all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "RESOURCE_GROUP_ENV", "WORKSPACE_ENV", "LOCAL_SUBSCRIPTION",
+           "AZURE_MANAGEMENT_ENDPOINT", "IDEMPOTENT_POST", "KINDS"]
 
 log = logging.getLogger(__name__)
 
 TARGET_ENV = "HOROVOD_BATCHAI_TARGET"
 SUBSCRIPTION_ENV = "AZURE_SUBSCRIPTION_ID"
 STATE_DIR_ENV = "HOROVOD_BATCHAI_STATE_DIR"
+RESOURCE_GROUP_ENV = "AZURE_RESOURCE_GROUP"
+WORKSPACE_ENV = "AZUREML_WORKSPACE_NAME"
+KINDS = ("local", "azure", "azureml")
 LOCAL_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
 
@@ -44,8 +49,12 @@ IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE"
 
 
 class Target:
-    """Where requests go. Build one with :meth:`local`, :meth:`azure` or :meth:`from_env`.
+    """Where requests go. Build one with :meth:`local`, :meth:`azure`, :meth:`azureml` or
+    :meth:`from_env`.
 
+    Keyword arguments beyond a constructor's own are azure-core client options
+    (``transport=``, ``retry_total=``, ``logging_enable=``, ``user_agent=``, ...): they are passed
+    to every Microsoft client the target builds, as Azure SDK clients take them.
     The clients it hands out are created on first use, shared, and closed by :meth:`close`
     (or on leaving a ``with`` block).
     """
@@ -53,9 +62,10 @@ class Target:
     def __init__(self, *, kind: str, subscription_id: str, management_endpoint: str,
                  credential: Optional[TokenCredential] = None,
                  service: Union["LocalService", "ServiceInfo", None] = None,
-                 state_dir: Optional[Path] = None) -> None:
-        if kind not in ("local", "azure"):
-            raise TargetError(f"unknown target kind {kind!r}; use 'local' or 'azure'")
+                 state_dir: Optional[Path] = None, resource_group: Optional[str] = None,
+                 workspace: Optional[str] = None, client_options: Optional[Mapping[str, Any]] = None) -> None:
+        if kind not in KINDS:
+            raise TargetError(f"unknown target kind {kind!r}; use one of {', '.join(KINDS)}")
         if urlparse(management_endpoint).scheme != "https":
             raise TargetError(f"the management endpoint must use https, got {management_endpoint!r}")
         self.kind = kind
@@ -64,53 +74,89 @@ class Target:
         self._credential = credential
         self._service = service
         self._state_dir = state_dir
+        self.resource_group = resource_group
+        self.workspace = workspace
+        self._client_options: dict[str, Any] = dict(client_options or {})
+        for option in ("credential", "subscription_id", "base_url"):
+            if option in self._client_options:
+                raise TargetError(f"{option} is not a client option; pass it as the target's own argument")
         self._info: Optional["ServiceInfo"] = None
         self._lock = threading.RLock()
         self._clients: dict[str, Any] = {}
+        #: the backend chosen for this target (see horovod_batchai._backends.backend_for)
+        self._backend: Any = None
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def local(cls, service: Union["LocalService", "ServiceInfo", None] = None, *,
               state_dir: Optional[Union[str, Path]] = None,
-              subscription_id: str = LOCAL_SUBSCRIPTION) -> "Target":
+              subscription_id: str = LOCAL_SUBSCRIPTION, **client_options: Any) -> "Target":
         """The local service: the one given (a started ``LocalService`` or its ``ServiceInfo``),
         else the daemon for ``state_dir`` (default ``$HOROVOD_BATCHAI_STATE_DIR`` or
         ``~/.horovod-batchai/local``), reused if running and started on first use if not."""
         endpoint = "https://127.0.0.1"  # placeholder until the service is found; see _local_info
         return cls(kind="local", subscription_id=subscription_id, management_endpoint=endpoint,
-                   service=service, state_dir=Path(state_dir).expanduser() if state_dir else None)
+                   service=service, state_dir=Path(state_dir).expanduser() if state_dir else None,
+                   client_options=client_options)
 
     @classmethod
     def azure(cls, subscription_id: str, credential: Optional[TokenCredential] = None, *,
-              management_endpoint: str = AZURE_MANAGEMENT_ENDPOINT) -> "Target":
-        """Azure itself: ``credential`` defaults to ``azure.identity.DefaultAzureCredential()``.
-        Only https endpoints are accepted."""
+              management_endpoint: str = AZURE_MANAGEMENT_ENDPOINT, **client_options: Any) -> "Target":
+        """Azure Batch AI (retired in 2019; kept because the local service speaks its API):
+        ``credential`` defaults to ``azure.identity.DefaultAzureCredential()``. Only https
+        endpoints are accepted."""
         if credential is None:
             from azure.identity import DefaultAzureCredential
             credential = DefaultAzureCredential()
         return cls(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
-                   credential=credential)
+                   credential=credential, client_options=client_options)
 
     @classmethod
-    def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "Target":
-        """From ``HOROVOD_BATCHAI_TARGET`` (``local``, the default, or ``azure``),
-        ``AZURE_SUBSCRIPTION_ID`` (required for azure) and ``HOROVOD_BATCHAI_STATE_DIR`` (local)."""
+    def azureml(cls, subscription_id: str, resource_group: str, workspace: str,
+                credential: Optional[TokenCredential] = None, **client_options: Any) -> "Target":
+        """An Azure Machine Learning workspace: clusters are AmlCompute, shares are AzureFile
+        datastores, jobs are command jobs with MPI distribution. ``credential`` defaults to
+        ``azure.identity.DefaultAzureCredential()``. Needs ``pip install horovod-batchai[azureml]``."""
+        from ._names import check_batchai_name, check_resource_group
+        check_resource_group(resource_group)
+        check_batchai_name(workspace, "workspace")
+        if credential is None:
+            from azure.identity import DefaultAzureCredential
+            credential = DefaultAzureCredential()
+        return cls(kind="azureml", subscription_id=subscription_id, management_endpoint=AZURE_MANAGEMENT_ENDPOINT,
+                   credential=credential, resource_group=resource_group, workspace=workspace,
+                   client_options=client_options)
+
+    @classmethod
+    def from_env(cls, environ: Optional[Mapping[str, str]] = None, **client_options: Any) -> "Target":
+        """From ``HOROVOD_BATCHAI_TARGET`` (``local``, the default, ``azure`` or ``azureml``),
+        ``AZURE_SUBSCRIPTION_ID`` (required for azure and azureml), ``AZURE_RESOURCE_GROUP`` and
+        ``AZUREML_WORKSPACE_NAME`` (azureml) and ``HOROVOD_BATCHAI_STATE_DIR`` (local)."""
         env = os.environ if environ is None else environ
         kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
         if kind == "local":
             return cls.local(state_dir=env.get(STATE_DIR_ENV) or None,
-                             subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION)
+                             subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION, **client_options)
+        if kind not in KINDS:
+            raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use one of {', '.join(KINDS)}")
+        needed = [SUBSCRIPTION_ENV] + ([RESOURCE_GROUP_ENV, WORKSPACE_ENV] if kind == "azureml" else [])
+        missing = [name for name in needed if not env.get(name)]
+        if missing:
+            raise TargetError(f"{TARGET_ENV}={kind} needs {' and '.join(missing)} to be set")
         if kind == "azure":
-            subscription = env.get(SUBSCRIPTION_ENV)
-            if not subscription:
-                raise TargetError(f"{TARGET_ENV}=azure needs {SUBSCRIPTION_ENV} to be set")
-            return cls.azure(subscription)
-        raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use 'local' or 'azure'")
+            return cls.azure(env[SUBSCRIPTION_ENV], **client_options)
+        return cls.azureml(env[SUBSCRIPTION_ENV], env[RESOURCE_GROUP_ENV], env[WORKSPACE_ENV], **client_options)
 
     def __repr__(self) -> str:
-        where = self._management_endpoint if self.kind == "azure" else (
+        where = self._management_endpoint if self.kind != "local" else (
             self._info.endpoint if self._info else "not started")
-        return f"Target(kind={self.kind!r}, subscription_id={self.subscription_id!r}, endpoint={where!r})"
+        scope = f", resource_group={self.resource_group!r}, workspace={self.workspace!r}" if self.kind == "azureml" else ""
+        return f"Target(kind={self.kind!r}, subscription_id={self.subscription_id!r}{scope}, endpoint={where!r})"
+
+    @property
+    def client_options(self) -> dict[str, Any]:
+        """The azure-core client options given when the target was built (a copy)."""
+        return dict(self._client_options)
 
     # -- where things are -----------------------------------------------------------------------
     @property
@@ -176,6 +222,7 @@ class Target:
             # its fault injection asks for retries that Azure would space out over minutes.
             kwargs.update(connection_verify=self.connection_verify, retry_total=10, retry_backoff_factor=0.05,
                           retry_backoff_max=1.0, polling_interval=0.2)
+        kwargs.update(self._client_options)  # the caller's options win over our defaults
         return kwargs
 
     def _client(self, key: str, factory: Any) -> Any:
@@ -202,12 +249,23 @@ class Target:
 
     def _data_plane_kwargs(self) -> dict[str, Any]:
         from ._retry import ThrottleAwareExponentialRetry, ThrottleAwareLinearRetry
+        options = {k: v for k, v in self._client_options.items() if k != "polling_interval"}
+        kwargs: dict[str, Any]
         if self.is_local:
             # Short, steady waits for the local service; azure-storage's defaults otherwise.
-            return {"connection_verify": self.connection_verify,
-                    "retry_policy": ThrottleAwareLinearRetry(backoff=0.1, retry_total=10,  # type: ignore[arg-type]
-                                                             random_jitter_range=0.05)}  # type: ignore[arg-type]
-        return {"retry_policy": ThrottleAwareExponentialRetry()}
+            kwargs = {"connection_verify": self.connection_verify,
+                      "retry_policy": ThrottleAwareLinearRetry(backoff=0.1, retry_total=10,  # type: ignore[arg-type]
+                                                               random_jitter_range=0.05)}  # type: ignore[arg-type]
+        else:
+            kwargs = {"retry_policy": ThrottleAwareExponentialRetry()}
+        if any(k.startswith("retry_") for k in options):
+            kwargs.pop("retry_policy")  # the caller's retry options configure the storage client's own policy
+        kwargs.update(options)
+        return kwargs
+
+    def data_plane_options(self) -> dict[str, Any]:
+        """What every data-plane (storage) client of this target is built with."""
+        return self._data_plane_kwargs()
 
     def share_service(self, account_url: str, account_key: str) -> "ShareServiceClient":
         """A ``ShareServiceClient`` for ``account_url`` (the account's ``primaryEndpoints.file``)
@@ -226,6 +284,9 @@ class Target:
     def close(self) -> None:
         with self._lock:
             clients, self._clients = self._clients, {}
+            backend, self._backend = self._backend, None
+        if backend is not None:
+            clients["backend"] = backend
         for client in clients.values():
             try:
                 client.close()

@@ -1,24 +1,26 @@
-"""Batch AI workspaces (and the resource group that holds one)."""
+"""Workspaces: where clusters, experiments and jobs live (Batch AI workspace or Azure ML workspace)."""
 from __future__ import annotations
 
 import getpass
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, List, Optional, Sequence, Union
 
-from azure.core.exceptions import ResourceNotFoundError
+from azure.core.polling import LROPoller
 
+from ._backends import backend_for
+from ._backends.base import ClusterRef, WorkspaceRecord
+from ._cluster import GpuCluster
 from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
-from ._errors import ConflictError, azure_errors
+from ._errors import InvalidSpecError
+from ._experiment import Experiment
+from ._lro import DEFAULT_LRO_TIMEOUT, DonePoller, MappedPoller
 from ._mounts import Mount
 from ._names import check_batchai_name, check_location, check_resource_group
+from ._values import Usage
 
 if TYPE_CHECKING:
-    from azure.mgmt.batchai import models
-
-    from ._cluster import GpuCluster
-    from ._experiment import Experiment
+    from ._backends.base import Backend
     from ._target import Target
 
 __all__ = ["Workspace", "Usage"]
@@ -26,25 +28,18 @@ __all__ = ["Workspace", "Usage"]
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Usage:
-    """A quota in the workspace's region (``az batchai list-usages``), e.g. dedicated cores."""
-
-    name: str
-    current_value: int
-    limit: int
-    unit: str
-
-
 class Workspace:
-    """A Batch AI workspace. Build one with :meth:`create` (get-or-create) or :meth:`get`."""
+    """A workspace. Build one with :meth:`create` (get-or-create) or :meth:`get`.
+
+    ``location`` is the one last fetched (None until then); it never makes a request.
+    """
 
     def __init__(self, target: "Target", resource_group: str, name: str, *,
-                 _model: Optional["models.Workspace"] = None) -> None:
+                 _record: Optional[WorkspaceRecord] = None) -> None:
         self.target = target
         self.resource_group = check_resource_group(resource_group)
         self.name = check_batchai_name(name, "workspace")
-        self._model = _model
+        self._record = _record
 
     def __repr__(self) -> str:
         return f"Workspace(resource_group={self.resource_group!r}, name={self.name!r})"
@@ -56,43 +51,35 @@ class Workspace:
         return hash(self.id.lower())
 
     @property
-    def id(self) -> str:
-        return (f"/subscriptions/{self.target.subscription_id}/resourceGroups/{self.resource_group}"
-                f"/providers/Microsoft.BatchAI/workspaces/{self.name}")
+    def _backend(self) -> "Backend":
+        return backend_for(self.target)
 
     @property
-    def location(self) -> str:
-        if self._model is None:
-            self.refresh()
-        assert self._model is not None
-        return str(self._model.location)
+    def id(self) -> str:
+        return self._backend.workspace_id(self.resource_group, self.name)
+
+    @property
+    def location(self) -> Optional[str]:
+        return self._record.location if self._record is not None else None
 
     def refresh(self) -> "Workspace":
-        with azure_errors("reading workspace", self.id):
-            self._model = self.target.batchai().workspaces.get(self.resource_group, self.name)
+        """Fetch the workspace again; returns the workspace itself."""
+        self._record = self._backend.get_workspace(self.resource_group, self.name)
         return self
 
     # -- create / get / list / delete -----------------------------------------------------------
     @classmethod
-    def create(cls, target: "Target", resource_group: str, name: str, *, location: str = "eastus") -> "Workspace":
+    def create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
+               timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "Workspace":
         """The workspace ``name`` in ``resource_group``, creating the group (in ``location``) and
-        the workspace when missing. Calling it again returns the same workspace."""
+        the workspace when missing. Calling it again returns the same workspace. Batch AI
+        defaults ``location`` to eastus; creating an Azure ML workspace needs it given."""
         check_resource_group(resource_group)
         check_batchai_name(name, "workspace")
-        location = check_location(location)
-        ensure_resource_group(target, resource_group, location)
-        client = target.batchai()
-        resource = cls(target, resource_group, name).id
-        with azure_errors("creating workspace", resource):
-            try:
-                model = client.workspaces.get(resource_group, name)
-                log.info("workspace %s exists; using it", resource)
-            except ResourceNotFoundError:
-                log.info("creating workspace %s in %s", resource, location)
-                from azure.mgmt.batchai import models as batchai_models
-                model = client.workspaces.begin_create(
-                    resource_group, name, batchai_models.WorkspaceCreateParameters(location=location)).result()
-        return cls(target, resource_group, name, _model=model)
+        if location is not None:
+            location = check_location(location)
+        record = backend_for(target).create_workspace(resource_group, name, location, timeout)
+        return cls(target, resource_group, name, _record=record)
 
     @classmethod
     def get(cls, target: "Target", resource_group: str, name: str) -> "Workspace":
@@ -102,64 +89,55 @@ class Workspace:
     @classmethod
     def list(cls, target: "Target", resource_group: Optional[str] = None) -> List["Workspace"]:
         """Workspaces in ``resource_group``, or in the whole subscription."""
-        client = target.batchai()
-        scope = f"/subscriptions/{target.subscription_id}" + (f"/resourceGroups/{resource_group}" if resource_group else "")
-        with azure_errors("listing workspaces in", scope):
-            if resource_group is not None:
-                check_resource_group(resource_group)
-                models_: List[Any] = list(client.workspaces.list_by_resource_group(resource_group))
-            else:
-                models_ = list(client.workspaces.list())  # type: ignore[arg-type]
-        return [cls(target, _resource_group_of(m.id or ""), m.name or "", _model=m) for m in models_]
+        if resource_group is not None:
+            check_resource_group(resource_group)
+        return [cls(target, r.resource_group, r.name, _record=r)
+                for r in backend_for(target).list_workspaces(resource_group)]
 
-    def delete(self, *, delete_resource_group: bool = False) -> None:
-        """Delete the workspace (with its clusters, experiments and jobs) -- and, when asked, its
-        resource group with everything in it. Succeeds when already gone."""
-        with azure_errors("deleting workspace", self.id):
-            try:
-                log.info("deleting workspace %s", self.id)
-                self.target.batchai().workspaces.begin_delete(self.resource_group, self.name).result()
-            except ResourceNotFoundError:
-                log.debug("workspace %s was already gone", self.id)
+    def begin_delete(self) -> "LROPoller[None]":
+        """Start deleting the workspace (with its clusters, experiments and jobs)."""
+        return self._backend.begin_delete_workspace(self.resource_group, self.name)
+
+    def delete(self, *, delete_resource_group: bool = False, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
+        """Delete the workspace (with its clusters, experiments and jobs) -- and, only when asked,
+        its resource group with everything in it. Succeeds when already gone."""
+        self.begin_delete().result(timeout)
         if delete_resource_group:
-            delete_resource_group_(self.target, self.resource_group)
+            self._backend.delete_resource_group(self.resource_group, timeout)
 
     def usages(self) -> List[Usage]:
-        """Batch AI quotas and their use in the workspace's region."""
-        location = self.location
-        with azure_errors("listing usages in", location):
-            items: List[Any] = list(self.target.batchai().usages.list(location))
-        return [Usage(name=str(u.name.value if u.name else ""), current_value=int(u.current_value or 0),
-                      limit=int(u.limit or 0), unit=str(getattr(u.unit, "value", u.unit) or "Count")) for u in items]
+        """Quotas and their use in the workspace's region."""
+        location = self.location or self.refresh().location
+        return self._backend.usages(str(location))
 
     # -- children -------------------------------------------------------------------------------
-    def create_experiment(self, name: str) -> "Experiment":
-        from ._experiment import Experiment
+    def create_experiment(self, name: str) -> Experiment:
         return Experiment.create(self, name)
 
-    def get_experiment(self, name: str) -> "Experiment":
-        from ._experiment import Experiment
+    def get_experiment(self, name: str) -> Experiment:
         return Experiment.get(self, name)
 
-    def list_experiments(self) -> List["Experiment"]:
-        from ._experiment import Experiment
+    def list_experiments(self) -> List[Experiment]:
         return Experiment.list(self)
 
-    def create_cluster(self, name: str, spec: Optional[ClusterSpec] = None, *, vm_size: str = "Standard_NC6",
-                       vm_priority: str = "dedicated", target_node_count: Optional[int] = None,
-                       auto_scale: Optional[Union[AutoScale, tuple[int, int]]] = None,
-                       admin_user_name: Optional[str] = None, ssh_public_key: Optional[str] = None,
-                       admin_password: Optional[str] = None, generate_ssh_keys: bool = True,
-                       ssh_key_path: Optional[Union[str, Path]] = None, image: Optional[ImageReference] = None,
-                       setup_task: Optional[SetupTask] = None, mounts: Sequence[Mount] = ()) -> "GpuCluster":
-        """The cluster ``name`` (get-or-create), from ``spec`` or from the keyword options.
+    def begin_create_cluster(self, name: str, spec: Optional[ClusterSpec] = None, *, vm_size: str = "Standard_NC6",
+                             vm_priority: str = "dedicated", target_node_count: Optional[int] = None,
+                             auto_scale: Optional[Union[AutoScale, tuple[int, int]]] = None,
+                             admin_user_name: Optional[str] = None, ssh_public_key: Optional[str] = None,
+                             admin_password: Optional[str] = None, generate_ssh_keys: bool = True,
+                             ssh_key_path: Optional[Union[str, Path]] = None, image: Optional[ImageReference] = None,
+                             setup_task: Optional[SetupTask] = None,
+                             mounts: Sequence[Mount] = ()) -> "LROPoller[GpuCluster]":
+        """Start creating the cluster ``name`` (get-or-create), from ``spec`` or from the keyword
+        options; the poller's result is the :class:`GpuCluster` once the service accepted it.
 
         Without ``ssh_public_key`` or ``admin_password``, ``generate_ssh_keys`` uses
         ``~/.ssh/id_rsa.pub`` (or ``ssh_key_path + '.pub'``), creating the pair when missing.
-        The call returns once the service accepted the cluster; see
-        :meth:`GpuCluster.wait_until_ready`.
+        An existing cluster with other settings (its VM size, admin user, password, key, image,
+        setup task or mounts; not its node count, which :meth:`GpuCluster.resize` changes) is a
+        :class:`ConflictError` naming them. Fields the target cannot express are refused here,
+        before any request.
         """
-        from ._cluster import GpuCluster
         if spec is None:
             if isinstance(auto_scale, tuple):
                 auto_scale = AutoScale(minimum=auto_scale[0], maximum=auto_scale[1])
@@ -171,14 +149,42 @@ class Workspace:
                                auto_scale=auto_scale, admin_user_name=user, ssh_public_key=ssh_public_key,
                                admin_password=admin_password, image=image, setup_task=setup_task,
                                mounts=tuple(mounts))
-        return GpuCluster.create(self, name, spec)
+        if not isinstance(spec, ClusterSpec):
+            raise InvalidSpecError("spec", f"{type(spec).__name__} is not a ClusterSpec", "ClusterSpec(...)")
+        check_batchai_name(name, "cluster")
+        backend = self._backend
+        backend.check_cluster_spec(spec)
+        ref = ClusterRef(self.resource_group, self.name, name)
+        cluster_id = backend.cluster_id(ref)
+        existing = backend.find_cluster(ref)
+        if existing is not None:
+            record = backend.reuse_cluster(ref, spec, existing)
+            log.info("cluster %s exists with these settings; using it", cluster_id)
+            return DonePoller(GpuCluster(self, name, _record=record))
+        log.info("creating cluster %s (%s, %s)", cluster_id, spec.vm_size, _scale_text(spec))
+        return MappedPoller(backend.begin_create_cluster(ref, spec), lambda r: GpuCluster(self, name, _record=r),
+                            action="creating cluster", resource=cluster_id)
 
-    def get_cluster(self, name: str) -> "GpuCluster":
-        from ._cluster import GpuCluster
+    def create_cluster(self, name: str, spec: Optional[ClusterSpec] = None, *, vm_size: str = "Standard_NC6",
+                       vm_priority: str = "dedicated", target_node_count: Optional[int] = None,
+                       auto_scale: Optional[Union[AutoScale, tuple[int, int]]] = None,
+                       admin_user_name: Optional[str] = None, ssh_public_key: Optional[str] = None,
+                       admin_password: Optional[str] = None, generate_ssh_keys: bool = True,
+                       ssh_key_path: Optional[Union[str, Path]] = None, image: Optional[ImageReference] = None,
+                       setup_task: Optional[SetupTask] = None, mounts: Sequence[Mount] = (),
+                       timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> GpuCluster:
+        """:meth:`begin_create_cluster`, waiting at most ``timeout`` seconds for the service to
+        accept the cluster; :meth:`GpuCluster.wait_until_ready` then waits for its nodes."""
+        return self.begin_create_cluster(
+            name, spec, vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count,
+            auto_scale=auto_scale, admin_user_name=admin_user_name, ssh_public_key=ssh_public_key,
+            admin_password=admin_password, generate_ssh_keys=generate_ssh_keys, ssh_key_path=ssh_key_path,
+            image=image, setup_task=setup_task, mounts=mounts).result(timeout)
+
+    def get_cluster(self, name: str) -> GpuCluster:
         return GpuCluster.get(self, name)
 
-    def list_clusters(self) -> List["GpuCluster"]:
-        from ._cluster import GpuCluster
+    def list_clusters(self) -> List[GpuCluster]:
         return GpuCluster.list(self)
 
 
@@ -191,36 +197,7 @@ def _default_admin_user() -> str:
     return user if user and user.lower() not in ("root", "admin") and user.replace("_", "a").isalnum() else "batchai"
 
 
-def _resource_group_of(resource_id: str) -> str:
-    parts = resource_id.split("/")
-    lowered = [p.lower() for p in parts]
-    return parts[lowered.index("resourcegroups") + 1] if "resourcegroups" in lowered else ""
-
-
-def ensure_resource_group(target: "Target", resource_group: str, location: str) -> None:
-    """Create ``resource_group`` in ``location`` unless it exists (in any location)."""
-    client = target.resources()
-    resource = f"/subscriptions/{target.subscription_id}/resourceGroups/{resource_group}"
-    with azure_errors("creating resource group", resource):
-        try:
-            client.resource_groups.get(resource_group)
-            return
-        except ResourceNotFoundError:
-            pass
-        log.info("creating resource group %s in %s", resource_group, location)
-        from azure.mgmt.resource.resources.models import ResourceGroup
-        client.resource_groups.create_or_update(resource_group, ResourceGroup(location=location))
-
-
-def delete_resource_group_(target: "Target", resource_group: str) -> None:
-    resource = f"/subscriptions/{target.subscription_id}/resourceGroups/{resource_group}"
-    with azure_errors("deleting resource group", resource):
-        try:
-            log.info("deleting resource group %s", resource_group)
-            target.resources().resource_groups.begin_delete(resource_group).result()
-        except ResourceNotFoundError:
-            log.debug("resource group %s was already gone", resource_group)
-
-
-def conflict(resource: str, message: str) -> ConflictError:
-    return ConflictError(message, resource=resource)
+def _scale_text(spec: ClusterSpec) -> str:
+    if spec.auto_scale is not None:
+        return f"auto-scale {spec.auto_scale.minimum}..{spec.auto_scale.maximum}"
+    return f"{spec.target_node_count} node(s)"

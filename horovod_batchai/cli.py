@@ -17,8 +17,9 @@ The tutorial, one command per step::
         --query executionState
     horovod-batchai job stream -g batchai.horovod -w batchaidev -e cifar -n cifar_distributed
 
-It runs on the local service unless told otherwise (``--target azure`` or
-``HOROVOD_BATCHAI_TARGET=azure``); locally the service is started on first use and found again
+It runs on the local service unless told otherwise (``--target azureml`` for Azure Machine
+Learning, with ``-g``/``-w`` naming the Azure ML workspace; ``--target azure`` for Batch AI's API;
+or ``HOROVOD_BATCHAI_TARGET``); locally the service is started on first use and found again
 through its state directory. ``--output json`` prints what every show / list / create returns as
 JSON; ``--query PATH`` picks one value from it (``nodeStateCounts.runningNodeCount``).
 
@@ -213,10 +214,17 @@ class Context:
     def target(self) -> Target:
         if self._target is None:
             args = self.args
+            if args.target in ("azure", "azureml") and not args.subscription:
+                raise UsageError(f"--subscription (or $AZURE_SUBSCRIPTION_ID) is required with --target {args.target}")
             if args.target == "azure":
-                if not args.subscription:
-                    raise UsageError("--subscription (or $AZURE_SUBSCRIPTION_ID) is required with --target azure")
                 self._target = Target.azure(args.subscription)
+            elif args.target == "azureml":
+                group = getattr(args, "resource_group", None) or os.environ.get("AZURE_RESOURCE_GROUP")
+                workspace = getattr(args, "workspace", None) or os.environ.get("AZUREML_WORKSPACE_NAME")
+                if not group or not workspace:
+                    raise UsageError("--target azureml works in one Azure ML workspace: give -g and -w (or "
+                                     "$AZURE_RESOURCE_GROUP and $AZUREML_WORKSPACE_NAME)")
+                self._target = Target.azureml(args.subscription, group, workspace)
             else:
                 kwargs: dict[str, Any] = {"state_dir": args.state_dir}
                 if args.subscription:
@@ -410,7 +418,7 @@ def job_create(ctx: Context) -> Result:
 
 def job_show(ctx: Context) -> Result:
     job = ctx.job()
-    status = job.refresh()
+    status = job.refresh().status
     return Result(job_data(job, status), job_table([(job, status)]))
 
 
@@ -450,7 +458,7 @@ def job_stream(ctx: Context) -> Result:
                            timeout=ctx.args.timeout):
         sys.stdout.write(text)
         sys.stdout.flush()
-    status = job.refresh()
+    status = job.refresh().status
     if status.execution_state is ExecutionState.FAILED:
         return Result(quiet=True, exit_code=EXIT_FAILED,
                       error=f"job {job.name!r} failed with exit code {status.exit_code}"
@@ -599,6 +607,20 @@ def local_status(ctx: Context) -> Result:
     return Result(data, _service_table(data))
 
 
+def local_az_env(ctx: Context) -> Result:
+    """The shell lines that point an installed Azure CLI at the local service (started if need be):
+    ``eval "$(horovod-batchai local az-env)"``, then the tutorial's az commands."""
+    from .local import ensure_running
+    from .local.az_env import az_env_lines
+    info = ensure_running(_local_only(ctx))
+    try:
+        lines = az_env_lines(info, storage_account=ctx.args.storage_account)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    print("\n".join(lines))
+    return Result(quiet=True)
+
+
 # -- the command line -----------------------------------------------------------------------------
 def _count(text: str) -> int:
     try:
@@ -637,12 +659,13 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool, with_tar
 
     group = parser.add_argument_group("global options")
     if with_target:
-        group.add_argument("--target", choices=("local", "azure"),
+        group.add_argument("--target", choices=("local", "azure", "azureml"),
                            default=default(os.environ.get("HOROVOD_BATCHAI_TARGET", "local").strip().lower()
                                            or "local"),
-                           help="where to run: the local service (default) or Azure ($HOROVOD_BATCHAI_TARGET)")
+                           help="where to run: the local service (default), Azure Machine Learning (azureml) "
+                                "or Batch AI's API on Azure (azure) ($HOROVOD_BATCHAI_TARGET)")
     group.add_argument("--subscription", default=default(os.environ.get("AZURE_SUBSCRIPTION_ID")),
-                       help="Azure subscription id ($AZURE_SUBSCRIPTION_ID); required with --target azure")
+                       help="Azure subscription id ($AZURE_SUBSCRIPTION_ID); required with --target azure/azureml")
     group.add_argument("--state-dir", type=Path, default=default(None),
                        help="the local service's state directory ($HOROVOD_BATCHAI_STATE_DIR, else "
                             "~/.horovod-batchai/local); a service running for it is reused, else one is started")
@@ -763,7 +786,8 @@ def build_parser() -> argparse.ArgumentParser:
     name(p, "cluster")
     scale(p)
     p.add_argument("--deallocation-option", choices=("requeue", "terminate", "waitforjobcompletion"),
-                   default="requeue", help="what happens to jobs on removed nodes (default: requeue)")
+                   default=None, help="what happens to jobs on removed nodes (Batch AI's default: requeue; "
+                                      "Azure ML only removes idle nodes and takes none)")
     p = command(sub, "wait", cluster_wait, "wait until a cluster is steady with its nodes idle")
     ws(p)
     name(p, "cluster")
@@ -862,6 +886,10 @@ def build_parser() -> argparse.ArgumentParser:
     command(sub, "start", local_start, "start the local service in the background (reused if running)")
     command(sub, "stop", local_stop, "stop the local service")
     command(sub, "status", local_status, "say whether the local service runs; exit 3 if not")
+    p = command(sub, "az-env", local_az_env, "print the shell lines that point the Azure CLI at the local service: "
+                                             'eval "$(horovod-batchai local az-env)"')
+    p.add_argument("--storage-account", default="mystorageaccount",
+                   help="the storage account az storage commands use (default: the tutorial's mystorageaccount)")
     return parser
 
 

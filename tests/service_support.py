@@ -11,7 +11,7 @@ from horovod_batchai.local import LocalService, ServiceSettings
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 
 # Fast enough for tests, slow enough that "resizing"/"preparing" states are observable.
-FAST = ServiceSettings(provision_delay_s=0.3, deallocation_delay_s=0.1)
+FAST = ServiceSettings(provision_delay_s=0.3, deallocation_delay_s=0.1, scale_down_delay_s=0.5)
 
 
 def client_kwargs(svc: LocalService) -> dict:

@@ -1,9 +1,9 @@
 """The local stand-in for Azure: ARM (Microsoft.Resources, Microsoft.Storage, Microsoft.BatchAI
-2018-05-01) and the Azure Files data plane over HTTPS on loopback, with state on disk and jobs run
-as real local Horovod processes."""
-from .auth import LocalCredential
-from .backend import STATE_DIR_ENV, ServiceSettings, default_state_dir
-from .server import LocalService, ServiceAlreadyRunning, ServiceInfo, ensure_running, find_running, stop_daemon
+2018-05-01), the Azure Files data plane and, through Azurite, blob storage over HTTPS on loopback,
+with state on disk and jobs run as real local Horovod processes."""
+from .core.tokens import LocalCredential
+from .core.backend import STATE_DIR_ENV, ServiceSettings, default_state_dir
+from .service import LocalService, ServiceAlreadyRunning, ServiceInfo, ensure_running, find_running, stop_daemon
 
 __all__ = ["LocalCredential", "LocalService", "ServiceAlreadyRunning", "ServiceInfo", "ServiceSettings",
            "STATE_DIR_ENV", "default_state_dir", "ensure_running", "find_running", "stop_daemon"]

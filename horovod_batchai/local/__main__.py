@@ -13,8 +13,8 @@ import threading
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .backend import ServiceSettings, default_state_dir
-from .server import LocalService, ServiceAlreadyRunning, ensure_running, find_running, stop_daemon
+from .core.backend import ServiceSettings, default_state_dir
+from .service import LocalService, ServiceAlreadyRunning, ensure_running, find_running, stop_daemon
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,6 +67,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"Files endpoint:      {info.endpoint}/<account>", flush=True)
         print(f"CA certificate:      {info.ca_cert}", flush=True)
         print(f"State directory:     {info.state_dir}", flush=True)
+        # Last: Azurite may still be starting (about a second).
+        blob = service.backend.blob if service.backend is not None else None
+        if blob is not None and blob.available:
+            print(f"Blob endpoint:       {blob.require().endpoint}/<account>  (Azurite)", flush=True)
+        else:
+            print(f"Blob endpoint:       none: {blob.problem if blob is not None else 'not started'}", flush=True)
         # Wait in short slices: a signal may be delivered to any thread, and only the main thread
         # runs Python's handlers -- when it next wakes up, which an untimed wait never does.
         while not stopping.wait(0.2):

@@ -11,17 +11,25 @@ from typing import Any, Callable, Iterable
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.wrappers import Request, Response
 
-from . import batchai_api, files_api, resources_api, storage_api
-from .auth import verify_token
-from .backend import LocalBackend
-from .errors import ArmError, StorageError, arm_error_response, storage_error_response
-from .routing import Call, Router
+from .batchai import api as batchai_api
+from .core.arm_errors import ArmError, arm_error_response
+from .core.backend import LocalBackend
+from .core.identity import TOKEN_PATH, token_endpoint
+from .core.routing import Call, Router, json_response
+from .core.tokens import verify_token
+from .files import api as files_api
+from .files.errors import StorageError, storage_error_response
+from .resources import api as resources_api
+from .resources import subscriptions as subscriptions_api
+from .resources.cloud_metadata import API_VERSIONS as METADATA_VERSIONS
+from .resources.cloud_metadata import METADATA_PATH, metadata_body
+from .storage import api as storage_api
 
 __all__ = ["LocalApp", "make_app"]
 
 log = logging.getLogger(__name__)
 
-ARM_ROUTES = [*resources_api.ROUTES, *storage_api.ROUTES, *batchai_api.ROUTES]
+ARM_ROUTES = [*subscriptions_api.ROUTES, *resources_api.ROUTES, *storage_api.ROUTES, *batchai_api.ROUTES]
 
 
 class _DropConnection(Exception):
@@ -54,10 +62,17 @@ def _loggable(path: str) -> str:
 
 
 def _is_arm(request: Request) -> bool:
-    # ARM paths start with /subscriptions or /providers and always carry api-version; the Files
-    # data plane is path-style (/<account>/<share>/...) and carries x-ms-version or a SAS instead.
+    # ARM paths start with /subscriptions, /providers or /tenants and always carry api-version; the
+    # Files data plane is path-style (/<account>/<share>/...) and carries x-ms-version or a SAS instead.
     first = request.path.lstrip("/").split("/", 1)[0].lower()
-    return first in ("subscriptions", "providers") and "api-version" in request.args
+    return first in ("subscriptions", "providers", "tenants") and "api-version" in request.args
+
+
+def _outside_arm(request: Request, path: str) -> bool:
+    """A request for the token endpoint or the cloud metadata: those paths could also name an account
+    and share ("msi", "metadata"), but only these requests carry an api-version and no x-ms-version."""
+    return ("/" + request.path.strip("/") == path and "api-version" in request.args
+            and "x-ms-version" not in request.headers)
 
 
 class LocalApp:
@@ -98,6 +113,10 @@ class LocalApp:
                                                        "Fault injected by the local service.", headers=headers),
                                           head=request.method == "HEAD")
         call = Call(request=request, backend=self.backend, base_url=self.backend.base_url or request.host_url.rstrip("/"))
+        if _outside_arm(request, TOKEN_PATH):
+            return token_endpoint(request, self.backend.state_dir, self.backend.token_secret)
+        if _outside_arm(request, METADATA_PATH):
+            return self._metadata(call)
         if arm:
             return self._handle_arm(call)
         try:
@@ -111,6 +130,18 @@ class LocalApp:
             log.exception("unhandled error in Files data plane for %s %s", _loggable(request.method),
                           _loggable(request.path))
             return storage_error_response(StorageError(500, "InternalError", "The server encountered an internal error."))
+
+    def _metadata(self, call: Call) -> Response:
+        # ARM answers its cloud metadata without authentication.
+        if call.request.method != "GET":
+            return arm_error_response(ArmError(405, "MethodNotAllowed", f"The requested method {call.request.method} "
+                                                                        f"is not allowed for {METADATA_PATH}."))
+        if call.api_version not in METADATA_VERSIONS:
+            supported = ", ".join(sorted(METADATA_VERSIONS))
+            return arm_error_response(ArmError(400, "InvalidApiVersionParameter",
+                                               f"The api-version '{call.api_version}' is invalid. The supported "
+                                               f"versions are '{supported}'."))
+        return json_response(metadata_body(call.api_version, call.base_url))
 
     def _handle_arm(self, call: Call) -> Response:
         request = call.request

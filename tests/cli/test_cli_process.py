@@ -86,3 +86,24 @@ def test_local_verbs_refuse_the_azure_target(tmp_path: Path, capsys: pytest.Capt
     code = main(["--target", "azure", "--subscription", "00000000-0000-0000-0000-000000000001",
                  "local", "status"])
     assert code == EXIT_USAGE and "--target azure" in capsys.readouterr().err
+
+
+def test_the_azureml_target_needs_its_workspace_and_checks_vm_sizes_before_any_request(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("AZURE_RESOURCE_GROUP", "AZUREML_WORKSPACE_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    azureml = ["--target", "azureml", "--subscription", "00000000-0000-0000-0000-000000000001"]
+    code = main([*azureml, "share", "show", "-g", RG, "--account-name", "mystorageaccount",
+                 "--share-name", "myshare"])
+    assert code == EXIT_USAGE and "give -g and -w" in capsys.readouterr().err
+    code = main([*azureml, "cluster", "create", "-g", RG, "-w", WS, "-n", "nc6cluster", "--vm-size",
+                 "Standard_NC6", "--target", "2", "--ssh-key-file", str(_public_key(tmp_path))])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and "vm_size: 'Standard_NC6' was retired by Azure" in err and "Traceback" not in err
+
+
+def _public_key(tmp_path: Path) -> Path:
+    key = tmp_path / "id_rsa.pub"
+    key.write_text("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDWm/4TTHMZdzZVJcob2aFRWDmIyJLxk028 t@h\n", encoding="ascii")
+    return key

@@ -215,3 +215,24 @@ def test_the_examples_use_job_json_verbatim_and_never_import_tensorflow(where: s
             imported.add(node.module.split(".")[0])
     assert not imported & {"tensorflow", "keras", "horovod"}
     assert "horovod_batchai" in imported
+
+
+AZUREML = ["--target", "azureml", "--subscription", "00000000-0000-0000-0000-000000000001", "--resource-group",
+           "mlgroup", "--workspace", "mlworkspace", "--storage-account", "mlstorage123"]
+
+
+def test_azureml_says_what_it_will_create_and_wants_yes_when_not_at_a_terminal(tmp_path: Path) -> None:
+    run = _tutorial([*AZUREML, "--nodes", "2"], tmp_path, timeout=120)  # stdin is not a terminal here
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "AmlCompute cluster nc6cluster: 2 x Standard_NC6s_v3, priority dedicated" in run.stdout
+    assert "datastore mlstorage123_myshare" in run.stdout
+    assert "--yes is needed" in run.stderr and "Traceback" not in run.stderr
+    assert "Target:" not in run.stdout  # nothing was built, let alone created
+
+
+@pytest.mark.parametrize("drop, message", [("--workspace", "--workspace"), ("--resource-group", "--resource-group")])
+def test_azureml_needs_its_workspace(tmp_path: Path, drop: str, message: str) -> None:
+    args = list(AZUREML)
+    del args[args.index(drop):args.index(drop) + 2]
+    run = _tutorial(args, tmp_path, timeout=120)
+    assert run.returncode == 2 and f"--target azureml needs {message}" in run.stderr

@@ -11,7 +11,7 @@ from typing import Optional
 from azure.storage.fileshare import ShareServiceClient
 
 from horovod_batchai.local import LocalService
-from horovod_batchai.local.accounts import new_key
+from horovod_batchai.local.storage.accounts import new_key
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 

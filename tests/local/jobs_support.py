@@ -12,10 +12,11 @@ from typing import Any, Callable, Optional
 from azure.mgmt.batchai import BatchAI
 from azure.mgmt.batchai.models import (ClusterCreateParameters, ClusterUpdateParameters, JobCreateParameters,
                                       JobsListOutputFilesOptions)
+from azure.storage.blob import BlobServiceClient
 from azure.storage.fileshare import ShareFileClient, ShareServiceClient
 
 from horovod_batchai.local import LocalService
-from horovod_batchai.local.node_runner import RUN_TAG_ENV
+from horovod_batchai.local.runner.processes import RUN_TAG_ENV
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 RG, WS, EXP, SHARE = "jobs-rg", "ws", "exp", "myshare"
@@ -61,6 +62,19 @@ class Lab:
             if not directory.exists():
                 directory.create_directory()
         client.get_file_client(path).upload_file(text.encode())
+
+    def blobs(self) -> BlobServiceClient:
+        """azure-storage-blob's client for the account, at the blob endpoint the account publishes."""
+        from azure.mgmt.storage import StorageManagementClient
+        with StorageManagementClient(self.service.credential(), SUBSCRIPTION, **self.kwargs) as storage:
+            url = storage.storage_accounts.get_properties(RG, self.account).primary_endpoints.blob
+        assert url, "the account publishes no blob endpoint"
+        return BlobServiceClient(url, credential={"account_name": self.account, "account_key": self.key},
+                                 connection_verify=str(self.service.info.ca_cert))
+
+    def blob_mount(self, container: str, relative: str = "bfs") -> dict[str, Any]:
+        return {"azureBlobFileSystems": [{"accountName": self.account, "containerName": container,
+                                          "credentials": {"accountKey": self.key}, "relativeMountPath": relative}]}
 
     @property
     def share_url(self) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import shutil
 import signal
 import socket
 import ssl
@@ -23,7 +25,7 @@ from azure.core.exceptions import ClientAuthenticationError
 from service_support import FAST, SUBSCRIPTION, client_kwargs
 from horovod_batchai.local import (STATE_DIR_ENV, LocalService, ServiceAlreadyRunning, ServiceSettings,
                                    default_state_dir, ensure_running, find_running, stop_daemon)
-from horovod_batchai.local.auth import mint_token
+from horovod_batchai.local.core.tokens import mint_token
 from raw_arm import STORAGE_VERSION, RawArm
 
 RG = f"/subscriptions/{SUBSCRIPTION}/resourcegroups/rg"
@@ -395,6 +397,10 @@ def test_serve_prints_its_endpoints_refuses_a_second_copy_and_stops_on_sigterm(t
         assert f"Files endpoint:      https://127.0.0.1:{port}/<account>" in text
         assert f"CA certificate:      {state / 'tls-cert.pem'}" in text
         assert find_running(state).endpoint == f"https://127.0.0.1:{port}"
+        blob = _wait_for_line(log, "Blob endpoint:", proc).split()[2]
+        if shutil.which("node"):
+            assert re.fullmatch(r"https://127\.0\.0\.1:\d+/<account>", blob), blob
+            blob_port = int(blob.rsplit(":", 1)[1].split("/")[0])
 
         second = _serve(state, _free_port())
         out, err = second.communicate(timeout=60)
@@ -405,6 +411,8 @@ def test_serve_prints_its_endpoints_refuses_a_second_copy_and_stops_on_sigterm(t
         code = _stop(proc)
     assert code == 0
     assert find_running(state) is None and not _port_open(port)
+    if shutil.which("node"):
+        assert not _port_open(blob_port), "Azurite must stop with the service"
 
 
 def test_serve_refuses_non_loopback_hosts(tmp_path: Path):

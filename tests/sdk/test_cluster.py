@@ -73,7 +73,7 @@ def test_generated_ssh_key_is_private_and_reused(workspace: Workspace, tmp_path:
     cluster = workspace.create_cluster("c2", vm_size="Standard_D1", target_node_count=0, admin_user_name="demo",
                                        generate_ssh_keys=True, ssh_key_path=key_path)
     assert key_path.with_name("id_rsa.pub").read_text().strip() == public
-    assert cluster.refresh()._known().user_account_settings.admin_user_ssh_public_key == public
+    assert cluster.refresh().ssh_public_key == public
 
 
 def test_wait_times_out_with_a_clear_error(tmp_path: Path) -> None:

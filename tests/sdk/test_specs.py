@@ -4,11 +4,13 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from horovod_batchai import (AutoScale, AzureFileShareMount, ClusterSpec, HorovodJob, InvalidSpecError,
-                             OutputDirectory)
+from horovod_batchai import (AutoScale, AzureBlobMount, AzureFileShareMount, ClusterSpec, ContainerRegistry,
+                             FileServerMount, HorovodJob, ImageReference, InputDirectory, InvalidSpecError,
+                             OutputDirectory, SetupTask, UnmanagedMount)
 from horovod_batchai._mounts import ACCOUNT_PLACEHOLDER
 from horovod_batchai._names import check_share_path, check_storage_account
 
@@ -88,7 +90,7 @@ def test_replace_validates() -> None:
 @pytest.mark.parametrize("document, field", [
     ({"properties": {"nodeCount": "four", "horovodSettings": {"pythonScriptFilePath": "x"}}}, "nodeCount"),
     ({"properties": {"nodeCount": 1, "horovodSettings": {"commandLineArgs": "--x"}}}, "horovodSettings"),
-    ({"properties": {"nodeCount": 1, "customToolkitSettings": {"commandLine": "echo"}}}, "horovodSettings"),
+    ({"properties": {"nodeCount": 1, "customToolkitSettings": {"commandLine": "echo"}}}, "customToolkitSettings"),
     ({"$schema": "https://example.com/job.json", "properties": {}}, "$schema"),
     ({"$schema": "https://raw.githubusercontent.com/Azure/BatchAI/master/schemas/2018-05-01/cluster.json",
       "properties": {}}, "$schema"),
@@ -144,7 +146,7 @@ def test_std_out_err_defaults_to_the_first_mount() -> None:
     ({"max_wall_clock_time": timedelta(0)}, "max_wall_clock_time"),
     ({"environment_variables": {"1BAD": "x"}}, "environment_variables"),
     ({"secrets": {"A": "1"}, "environment_variables": {"A": "2"}}, "secrets"),
-    ({"mounts": [share_mount(), share_mount()]}, "mounts"),
+    ({"mounts": [share_mount(), share_mount()]}, "mounts[1].relative_mount_path"),
     ({"mounts": ["not a mount"]}, "mounts[0]"),
     ({"output_directories": [OutputDirectory(id="OUT", path_prefix="$AZ_BATCHAI_JOB_MOUNT_ROOT/nope")]},
      "output_directories[OUT].path_prefix"),
@@ -162,6 +164,12 @@ def test_spec_is_frozen_and_keyword_only() -> None:
         spec.node_count = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
         HorovodJob("$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/train.py")  # type: ignore[misc]
+
+
+def test_paths_under_declared_input_directories_are_accepted() -> None:
+    spec = HorovodJob(script="${AZ_BATCHAI_INPUT_CODE}/train.py", mounts=[share_mount()],
+                      input_directories=[InputDirectory(id="CODE", path="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/code")])
+    spec.check_paths_against([])
 
 
 def test_paths_under_cluster_mounts_are_checked_against_the_cluster() -> None:
@@ -235,7 +243,7 @@ def test_from_file_reports_unreadable_files_by_name(tmp_path: Path) -> None:
     latin1.write_bytes(json.dumps({"properties": {"nodeCount": 1}}).encode() + b"\xff")
     with pytest.raises(InvalidSpecError, match="not UTF-8") as info:
         HorovodJob.from_file(latin1)
-    assert info.value.field == str(latin1)
+    assert info.value.field == "the document" and info.value.source == str(latin1)
     with pytest.raises(InvalidSpecError, match="cannot be read") as info:
         HorovodJob.from_file(tmp_path)  # a directory
     assert info.value.field == "path"
@@ -293,3 +301,105 @@ def test_setup_task_and_mount_fields_of_the_wrong_kind() -> None:
         AzureFileShareMount(account_name="mystorageaccount", azure_file_url=None,  # type: ignore[arg-type]
                             relative_mount_path="myshare")
     assert info.value.field == "mount.azure_file_url"
+
+
+@pytest.mark.parametrize("changes, field, fragment", [
+    ({"container_image": ""}, "container_image", "is empty"),
+    ({"container_image": "TensorFlow/tensorflow"}, "container_image", "lower-case"),
+    ({"container_image": "tensorflow/tensorflow", "shm_size": "lots"}, "shm_size", "not a size"),
+    ({"shm_size": "2g"}, "shm_size", "container_image is not"),
+    ({"container_registry": ContainerRegistry(username="me")}, "container_registry", "container_image is not"),
+    ({"job_preparation": ""}, "job_preparation", "is empty"),
+    ({"job_preparation": "apt install\x00 x"}, "job_preparation", "NUL"),
+    ({"interpreter": ""}, "interpreter", "is empty"),
+    ({"arguments": "--x " * 20_000}, "arguments", "80000 bytes long"),
+    ({"arguments": ["--epochs", None]}, "arguments[1]", "null"),
+    ({"script": "$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/train\x00.py"}, "script", "NUL"),
+    ({"script": "$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/train.py\nrm -rf ~"}, "script", "control character"),
+    ({"script": "$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/../../etc/train.py"}, "script", "outside every mount"),
+    ({"script": "$AZ_BATCHAI_INPUT_CODE/train.py"}, "script", "not under an input directory"),
+    ({"node_count": 2**31}, "node_count", "int32"),
+    ({"process_count": 2.0}, "process_count", "not a positive integer"),
+    ({"environment_variables": {"EPOCHS": 2}}, "environment_variables['EPOCHS']", "not a string"),
+    ({"environment_variables": {"EPOCHS": None}}, "environment_variables['EPOCHS']", "not a string"),
+    ({"secrets": {"TOKEN": "s3cr3t\x00"}}, "secrets['TOKEN']", "NUL"),
+    ({"secrets": {f"S{i}": "v" * 100_000 for i in range(12)}}, "environment_variables and secrets", "1048576"),
+    ({"cluster_id": "nc6cluster"}, "cluster_id", "not a cluster resource id"),
+    (lambda: {"output_directories": [OutputDirectory(id="OUT", path_prefix="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare",
+                                                     path_suffix="/models")]}, "output_directories.path_suffix",
+     "not a relative path"),
+    (lambda: {"input_directories": [InputDirectory(id="DATA", path="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/a")],
+              "output_directories": [OutputDirectory(id="data", path_prefix="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare")]},
+     "output_directories[0].id", "repeats the id"),
+])
+def test_python_arguments_are_checked_by_the_same_rules_naming_the_argument(changes: Any, field: str,
+                                                                            fragment: str) -> None:
+    base = dict(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/train.py", mounts=[share_mount()])
+    with pytest.raises(InvalidSpecError) as info:
+        HorovodJob(**{**base, **(changes() if callable(changes) else changes)})
+    assert info.value.field == field and fragment in str(info.value), str(info.value)
+    assert info.value.source is None and "s3cr3t" not in str(info.value)
+
+
+@pytest.mark.parametrize("build, field", [
+    (lambda: AzureFileShareMount(account_name="otheraccount", relative_mount_path="x",
+                                 azure_file_url="https://mystorageaccount.file.core.windows.net/myshare"),
+     "mount.account_name"),
+    (lambda: AzureFileShareMount(account_name="mystorageaccount", relative_mount_path="x",
+                                 azure_file_url="https://mystorageaccount.blob.core.windows.net/myshare"),
+     "mount.azure_file_url"),
+    (lambda: AzureFileShareMount.for_share("mystorageaccount", "myshare", account_key="k\x00ey"), "mount.account_key"),
+    (lambda: AzureBlobMount(account_name="mystorageaccount", container_name="Bad_Name", relative_mount_path="b"),
+     "mount.container_name"),
+    (lambda: FileServerMount(file_server_id=None, relative_mount_path="nfs"), "mount.file_server_id"),
+    (lambda: UnmanagedMount(mount_command=None, relative_mount_path="nfs"), "mount.mount_command"),
+    (lambda: ContainerRegistry(server_url="my registry", username="me"), "container_registry.server_url"),
+    (lambda: ContainerRegistry(username=""), "container_registry.username"),
+])
+def test_mount_and_registry_arguments_name_the_field(build: Any, field: str) -> None:
+    with pytest.raises(InvalidSpecError) as info:
+        build()
+    assert info.value.field == field, str(info.value)
+    assert "k\x00ey" not in str(info.value)
+
+
+def test_a_job_json_spec_names_properties_until_a_field_is_replaced_in_python(tmp_path: Path) -> None:
+    path = tmp_path / "job.json"
+    document = json.loads((REPO / "tests" / "sdk" / "good_job_json" / "base.json").read_text())
+    path.write_text(json.dumps(document))
+    spec = HorovodJob.from_file(path, storage=FakeStorage())
+    with pytest.raises(InvalidSpecError) as info:
+        spec.check_paths_against([])  # fine: the script is under the job's own mount
+        spec.replace(script="$AZ_BATCHAI_MOUNT_ROOT/azfiles/train.py").check_paths_against([])
+    assert info.value.field == "script" and info.value.source is None  # the caller wrote it in Python
+    with pytest.raises(InvalidSpecError) as info:
+        spec.replace(node_count=0)
+    assert info.value.field == "node_count"
+    with pytest.raises(InvalidSpecError) as info:  # the script still comes from the file, now outside the mounts
+        spec.replace(mounts=(share_mount("elsewhere"),), std_out_err_path_prefix="$AZ_BATCHAI_JOB_MOUNT_ROOT/elsewhere")
+    assert (info.value.field, info.value.source) == ("properties.horovodSettings.pythonScriptFilePath", str(path))
+    with pytest.raises(InvalidSpecError) as info:
+        spec.check_cluster("/subscriptions/x/resourceGroups/rg/providers/Microsoft.BatchAI/workspaces/w/clusters/c",
+                           "c", maximum_node_count=1)
+    assert (info.value.field, info.value.source) == ("properties.nodeCount", str(path))
+
+
+@pytest.mark.parametrize("build, field", [
+    (lambda: SetupTask(command_line="", std_out_err_path_prefix="$AZ_BATCHAI_MOUNT_ROOT/x"), "setup_task.command_line"),
+    (lambda: SetupTask(command_line="true", std_out_err_path_prefix="$AZ_BATCHAI_MOUNT_ROOT/x\n"),
+     "setup_task.std_out_err_path_prefix"),
+    (lambda: SetupTask(command_line="true", std_out_err_path_prefix="$AZ_BATCHAI_MOUNT_ROOT/x", secrets={"T": 5}),
+     "setup_task.secrets['T']"),
+    (lambda: SetupTask(command_line="true", std_out_err_path_prefix="$AZ_BATCHAI_MOUNT_ROOT/x",
+                       environment_variables={"T": "1"}, secrets={"T": "2"}), "setup_task.secrets"),
+    (lambda: ImageReference(publisher="", offer="UbuntuServer", sku="16.04-LTS"), "image.publisher"),
+    (lambda: ClusterSpec(vm_size="Standard_NC6", admin_user_name="demo", admin_password="Pa55\x00word"),
+     "admin_password"),
+    (lambda: ClusterSpec(vm_size="Standard_NC6", admin_user_name="demo", ssh_public_key="ssh-rsa AAAA\nssh-rsa B"),
+     "ssh_public_key"),
+])
+def test_cluster_arguments_name_the_field(build: Any, field: str) -> None:
+    with pytest.raises(InvalidSpecError) as info:
+        build()
+    assert info.value.field == field, str(info.value)
+    assert "Pa55" not in str(info.value)

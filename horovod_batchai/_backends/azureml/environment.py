@@ -1,0 +1,24 @@
+"""The Docker build context a job runs in when its spec names no image.
+
+The context is this folder's Dockerfile plus the ``training`` package (the tutorial's script
+imports it), copied into a fresh directory that azure-ai-ml uploads and Azure ML builds.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+__all__ = ["DOCKERFILE", "build_context"]
+
+DOCKERFILE = Path(__file__).with_name("environment") / "Dockerfile"
+
+
+def build_context() -> Path:
+    """A new directory holding ``Dockerfile`` and ``training/`` (the caller removes it)."""
+    import training
+    source = Path(training.__file__).resolve().parent
+    context = Path(tempfile.mkdtemp(prefix="horovod-batchai-env-"))
+    shutil.copy2(DOCKERFILE, context / "Dockerfile")
+    shutil.copytree(source, context / "training", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return context

@@ -1,0 +1,182 @@
+"""What every backend does, in the public classes' own terms.
+
+A backend takes names and frozen specs and returns the neutral records below; it never sees
+the public classes (they sit above it). Everything a backend checks about a spec it checks
+before its first request, raising :class:`InvalidSpecError` naming the field.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, List, Optional, Protocol, runtime_checkable
+
+from azure.core.polling import LROPoller
+
+from .._cluster_spec import AutoScale, ClusterSpec
+from .._job_spec import HorovodJob
+from .._mounts import Mount
+from .._states import ClusterStatus, JobStatus
+from .._values import OutputFile, RemoteLogin, Usage
+
+__all__ = ["Backend", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ClusterRef", "JobRef"]
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    resource_group: str
+    workspace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class JobRef:
+    resource_group: str
+    workspace: str
+    experiment: str
+    name: str
+
+
+@dataclass(frozen=True)
+class WorkspaceRecord:
+    resource_group: str
+    name: str
+    location: str
+
+
+@dataclass(frozen=True)
+class ClusterRecord:
+    """A cluster as the service last described it."""
+
+    name: str
+    id: str
+    vm_size: str
+    #: the most nodes a job can get (manual target, or auto-scale maximum); None when unknown
+    maximum_node_count: Optional[int]
+    #: cluster-level mounts, without keys
+    mounts: tuple[Mount, ...]
+    status: ClusterStatus
+    #: the admin user's public key as the service reports it, when it does
+    ssh_public_key: Optional[str] = None
+    #: the service's own description, for the backend that read it
+    raw: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job as the service last described it; ``read_spec`` rebuilds the submitted spec."""
+
+    name: str
+    id: str
+    status: JobStatus
+    cluster_id: str
+    read_spec: Callable[[], HorovodJob] = field(compare=False, repr=False)
+    #: the service's own description, for the backend that read it
+    raw: Any = field(default=None, compare=False, repr=False)
+
+
+@runtime_checkable
+class RemoteFile(Protocol):
+    """A file reached through a time-limited link: its size, and ranged reads."""
+
+    def size(self) -> int: ...
+
+    def read(self, offset: int, length: int) -> bytes: ...
+
+    def chunks(self) -> Iterator[bytes]: ...
+
+
+class Backend(Protocol):
+    """The operations the public classes delegate. Names are the caller's; ids are the service's."""
+
+    kind: str
+    #: seconds between status polls unless the caller says otherwise
+    default_poll_interval: float
+
+    # -- workspaces -----------------------------------------------------------------------------
+    def workspace_id(self, resource_group: str, name: str) -> str: ...
+
+    def get_workspace(self, resource_group: str, name: str) -> WorkspaceRecord: ...
+
+    def create_workspace(self, resource_group: str, name: str, location: Optional[str],
+                         timeout: Optional[float]) -> WorkspaceRecord: ...
+
+    def list_workspaces(self, resource_group: Optional[str]) -> List[WorkspaceRecord]: ...
+
+    def begin_delete_workspace(self, resource_group: str, name: str) -> "LROPoller[None]": ...
+
+    def ensure_resource_group(self, resource_group: str, location: str) -> None: ...
+
+    def delete_resource_group(self, resource_group: str, timeout: Optional[float]) -> None: ...
+
+    def usages(self, location: str) -> List[Usage]: ...
+
+    # -- experiments ----------------------------------------------------------------------------
+    def experiment_id(self, resource_group: str, workspace: str, name: str) -> str: ...
+
+    def create_experiment(self, resource_group: str, workspace: str, name: str, timeout: Optional[float]) -> None: ...
+
+    def get_experiment(self, resource_group: str, workspace: str, name: str) -> None: ...
+
+    def list_experiments(self, resource_group: str, workspace: str) -> List[str]: ...
+
+    def begin_delete_experiment(self, resource_group: str, workspace: str, name: str) -> "LROPoller[None]": ...
+
+    # -- clusters -------------------------------------------------------------------------------
+    def cluster_id(self, ref: ClusterRef) -> str: ...
+
+    def check_cluster_spec(self, spec: ClusterSpec) -> None: ...
+
+    def get_cluster(self, ref: ClusterRef) -> ClusterRecord: ...
+
+    def find_cluster(self, ref: ClusterRef) -> Optional[ClusterRecord]: ...
+
+    def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec) -> "LROPoller[ClusterRecord]": ...
+
+    def reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec, existing: ClusterRecord) -> ClusterRecord:
+        """``existing`` if it has ``spec``'s settings (its size aside); ConflictError naming the
+        fields otherwise."""
+        ...
+
+    def list_clusters(self, resource_group: str, workspace: str) -> List[ClusterRecord]: ...
+
+    def begin_delete_cluster(self, ref: ClusterRef) -> "LROPoller[None]": ...
+
+    def cluster_status(self, ref: ClusterRef) -> ClusterRecord: ...
+
+    def scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
+                      auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
+                      known: Optional[ClusterRecord] = None) -> ClusterRecord: ...
+
+    def remote_logins(self, ref: ClusterRef) -> List[RemoteLogin]: ...
+
+    # -- jobs -----------------------------------------------------------------------------------
+    def job_id(self, ref: JobRef) -> str: ...
+
+    def check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None: ...
+
+    def check_job_storage(self, spec: HorovodJob) -> None: ...
+
+    def find_job(self, ref: JobRef) -> Optional[JobRecord]: ...
+
+    def get_job(self, ref: JobRef) -> JobRecord: ...
+
+    def submit_job(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord,
+                   timeout: Optional[float]) -> JobRecord: ...
+
+    def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]: ...
+
+    def begin_delete_job(self, ref: JobRef) -> "LROPoller[None]": ...
+
+    def begin_terminate_job(self, ref: JobRef) -> "LROPoller[None]": ...
+
+    def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,
+                          link_expiry_minutes: int) -> List[OutputFile]: ...
+
+    def open_output(self, url: str) -> RemoteFile: ...
+
+    #: the output file whose tail explains a failure (``stderr.txt`` on Batch AI)
+    failure_log_name: str
+
+    # -- storage --------------------------------------------------------------------------------
+    def register_share(self, account_name: str, share_name: str, account_key: str) -> None: ...
+
+    def close(self) -> None: ...

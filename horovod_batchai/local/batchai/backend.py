@@ -1,0 +1,560 @@
+"""The Batch AI backend: workspaces, experiments, clusters, jobs and file servers as the store
+keeps them, and everything the service decides about them.
+
+Handlers (``api.py``) parse a request, call one method here and serialise what it returns. This
+module owns the rest: lookups with the checks every scoped request makes, conflicts between a PUT
+and what exists, long-running operation bookkeeping (``operations.py``), quotas, and what is handed
+to the job scheduler (a :class:`~.scheduling.JobScheduler`). Errors are :class:`ArmError`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import uuid
+from typing import Any, Callable, Optional
+
+from ..core.arm_errors import ArmError
+from ..core.backend import LocalBackend
+from ..core.store import resource_key
+from ..resources.api import normalize_location, require_resource_group, check_subscription_id
+from . import operations
+from .operations import LongRunningOperation, finish_operation, iso_time, start_operation
+from .scheduling import JobScheduler, NoScheduler
+from .validation import TOOLKITS, Parsed, check_job_node_count, check_name
+from .vm_sizes import VM_SIZES, lookup_vm_size
+
+__all__ = ["BatchAIBackend", "WORKSPACE_TYPE", "EXPERIMENT_TYPE", "CLUSTER_TYPE", "JOB_TYPE", "FILE_SERVER_TYPE"]
+
+WORKSPACE_TYPE = "Microsoft.BatchAI/workspaces"
+EXPERIMENT_TYPE = "Microsoft.BatchAI/workspaces/experiments"
+CLUSTER_TYPE = "Microsoft.BatchAI/workspaces/clusters"
+JOB_TYPE = "Microsoft.BatchAI/workspaces/experiments/jobs"
+FILE_SERVER_TYPE = "Microsoft.BatchAI/workspaces/fileservers"
+
+_TERMINAL = ("succeeded", "failed")
+#: first port that listRemoteLoginInformation reports; local nodes have no SSH daemon.
+_LOGIN_BASE_PORT = 50000
+#: quotas the local service reports; like Azure's defaults, they are advisory here.
+_CLUSTER_QUOTA = 20
+_DEDICATED_CORES_QUOTA = 600
+_LOW_PRIORITY_CORES_QUOTA = 150
+
+_CLUSTER_REQUEST_KEYS = ("vmSize", "vmPriority", "scaleSettings", "virtualMachineConfiguration", "userAccountSettings",
+                         "nodeSetup", "subnet")
+_FILE_SERVER_REQUEST_KEYS = ("vmSize", "sshConfiguration", "dataDisks", "subnet")
+#: the order the service answered job properties in (recordings); the rest follow in spec order.
+_JOB_LEAD = ("schedulingPriority", "cluster")
+_JOB_SERVER_KEYS = ("experimentName", "jobOutputDirectoryPathSegment", "toolType", "creationTime", "provisioningState",
+                    "provisioningStateTransitionTime", "executionState", "executionStateTransitionTime",
+                    "executionInfo")
+_CLUSTER_ID_SHAPE = ("subscriptions", None, "resourcegroups", None, "providers", "microsoft.batchai", "workspaces",
+                     None, "clusters", None)
+
+
+def workspace_id(sub: str, rg: str, ws: str) -> str:
+    return f"/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.BatchAI/workspaces/{ws}"
+
+
+def etag(doc: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:15].upper()
+    return f'"0x{digest}"'
+
+
+def _differences(old: Any, new: Any, path: str = "properties") -> list[str]:
+    """JSON paths where two request bodies differ."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in list(old) + [k for k in new if k not in old]:
+            out += _differences(old.get(key), new.get(key), f"{path}.{key}")
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [d for i, (a, b) in enumerate(zip(old, new)) for d in _differences(a, b, f"{path}[{i}]")]
+    return [] if old == new else [path]
+
+
+def _refuse_conflict(code: str, what: str, name: str, request: dict[str, Any], private: dict[str, Any],
+                     stored: dict[str, Any], stored_private: dict[str, Any], hint: str) -> None:
+    """Refuse a PUT that would change an existing resource in a way the service cannot; the message
+    names the differing properties (never secret values)."""
+    diffs = _differences(stored, request)
+    secret_diffs = sorted(k for k in set(private) | set(stored_private) if private.get(k) != stored_private.get(k))
+    diffs += [f"(secret) {k}" for k in secret_diffs]
+    if diffs:
+        shown = ", ".join(diffs[:8]) + (f" and {len(diffs) - 8} more" if len(diffs) > 8 else "")
+        raise ArmError(409, code, f"A {what} named '{name}' already exists with different settings ({shown}). "
+                                  f"{hint}")
+
+
+def _job_request_view(properties: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in properties.items() if k not in _JOB_SERVER_KEYS}
+
+
+def _login_entries(resource_id: str, count: int) -> list[dict[str, Any]]:
+    tag = hashlib.sha256(resource_key(resource_id).encode()).hexdigest()[:10]
+    return [{"nodeId": f"tvm-{tag}_{i + 1}-local", "ipAddress": "127.0.0.1", "port": _LOGIN_BASE_PORT + i}
+            for i in range(count)]
+
+
+class BatchAIBackend:
+    """Microsoft.BatchAI on one service's state. Get it with :meth:`of`."""
+
+    def __init__(self, context: LocalBackend) -> None:
+        self.context = context
+        self.store = context.store
+        #: whatever runs jobs; the service sets the runner's scheduler when it starts.
+        self.scheduler: JobScheduler = NoScheduler()
+
+    @classmethod
+    def of(cls, context: LocalBackend) -> "BatchAIBackend":
+        """The backend of ``context`` (one per service)."""
+        with context.lock:
+            backend = context.planes.get("batchai")
+            if backend is None:
+                backend = context.planes["batchai"] = cls(context)
+        assert isinstance(backend, BatchAIBackend)
+        return backend
+
+    # -- long-running operations ----------------------------------------------------------------
+
+    def _workspace_location(self, resource_id: str) -> str:
+        """The region of the workspace a resource lives in (operation URLs name it)."""
+        parts = resource_id.strip("/").split("/")
+        doc = self.store.get("/" + "/".join(parts[:8]))
+        return doc["location"] if doc else self.context.settings.location
+
+    def run_operation(self, resource_id: str, kind: str, work: Callable[[], Any]) -> LongRunningOperation:
+        """Start an operation, do ``work()`` (the whole change), finish it. ``work`` returning False
+        leaves it running (a completion check finishes it); a failure inside fails it and is raised."""
+        op = start_operation(self.context, location=self._workspace_location(resource_id),
+                             resource_id=resource_id, kind=kind)
+        try:
+            done = work()
+        except ArmError as err:
+            finish_operation(self.context, op.id, error={"code": err.code, "message": err.message})
+            raise
+        except Exception:
+            finish_operation(self.context, op.id, error={"code": "InternalServerError",
+                                                         "message": "The local service failed to complete the operation."})
+            raise
+        if done is not False:
+            op = finish_operation(self.context, op.id)
+        return op
+
+    # -- lookups --------------------------------------------------------------------------------
+
+    def workspace(self, sub: str, rg: str, ws: str, *, for_write: bool = False) -> dict[str, Any]:
+        """The workspace document, after the checks every workspace-scoped request makes first."""
+        check_subscription_id(sub)
+        check_name(ws, "workspace", "workspaceName")
+        require_resource_group(self.context, sub, rg, for_write=for_write)
+        doc = self.store.get(workspace_id(sub, rg, ws))
+        if doc is None:
+            raise ArmError(404, "WorkspaceNotFound", f"The specified workspace {ws} is not found")
+        return doc
+
+    def _child(self, parent_id: str, segment: str, name: str, *, what: str, param: str, code: str,
+               must_exist: bool = True) -> tuple[str, Optional[dict[str, Any]]]:
+        check_name(name, what, param)
+        resource_id = f"{parent_id}/{segment}/{name}"
+        doc = self.store.get(resource_id)
+        if doc is None and must_exist:
+            raise ArmError(404, code, f"The specified {what} {name} is not found")
+        return resource_id, doc
+
+    def experiment(self, sub: str, rg: str, ws: str, exp: str, *, for_write: bool = False) -> dict[str, Any]:
+        workspace = self.workspace(sub, rg, ws, for_write=for_write)
+        _, doc = self._child(workspace["id"], "experiments", exp, what="experiment", param="experimentName",
+                             code="ExperimentNotFound")
+        assert doc is not None
+        return doc
+
+    def cluster(self, sub: str, rg: str, ws: str, name: str, *, must_exist: bool = True,
+                for_write: bool = False) -> tuple[dict[str, Any], str, Optional[dict[str, Any]]]:
+        """(workspace, cluster id, cluster document or None)."""
+        workspace = self.workspace(sub, rg, ws, for_write=for_write)
+        cluster_id, doc = self._child(workspace["id"], "clusters", name, what="cluster", param="clusterName",
+                                      code="ClusterNotFound", must_exist=must_exist)
+        return workspace, cluster_id, doc
+
+    def job(self, sub: str, rg: str, ws: str, exp: str, name: str, *, must_exist: bool = True,
+            for_write: bool = False) -> tuple[dict[str, Any], str, Optional[dict[str, Any]]]:
+        """(experiment, job id, job document or None)."""
+        experiment = self.experiment(sub, rg, ws, exp, for_write=for_write)
+        job_id, doc = self._child(experiment["id"], "jobs", name, what="job", param="jobName", code="JobNotFound",
+                                  must_exist=must_exist)
+        return experiment, job_id, doc
+
+    def file_server(self, sub: str, rg: str, ws: str, name: str, *, must_exist: bool = True,
+                    for_write: bool = False) -> tuple[dict[str, Any], str, Optional[dict[str, Any]]]:
+        workspace = self.workspace(sub, rg, ws, for_write=for_write)
+        fs_id, doc = self._child(workspace["id"], "fileServers", name, what="file server", param="fileServerName",
+                                 code="FileServerNotFound", must_exist=must_exist)
+        return workspace, fs_id, doc
+
+    def children(self, resource_type: str, parent_id: str) -> list[dict[str, Any]]:
+        return self.store.list(resource_type.lower(), parent=parent_id)
+
+    def workspaces_of_subscription(self, sub: str) -> list[dict[str, Any]]:
+        check_subscription_id(sub)
+        prefix = f"/subscriptions/{sub.lower()}/"
+        return [w for w in self.store.list("microsoft.batchai/workspaces") if resource_key(w["id"]).startswith(prefix)]
+
+    def workspaces_of_group(self, sub: str, rg: str) -> list[dict[str, Any]]:
+        check_subscription_id(sub)
+        group = require_resource_group(self.context, sub, rg)
+        return self.store.list("microsoft.batchai/workspaces", parent=group["id"])
+
+    # -- usages ---------------------------------------------------------------------------------
+
+    def usages(self, sub: str, location: str) -> list[dict[str, Any]]:
+        """Usage of the region: clusters, and allocated vCPUs per quota family and priority."""
+        check_subscription_id(sub)
+        region = location.replace(" ", "").lower()
+        clusters = [c for c in self.store.list("microsoft.batchai/workspaces/clusters")
+                    if resource_key(c["id"]).startswith(f"/subscriptions/{sub.lower()}/")
+                    and self._workspace_location(c["id"]).replace(" ", "").lower() == region]
+        families = sorted({size.family for size in VM_SIZES.values() if not size.premium_storage})
+        cores: dict[tuple[str, str], int] = {}
+        for cluster in clusters:
+            props = cluster["properties"]
+            size = lookup_vm_size(props.get("vmSize", ""))
+            if size is None:
+                continue
+            key = (size.family, props.get("vmPriority", "dedicated"))
+            cores[key] = cores.get(key, 0) + size.vcpus * int(props.get("currentNodeCount", 0))
+
+        def usage(name: str, current: int, limit: int, localized: Optional[str] = None) -> dict[str, Any]:
+            return {"unit": "Count", "currentValue": current, "limit": limit,
+                    "name": {"value": name, "localizedValue": localized or name}}
+
+        values = [usage("Clusters", len(clusters), _CLUSTER_QUOTA),
+                  usage("Total Cluster Dedicated Regional vCPUs",
+                        sum(n for (_, p), n in cores.items() if p == "dedicated"), _DEDICATED_CORES_QUOTA)]
+        values += [usage(f"{family} Cluster Dedicated vCPUs", cores.get((family, "dedicated"), 0),
+                         _DEDICATED_CORES_QUOTA) for family in families]
+        values.append(usage("Total Cluster LowPriority Regional vCPUs",
+                            sum(n for (_, p), n in cores.items() if p == "lowpriority"), _LOW_PRIORITY_CORES_QUOTA,
+                            "Total Cluster Low Priority Regional vCPUs"))
+        values += [usage(f"{family} Cluster LowPriority vCPUs", cores.get((family, "lowpriority"), 0),
+                         _LOW_PRIORITY_CORES_QUOTA, f"{family} Cluster Low Priority vCPUs") for family in families]
+        return values
+
+    # -- workspaces -----------------------------------------------------------------------------
+
+    def workspace_scope(self, sub: str, rg: str, ws: str) -> dict[str, Any]:
+        """The resource group a workspace is (to be) written in, after the checks a write makes first."""
+        check_subscription_id(sub)
+        check_name(ws, "workspace", "workspaceName")
+        return require_resource_group(self.context, sub, rg, for_write=True)
+
+    def put_workspace(self, sub: str, rg: str, ws: str, request: dict[str, Any]) -> dict[str, Any]:
+        group = self.workspace_scope(sub, rg, ws)
+        try:
+            location = normalize_location(request["location"], self.context, field="location")
+        except ArmError as err:
+            raise ArmError(400, "InvalidLocation", err.message, target="location") from None
+        ws_id = workspace_id(sub, rg, ws)
+        existing = self.store.get(ws_id)
+        if existing is not None:
+            if existing["location"] != location:
+                raise ArmError(409, "InvalidResourceLocation",
+                               f"The workspace '{existing['name']}' already exists in location "
+                               f"'{existing['location']}'; it cannot be moved to '{location}'. Delete it first or "
+                               "keep its location.")
+            return self._retag(existing, request.get("tags"))
+        now = iso_time()
+        doc: dict[str, Any] = {"id": ws_id, "name": ws, "type": WORKSPACE_TYPE, "location": location}
+        if request.get("tags"):
+            doc["tags"] = request["tags"]
+        doc["properties"] = {"provisioningState": "succeeded", "provisioningStateTransitionTime": now,
+                             "creationTime": now}
+        self.store.put(ws_id, "microsoft.batchai/workspaces", group["id"], doc)
+        return doc
+
+    def _retag(self, workspace: dict[str, Any], tags: Optional[dict[str, str]]) -> dict[str, Any]:
+        def retag(body: dict[str, Any]) -> None:
+            body.pop("tags", None)
+            if tags:
+                body["tags"] = tags
+            body["properties"] = body.pop("properties")  # keep properties last, as the service did
+        return self.store.update(workspace["id"], retag) or workspace
+
+    def patch_workspace(self, workspace: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+        if "tags" not in request:
+            return workspace
+        return self._retag(workspace, request["tags"] or {})
+
+    def delete_workspace(self, sub: str, rg: str, ws: str) -> Optional[LongRunningOperation]:
+        """None when there is no such workspace."""
+        check_subscription_id(sub)
+        check_name(ws, "workspace", "workspaceName")
+        require_resource_group(self.context, sub, rg)
+        ws_id = workspace_id(sub, rg, ws)
+        if self.store.get(ws_id) is None:
+            return None
+        return self.run_operation(ws_id, "workspaces/delete", lambda: self.delete_workspace_tree(ws_id))
+
+    def delete_workspace_tree(self, ws_id: str) -> None:
+        """Delete a workspace and everything in it: stop and forget its jobs, free its clusters' nodes,
+        remove its file servers' data, then drop the documents."""
+        for job in self.store.list_under(ws_id, "microsoft.batchai/workspaces/experiments/jobs"):
+            self._stop_job(job["id"])
+        for cluster in self.store.list_under(ws_id, "microsoft.batchai/workspaces/clusters"):
+            self.scheduler.forget_cluster(cluster["id"])
+        for server in self.store.list_under(ws_id, "microsoft.batchai/workspaces/fileservers"):
+            shutil.rmtree(self.context.fileserver_dir(server["id"]), ignore_errors=True)
+        self.store.delete(ws_id, recursive=True)
+
+    def delete_group_resources(self, group_id: str) -> None:
+        """Every workspace of a resource group, with everything in it (resource group deletion)."""
+        for workspace in self.store.list_under(group_id, "microsoft.batchai/workspaces"):
+            self.delete_workspace_tree(workspace["id"])
+
+    def _stop_job(self, job_id: str) -> None:
+        job = self.store.get(job_id)
+        if job is not None and job["properties"].get("executionState") not in _TERMINAL:
+            self.scheduler.terminate_job(job_id)
+        self.scheduler.forget_job(job_id)
+
+    # -- experiments ----------------------------------------------------------------------------
+
+    def put_experiment(self, sub: str, rg: str, ws: str, exp: str) -> dict[str, Any]:
+        workspace = self.workspace(sub, rg, ws, for_write=True)
+        exp_id, existing = self._child(workspace["id"], "experiments", exp, what="experiment",
+                                       param="experimentName", code="ExperimentNotFound", must_exist=False)
+        if existing is not None:
+            return existing
+        now = iso_time()
+        doc = {"id": exp_id, "name": exp, "type": EXPERIMENT_TYPE,
+               "properties": {"provisioningState": "succeeded", "provisioningStateTransitionTime": now,
+                              "creationTime": now}}
+        self.store.put(exp_id, "microsoft.batchai/workspaces/experiments", workspace["id"], doc)
+        return doc
+
+    def delete_experiment(self, sub: str, rg: str, ws: str, exp: str) -> Optional[LongRunningOperation]:
+        workspace = self.workspace(sub, rg, ws)
+        _, existing = self._child(workspace["id"], "experiments", exp, what="experiment", param="experimentName",
+                                  code="ExperimentNotFound", must_exist=False)
+        if existing is None:
+            return None
+
+        def work() -> None:
+            for job in self.store.list("microsoft.batchai/workspaces/experiments/jobs", parent=existing["id"]):
+                self._stop_job(job["id"])
+            self.store.delete(existing["id"], recursive=True)
+        return self.run_operation(existing["id"], "experiments/delete", work)
+
+    # -- clusters -------------------------------------------------------------------------------
+
+    def put_cluster(self, sub: str, rg: str, ws: str, name: str, parsed: Parsed) -> LongRunningOperation:
+        workspace, cluster_id, existing = self.cluster(sub, rg, ws, name, must_exist=False, for_write=True)
+        if existing is not None:
+            stored = {k: existing["properties"][k] for k in _CLUSTER_REQUEST_KEYS if k in existing["properties"]}
+            # scaleSettings change through PATCH, so a retried create need not repeat the current size.
+            request = {k: parsed.properties[k] for k in _CLUSTER_REQUEST_KEYS if k in parsed.properties}
+            request["scaleSettings"] = stored.get("scaleSettings")
+            _refuse_conflict("ClusterAlreadyExists", "cluster", existing["name"], request, parsed.private, stored,
+                             self.store.get_private(cluster_id),
+                             "A cluster's settings cannot change after creation (only scaleSettings, through "
+                             "PATCH); delete the cluster first or create one with another name.")
+            return self.run_operation(cluster_id, "clusters/create", lambda: None)
+
+        def work() -> None:
+            now = iso_time()
+            props: dict[str, Any] = {
+                "provisioningState": "succeeded", "allocationState": "resizing", "creationTime": now,
+                "allocationStateTransitionTime": now, "provisioningStateTransitionTime": now,
+                "vmSize": parsed.properties["vmSize"], "currentNodeCount": 0,
+                "nodeStateCounts": {"runningNodeCount": 0, "idleNodeCount": 0, "unusableNodeCount": 0,
+                                    "preparingNodeCount": 0, "leavingNodeCount": 0},
+            }
+            props.update({k: parsed.properties[k] for k in _CLUSTER_REQUEST_KEYS[1:] if k in parsed.properties})
+            doc = {"id": cluster_id, "name": name, "type": CLUSTER_TYPE, "properties": props}
+            self.store.put(cluster_id, "microsoft.batchai/workspaces/clusters", workspace["id"], doc,
+                           private=parsed.private)
+            self.scheduler.notify()
+        return self.run_operation(cluster_id, "clusters/create", work)
+
+    def scale_cluster(self, cluster: dict[str, Any], scale: dict[str, Any]) -> dict[str, Any]:
+        """New scale settings. The answer shows the cluster as it is until the scheduler starts
+        resizing it, as the recorded service answered (a PATCH of a steady cluster answered steady)."""
+        def change(body: dict[str, Any]) -> None:
+            body["properties"]["scaleSettings"] = scale
+        updated = self.store.update(cluster["id"], change)
+        if updated is None:
+            raise ArmError(404, "ClusterNotFound", f"The specified cluster {cluster['name']} is not found")
+        self.scheduler.notify()
+        return updated
+
+    def delete_cluster(self, sub: str, rg: str, ws: str, name: str) -> Optional[LongRunningOperation]:
+        _, _, doc = self.cluster(sub, rg, ws, name, must_exist=False)
+        if doc is None:
+            return None
+        running = self.scheduler.running_jobs(doc["id"])
+        if running:
+            names = ", ".join(job.rstrip("/").rsplit("/", 1)[-1] for job in running)
+            raise ArmError(409, "ClusterInUse",
+                           f"The cluster '{doc['name']}' cannot be deleted while jobs run on it ({names}); "
+                           "terminate or delete those jobs first.")
+
+        def work() -> None:
+            def deleting(body: dict[str, Any]) -> None:
+                body["properties"]["provisioningState"] = "deleting"
+                body["properties"]["provisioningStateTransitionTime"] = iso_time()
+            self.store.update(doc["id"], deleting)
+            self.scheduler.forget_cluster(doc["id"])
+            self.store.delete(doc["id"])
+        return self.run_operation(doc["id"], "clusters/delete", work)
+
+    def cluster_logins(self, cluster: dict[str, Any]) -> list[dict[str, Any]]:
+        """One entry per node the cluster has or is getting (nodes being added are not counted while it
+        resizes). Local nodes have no SSH daemon: the node ids and ports are stable placeholders
+        (port 50000 + node index) so that clients listing them work."""
+        props = cluster["properties"]
+        scale = props.get("scaleSettings") or {}
+        wanted = (scale.get("manual") or {}).get("targetNodeCount") \
+            or (scale.get("autoScale") or {}).get("minimumNodeCount") or 0
+        return _login_entries(cluster["id"], max(int(props.get("currentNodeCount", 0)), int(wanted)))
+
+    # -- jobs -----------------------------------------------------------------------------------
+
+    def _resolve_cluster(self, cluster_ref: str, subscription: str) -> dict[str, Any]:
+        parts = cluster_ref.strip("/").split("/")
+        shaped = len(parts) == len(_CLUSTER_ID_SHAPE) and all(
+            want is None or part.lower() == want for part, want in zip(parts, _CLUSTER_ID_SHAPE))
+        if not shaped:
+            raise ArmError(400, "InvalidParameter",
+                           "The property 'properties.cluster.id' must be a cluster resource id, /subscriptions/{sub}/"
+                           "resourceGroups/{group}/providers/Microsoft.BatchAI/workspaces/{workspace}/clusters/"
+                           f"{{cluster}}; got {cluster_ref[:300]!r}.", target="properties.cluster.id")
+        if parts[1].lower() != subscription.lower():
+            raise ArmError(400, "InvalidParameter",
+                           "The property 'properties.cluster.id' must name a cluster in the job's subscription "
+                           f"({subscription}).", target="properties.cluster.id")
+        doc = self.store.get(cluster_ref)
+        if doc is None:
+            raise ArmError(404, "ClusterNotFound", f"The specified cluster {parts[-1]} is not found",
+                           target="properties.cluster.id")
+        if doc["properties"].get("provisioningState") != "succeeded":
+            raise ArmError(409, "ClusterNotReady",
+                           f"The cluster '{doc['name']}' is {doc['properties'].get('provisioningState')}; jobs can "
+                           "be submitted only to clusters whose provisioningState is succeeded.")
+        return doc
+
+    def put_job(self, sub: str, rg: str, ws: str, exp: str, name: str, parsed: Parsed) -> LongRunningOperation:
+        experiment, job_id, existing = self.job(sub, rg, ws, exp, name, must_exist=False, for_write=True)
+        props = parsed.properties
+        if existing is not None:
+            _refuse_conflict("JobAlreadyExists", "job", existing["name"], _job_request_view(props), parsed.private,
+                             _job_request_view(existing["properties"]), self.store.get_private(job_id),
+                             "A job cannot be changed once created; delete it first or submit it under another name.")
+            return self.run_operation(job_id, "jobs/create", lambda: None)
+        cluster = self._resolve_cluster(props["cluster"]["id"], sub)
+        check_job_node_count(props["nodeCount"], cluster["name"], cluster["properties"])
+
+        def work() -> None:
+            doc = {"id": job_id, "name": name, "type": JOB_TYPE,
+                   "properties": self._new_job_properties(sub, rg, ws, experiment, name, props)}
+            self.store.put(job_id, "microsoft.batchai/workspaces/experiments/jobs", experiment["id"], doc,
+                           private=parsed.private)
+            self.scheduler.notify()
+        return self.run_operation(job_id, "jobs/create", work)
+
+    @staticmethod
+    def _new_job_properties(sub: str, rg: str, ws: str, experiment: dict[str, Any], name: str,
+                            props: dict[str, Any]) -> dict[str, Any]:
+        """A new job's properties in the order the service answered them, with what it set itself."""
+        now = iso_time()
+        segment = f"{sub}/{rg}/workspaces/{ws}/experiments/{experiment['name']}/jobs/{name}/{uuid.uuid4()}"
+        body: dict[str, Any] = {"experimentName": experiment["name"]}
+        body.update({k: props[k] for k in _JOB_LEAD})
+        body["jobOutputDirectoryPathSegment"] = segment
+        for key, value in props.items():
+            if key in _JOB_LEAD or key in ("toolType", "constraints"):
+                continue
+            if key in TOOLKITS:
+                body["toolType"] = props["toolType"]  # the service put it just before the toolkit's settings
+            body[key] = value
+        body["constraints"] = props["constraints"]
+        body.update({"creationTime": now, "provisioningState": "succeeded", "provisioningStateTransitionTime": now,
+                     "executionState": "queued", "executionStateTransitionTime": now})
+        return body
+
+    def delete_job(self, sub: str, rg: str, ws: str, exp: str, name: str) -> Optional[LongRunningOperation]:
+        _, _, doc = self.job(sub, rg, ws, exp, name, must_exist=False)
+        if doc is None:
+            return None
+
+        def work() -> None:
+            self.scheduler.forget_job(doc["id"])
+            self.store.delete(doc["id"], recursive=True)
+        return self.run_operation(doc["id"], "jobs/delete", work)
+
+    def _job_ended(self, job_id: str) -> bool:
+        job = self.store.get(job_id)
+        return job is None or job["properties"].get("executionState") in _TERMINAL
+
+    def terminate_job(self, job: dict[str, Any]) -> LongRunningOperation:
+        def work() -> bool:
+            if job["properties"].get("executionState") not in _TERMINAL:
+                self.scheduler.terminate_job(job["id"])
+            # Finished now if the job has ended; otherwise each poll checks again (_terminate_done).
+            return self._job_ended(job["id"])
+        return self.run_operation(job["id"], "jobs/terminate", work)
+
+    def job_logins(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+        """The nodes a job ran on: one entry per node once it has started (placeholders)."""
+        props = job["properties"]
+        started = bool((props.get("executionInfo") or {}).get("startTime"))
+        return _login_entries(props["cluster"]["id"], int(props.get("nodeCount", 0)) if started else 0)
+
+    # -- file servers ---------------------------------------------------------------------------
+
+    def put_file_server(self, sub: str, rg: str, ws: str, name: str, parsed: Parsed) -> LongRunningOperation:
+        workspace, fs_id, existing = self.file_server(sub, rg, ws, name, must_exist=False, for_write=True)
+        if existing is not None:
+            stored = {k: existing["properties"][k] for k in _FILE_SERVER_REQUEST_KEYS if k in existing["properties"]}
+            request = {k: parsed.properties[k] for k in _FILE_SERVER_REQUEST_KEYS if k in parsed.properties}
+            _refuse_conflict("FileServerAlreadyExists", "file server", existing["name"], request, parsed.private,
+                             stored, self.store.get_private(fs_id),
+                             "Delete the file server first or create one with another name.")
+            return self.run_operation(fs_id, "fileservers/create", lambda: None)
+
+        def work() -> None:
+            now = iso_time()
+            props: dict[str, Any] = {"provisioningState": "creating", "creationTime": now,
+                                     "provisioningStateTransitionTime": now}
+            props.update({k: parsed.properties[k] for k in _FILE_SERVER_REQUEST_KEYS if k in parsed.properties})
+            doc = {"id": fs_id, "name": name, "type": FILE_SERVER_TYPE, "properties": props}
+            self.store.put(fs_id, "microsoft.batchai/workspaces/fileservers", workspace["id"], doc,
+                           private=parsed.private)
+            # A local file server is a directory; its "export" is ready once the directory exists.
+            self.context.fileserver_dir(fs_id).mkdir(parents=True, exist_ok=True)
+
+            def ready(body: dict[str, Any]) -> None:
+                body["properties"]["provisioningState"] = "succeeded"
+                body["properties"]["provisioningStateTransitionTime"] = iso_time()
+                body["properties"]["mountSettings"] = {"mountPoint": "/mnt/data", "fileServerPublicIP": "127.0.0.1",
+                                                       "fileServerInternalIP": "127.0.0.1"}
+            self.store.update(fs_id, ready)
+        return self.run_operation(fs_id, "fileservers/create", work)
+
+    def delete_file_server(self, sub: str, rg: str, ws: str, name: str) -> Optional[LongRunningOperation]:
+        _, _, doc = self.file_server(sub, rg, ws, name, must_exist=False)
+        if doc is None:
+            return None
+
+        def work() -> None:
+            shutil.rmtree(self.context.fileserver_dir(doc["id"]), ignore_errors=True)
+            self.store.delete(doc["id"])
+        return self.run_operation(doc["id"], "fileservers/delete", work)
+
+
+def _terminate_done(context: LocalBackend,
+                    op: LongRunningOperation) -> Optional[tuple[str, Optional[dict[str, Any]]]]:
+    """A terminate operation ends when its job has reached a terminal state (or is gone)."""
+    return ("Succeeded", None) if BatchAIBackend.of(context)._job_ended(op.resource_id) else None
+
+
+operations.register_completion_check("jobs/terminate", _terminate_done)

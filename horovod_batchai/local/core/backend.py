@@ -1,0 +1,119 @@
+"""The local service's backend: settings, state directory layout, and the parts handlers share."""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .tokens import ensure_secret
+from .store import Store, resource_key
+
+__all__ = ["ServiceSettings", "LocalBackend", "default_state_dir", "STATE_DIR_ENV"]
+
+STATE_DIR_ENV = "HOROVOD_BATCHAI_STATE_DIR"
+
+
+def default_state_dir() -> Path:
+    """``$HOROVOD_BATCHAI_STATE_DIR``, else ``~/.horovod-batchai/local``."""
+    env = os.environ.get(STATE_DIR_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".horovod-batchai" / "local"
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """How the local service behaves; every field has a default that suits interactive use."""
+
+    #: seconds a cluster stays ``resizing`` and its nodes ``preparing`` before they are steady/idle.
+    provision_delay_s: float = 2.0
+    #: seconds a node spends ``leaving`` when a cluster shrinks.
+    deallocation_delay_s: float = 0.5
+    #: region every resource reports when the caller names none.
+    location: str = "eastus"
+    #: fraction of requests (0..1) answered with an injected fault: 429 + Retry-After, 500, 503,
+    #: or a dropped connection. For resilience tests only.
+    fault_rate: float = 0.0
+    #: seed that makes fault injection repeatable.
+    fault_seed: int = 0
+    #: largest request body accepted, in bytes (Azure Files takes at most 4 MiB per range).
+    max_body_bytes: int = 4 * 1024 * 1024 + 1024
+    #: seconds a SAS download link from listOutputFiles stays valid when the caller asks no expiry.
+    default_link_expiry_min: int = 60
+    #: the Node.js binary that runs Azurite (the blob endpoint); None: ``$HOROVOD_BATCHAI_NODE``, else
+    #: ``node`` on PATH. Without Node.js the service runs without blob storage.
+    node_binary: Optional[str] = None
+    #: seconds between two synchronisations of a mounted blob container with its mirror directory
+    #: while a job uses it (and once more when the job ends).
+    blob_sync_interval_s: float = 2.0
+    #: seconds an auto-scale cluster keeps a node that has become idle before it lets it go (Batch AI
+    #: waited minutes; a short default keeps a laptop's slots free).
+    scale_down_delay_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.fault_rate <= 1.0:
+            raise ValueError(f"fault_rate must be between 0 and 1, got {self.fault_rate!r}")
+        if self.provision_delay_s < 0 or self.deallocation_delay_s < 0:
+            raise ValueError("provision_delay_s and deallocation_delay_s must be >= 0")
+        if not self.scale_down_delay_s >= 0:
+            raise ValueError(f"scale_down_delay_s must be >= 0, got {self.scale_down_delay_s!r}")
+        if not self.blob_sync_interval_s > 0:
+            raise ValueError(f"blob_sync_interval_s must be > 0, got {self.blob_sync_interval_s!r}")
+
+
+@dataclass
+class LocalBackend:
+    """State shared by every handler and by the job scheduler.
+
+    Layout of the state directory::
+
+        state.db          resources, operations, nodes, file metadata (SQLite)
+        files/<account>/<share>/...   Azure Files share contents, as ordinary files
+        blob/             Azurite's data: the blob containers of every account (0700)
+        blob-mounts/<account>/<container>/   mirrors of mounted blob containers (0700)
+        fileservers/<hash>/           data of local file servers
+        jobs/<job key>/   per-job scratch (AZ_BATCHAI_JOB_TEMP, node working directories)
+        token-secret      signs local bearer tokens (0600)
+        tls-cert.pem, tls-key.pem     the loopback certificate (key 0600)
+        service.json      where a running daemon listens (see service.py)
+    """
+
+    state_dir: Path
+    settings: ServiceSettings = field(default_factory=ServiceSettings)
+    store: Store = field(init=False)
+    token_secret: bytes = field(init=False, repr=False)
+    #: set by the server once it listens: ``https://127.0.0.1:PORT``.
+    base_url: str = ""
+    #: each provider's backend, by provider ("batchai"), created on first use (see BatchAIBackend.of).
+    planes: dict[str, object] = field(default_factory=dict)
+    #: what deleting a resource group calls, in order, with the group's id: each deletes its provider's
+    #: resources in the group. The service registers them when it wires the planes.
+    group_deleters: list[Callable[[str], None]] = field(default_factory=list)
+    #: the blob endpoint (Azurite, see blob/endpoint.py); set by the server.
+    blob: Optional[Any] = None
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.state_dir = Path(self.state_dir)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.files_root.mkdir(exist_ok=True)
+        self.jobs_root.mkdir(exist_ok=True)
+        self.store = Store(self.state_dir / "state.db")
+        self.token_secret = ensure_secret(self.state_dir)
+
+    @property
+    def files_root(self) -> Path:
+        return self.state_dir / "files"
+
+    @property
+    def jobs_root(self) -> Path:
+        return self.state_dir / "jobs"
+
+    def fileserver_dir(self, fileserver_id: str) -> Path:
+        """Where a local file server keeps its exported data (its NFS export, on Azure)."""
+        digest = hashlib.sha256(resource_key(fileserver_id).encode()).hexdigest()[:16]
+        return self.state_dir / "fileservers" / digest
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,793 @@
+"""The Azure Files data plane of the local service: path-style URLs, operations as data, thin handlers.
+
+URLs are ``{endpoint}/{account}[/{share}[/{directory or file path}]]``, the form the Azure SDK uses
+for a loopback host. The path is taken as the client sent it (percent-encoding intact), because
+Shared Key signs it that way, and is decoded before it is split, as Azure does: ``%2F`` separates
+segments and ``%2e%2e`` is checked as the ``..`` it spells. Names are validated before anything is
+touched. ``restype`` and ``comp`` in the query, with the method, select the operation from
+:data:`OPERATIONS`. Every request is authenticated (see ``files_auth``), then authorized for what
+the operation needs, then handed to ``files_store``; errors are :class:`StorageError`, which the
+application turns into the storage XML error.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import format_datetime
+from typing import Any, Callable, Optional
+from urllib.parse import unquote, urlsplit
+from xml.sax.saxutils import escape, quoteattr
+
+from werkzeug.exceptions import ClientDisconnected
+from werkzeug.wrappers import Response
+
+from ..storage.accounts import account_keys
+from .errors import StorageError
+from .auth import SAS_PARAMS, Grant, SignedRequest, authenticate, authorize
+from .store import (MAX_FILE_SIZE, MAX_QUOTA_GIB, MAX_RANGE_BYTES, ContentSettings,
+                          EntryInfo, FileBody, FileShares, ShareInfo, content_md5, shares_for, validate_account_name,
+                          validate_parts, validate_share_name)
+from ..core.http_server import RAW_HEADERS_KEY
+from ..core.routing import Call
+
+__all__ = ["handle", "OPERATIONS", "FilesOperation", "RAW_HEADERS_KEY", "BODY_TIMEOUT_S"]
+
+#: the x-ms-version answered when a request names none.
+DEFAULT_VERSION = "2025-11-05"
+#: seconds a request body may stall before the request is refused (a client that declares more
+#: than it sends must not hold a server thread forever).
+BODY_TIMEOUT_S = 60.0
+_MAX_LIST_RESULTS = 5000
+_RANGE_RE = re.compile(r"^bytes=(\d+)-(\d*)$")
+_VIRTUAL_HOST_RE = re.compile(r"^[a-z0-9]{3,24}\.file\.core\.windows\.net(:\d+)?$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class RequestTarget:
+    """What the URL path names."""
+
+    account: str
+    share: Optional[str] = None
+    parts: tuple[str, ...] = ()
+
+    @property
+    def path(self) -> str:
+        return "/".join(self.parts)
+
+
+@dataclass
+class Ctx:
+    """One data-plane request as handlers see it."""
+
+    call: Call
+    target: RequestTarget
+    query: dict[str, str]
+    signed: SignedRequest
+    grant: Grant
+    shares: FileShares
+
+    @property
+    def account(self) -> str:
+        return self.target.account
+
+    @property
+    def share(self) -> str:
+        return self.target.share or ""
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return self.target.parts
+
+    def header(self, name: str) -> Optional[str]:
+        return self.signed.header(name.lower())
+
+    def metadata(self) -> dict[str, str]:
+        """x-ms-meta-<name> headers, names cased as the caller sent them."""
+        found: dict[str, str] = {}
+        for name, value in self.signed.headers:
+            if name.lower().startswith("x-ms-meta-"):
+                found[name[len("x-ms-meta-"):]] = value
+        return found
+
+
+@dataclass(frozen=True)
+class FilesOperation:
+    level: str            # service | share | directory | file
+    method: str           # GET | PUT | DELETE | HEAD
+    comp: str             # the comp query value ('' for none)
+    handler: Callable[[Ctx], Response]
+    #: SAS permission letters, any one of which allows the operation (share/service levels take none).
+    needs: str = ""
+
+
+# -- parsing ------------------------------------------------------------------------------------
+
+def _raw_uri(call: Call) -> tuple[str, str]:
+    environ = call.request.environ
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if not raw:
+        from urllib.parse import quote
+        raw = quote(environ.get("PATH_INFO", "/")) + ("?" + environ["QUERY_STRING"] if environ.get("QUERY_STRING") else "")
+    if "://" in raw.split("?", 1)[0]:  # absolute-form request target
+        split = urlsplit(raw)
+        return split.path or "/", split.query
+    path, _, query = raw.partition("?")
+    return path, query
+
+
+def parse_target(raw_path: str) -> RequestTarget:
+    """Account, share and path segments of a URL path as sent.
+
+    Azure decodes the path before splitting it, so ``%2F`` separates segments like ``/`` does (the
+    SDK's directory client sends ``dir%2Fsub``); decoding first also means ``%2e%2e`` is checked as
+    the ``..`` it is.
+    """
+    if not raw_path.startswith("/"):
+        raise StorageError(400, "InvalidUri", "The request URI is not valid: expected /<account>/<share>/<path>.")
+    try:
+        path = unquote(raw_path, errors="strict")
+    except UnicodeDecodeError:
+        raise StorageError(400, "InvalidUri", "The URL path is not valid percent-encoded UTF-8.") from None
+    names = path[1:].split("/")
+    if len(names) > 1 and names[-1] == "":
+        names.pop()  # one trailing slash is how the SDK addresses an account or a root directory
+    if not names or not names[0]:
+        raise StorageError(400, "InvalidUri", "The request URI names no storage account: "
+                           "expected https://HOST:PORT/<account>/<share>/<path>.")
+    account = validate_account_name(names[0])
+    if len(names) == 1:
+        return RequestTarget(account)
+    share = validate_share_name(names[1])
+    return RequestTarget(account, share, validate_parts(tuple(names[2:])))
+
+
+def _parse_query(raw_query: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in raw_query.split("&"):
+        if not item:
+            continue
+        name, _, value = item.partition("=")
+        try:
+            pairs.append((unquote(name, errors="strict"), unquote(value, errors="strict")))
+        except UnicodeDecodeError:
+            raise StorageError(400, "InvalidQueryParameterValue",
+                               "The query string is not valid percent-encoded UTF-8.") from None
+    return pairs
+
+
+def _raw_headers(call: Call) -> list[tuple[str, str]]:
+    raw = call.request.environ.get(RAW_HEADERS_KEY)
+    if raw is not None:
+        return [(str(k), str(v)) for k, v in raw]
+    return list(call.request.headers.items())
+
+
+def _int_param(query: dict[str, str], name: str, *, low: int, high: int, default: int) -> int:
+    value = query.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = low - 1
+    if not low <= number <= high:
+        raise StorageError(400, "OutOfRangeQueryParameterValue",
+                           f"The query parameter '{name}' must be an integer from {low} to {high}.",
+                           QueryParameterName=name, QueryParameterValue=value[:40])
+    return number
+
+
+def _int_header(ctx: Ctx, name: str, *, low: int, high: int) -> Optional[int]:
+    value = ctx.header(name)
+    if value is None:
+        return None
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = low - 1
+    if not low <= number <= high:
+        raise StorageError(400, "InvalidHeaderValue",
+                           f"The header '{name}' must be an integer from {low} to {high}.",
+                           HeaderName=name, HeaderValue=value[:40])
+    return number
+
+
+def _parse_range(value: str, name: str) -> tuple[int, Optional[int]]:
+    m = _RANGE_RE.match(value.strip())
+    if not m:
+        raise StorageError(400, "InvalidHeaderValue",
+                           f"The header '{name}' must be 'bytes=<start>-<end>' (e.g. bytes=0-511).",
+                           HeaderName=name, HeaderValue=value[:60])
+    start, end = int(m.group(1)), (int(m.group(2)) if m.group(2) else None)
+    if end is not None and end < start:
+        raise StorageError(400, "InvalidHeaderValue", f"The range in '{name}' ends before it starts: use 'bytes=<start>-<end>' "
+                           "with start <= end.",
+                           HeaderName=name, HeaderValue=value[:60])
+    return start, end
+
+
+def _request_range(ctx: Ctx) -> tuple[Optional[tuple[int, Optional[int]]], str]:
+    for name in ("x-ms-range", "range"):
+        value = ctx.header(name)
+        if value:
+            return _parse_range(value, name), name
+    return None, ""
+
+
+# -- responses ----------------------------------------------------------------------------------
+
+def _http_date(timestamp: float) -> str:
+    return format_datetime(datetime.fromtimestamp(timestamp, timezone.utc), usegmt=True)
+
+
+def _smb_time(ns: int) -> str:
+    # Azure's form: seven fractional digits, UTC, e.g. 2018-05-01T10:00:00.1234567Z
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{rest // 100:07d}Z"
+
+
+def _parse_smb_time(value: Optional[str], name: str) -> Optional[int]:
+    if value is None or value.lower() in ("now", "preserve", ""):
+        return None
+    m = re.match(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,7}))?Z$", value.strip())
+    if not m:
+        raise StorageError(400, "InvalidHeaderValue",
+                           f"The header '{name}' must be 'now', 'preserve' or an ISO 8601 UTC time "
+                           "such as 2018-05-01T10:00:00.0000000Z.", HeaderName=name, HeaderValue=value[:60])
+    base = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    fraction = int((m.group(2) or "0").ljust(7, "0"))
+    return int(base.timestamp()) * 1_000_000_000 + fraction * 100
+
+
+_FILE_ATTRIBUTES = ("ReadOnly", "Hidden", "System", "None", "Directory", "Archive", "Temporary", "Offline",
+                    "NotContentIndexed", "NoScrubData")
+
+
+def _printable(value: Optional[str]) -> Optional[str]:
+    """``value`` if it can be echoed in a response header (printable ASCII), else None."""
+    if value is None or any(not 0x20 <= ord(ch) <= 0x7E and ch != "\t" for ch in value):
+        return None
+    return value
+
+
+def _smb_request(ctx: Ctx) -> dict[str, Any]:
+    smb: dict[str, Any] = {}
+    attributes = ctx.header("x-ms-file-attributes")
+    if attributes and attributes.lower() not in ("preserve", "none"):
+        names = [a.strip() for a in attributes.split("|")]
+        if any(a not in _FILE_ATTRIBUTES for a in names):
+            raise StorageError(400, "InvalidHeaderValue",
+                               "x-ms-file-attributes must be 'preserve', 'None' or attributes joined by '|' from: "
+                               + ", ".join(_FILE_ATTRIBUTES) + ".", HeaderName="x-ms-file-attributes")
+        smb["attributes"] = "|".join(names)
+    for header, key in (("x-ms-file-creation-time", "creation"), ("x-ms-file-last-write-time", "last_write")):
+        ns = _parse_smb_time(ctx.header(header), header)
+        if ns is not None:
+            smb[key] = ns
+    return smb
+
+
+def _respond(ctx: Ctx, status: int, headers: Optional[dict[str, str]] = None, body: Any = b"",
+             content_type: Optional[str] = None) -> Response:
+    base = {"x-ms-request-id": str(uuid.uuid4()),
+            "x-ms-version": _printable(ctx.header("x-ms-version")) or DEFAULT_VERSION}
+    client_id = _printable(ctx.header("x-ms-client-request-id"))
+    if client_id:
+        base["x-ms-client-request-id"] = client_id[:1024]
+    response = Response(body, status=status, content_type=content_type)
+    if content_type is None:
+        del response.headers["Content-Type"]
+    # After the body: a HEAD answer states the file's length though it carries no bytes.
+    for name, value in {**base, **(headers or {})}.items():
+        response.headers[name] = value
+    return response
+
+
+def _xml(ctx: Ctx, text: str) -> Response:
+    body = ('<?xml version="1.0" encoding="utf-8"?>' + text).encode("utf-8")
+    return _respond(ctx, 200, body=body, content_type="application/xml")
+
+
+def _meta_headers(metadata: dict[str, str]) -> dict[str, str]:
+    return {f"x-ms-meta-{k}": v for k, v in metadata.items()}
+
+
+def _entry_headers(entry: EntryInfo) -> dict[str, str]:
+    return {
+        "ETag": entry.etag,
+        "Last-Modified": _http_date(entry.last_modified),
+        "x-ms-file-attributes": entry.attributes,
+        "x-ms-file-creation-time": _smb_time(entry.creation_time_ns),
+        "x-ms-file-last-write-time": _smb_time(entry.last_write_time_ns),
+        "x-ms-file-change-time": _smb_time(entry.change_time_ns),
+        "x-ms-file-permission-key": _permission_key(entry.share),
+        "x-ms-file-id": entry.file_id,
+        "x-ms-file-parent-id": entry.parent_id,
+    }
+
+
+def _permission_key(share: str) -> str:
+    # Every file of a share carries its default security descriptor; its key is stable per share.
+    digest = int.from_bytes(hashlib.sha256(share.encode()).digest()[:8], "big")
+    return f"{digest % 10**19}*{digest % 10**4}"
+
+
+def _share_headers(info: ShareInfo) -> dict[str, str]:
+    return {"ETag": info.etag, "Last-Modified": _http_date(info.last_modified)}
+
+
+def _xml_name(name: str) -> str:
+    # Names holding characters XML cannot carry travel percent-encoded, flagged Encoded="true".
+    if any(ord(ch) < 0x20 and ch not in "\t\n\r" or 0xD800 <= ord(ch) <= 0xDFFF or ch in "\ufffe\uffff"
+           for ch in name):
+        from urllib.parse import quote
+        return f'<Name Encoded="true">{escape(quote(name, safe=""))}</Name>'
+    return f"<Name>{escape(name)}</Name>"
+
+
+# -- service ------------------------------------------------------------------------------------
+
+def list_shares(ctx: Ctx) -> Response:
+    prefix = ctx.query.get("prefix", "")
+    marker = ctx.query.get("marker", "")
+    max_results = _int_param(ctx.query, "maxresults", low=1, high=_MAX_LIST_RESULTS, default=_MAX_LIST_RESULTS)
+    include = {v.strip().lower() for v in ctx.query.get("include", "").split(",") if v.strip()}
+    shares = [s for s in ctx.shares.list_shares(ctx.target.account) if s.name.startswith(prefix) and s.name >= marker]
+    page, rest = shares[:max_results], shares[max_results:]
+    items = []
+    for s in page:
+        meta = ""
+        if "metadata" in include:
+            meta = "<Metadata>" + "".join(f"<{k}>{escape(v)}</{k}>" for k, v in s.metadata.items()) + "</Metadata>"
+        items.append(f"<Share><Name>{escape(s.name)}</Name><Properties>"
+                     f"<Last-Modified>{_http_date(s.last_modified)}</Last-Modified><Etag>{escape(s.etag)}</Etag>"
+                     f"<Quota>{s.quota_gib}</Quota><AccessTier>TransactionOptimized</AccessTier>"
+                     f"<LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState>"
+                     f"<EnabledProtocols>SMB</EnabledProtocols></Properties>{meta}</Share>")
+    endpoint = f"{ctx.call.base_url}/{ctx.target.account}/"
+    text = (f"<EnumerationResults ServiceEndpoint={quoteattr(endpoint)}>"
+            f"<Prefix>{escape(prefix)}</Prefix><Marker>{escape(marker)}</Marker><MaxResults>{max_results}</MaxResults>"
+            f"<Shares>{''.join(items)}</Shares><NextMarker>{escape(rest[0].name) if rest else ''}</NextMarker>"
+            "</EnumerationResults>")
+    return _xml(ctx, text)
+
+
+# -- shares -------------------------------------------------------------------------------------
+
+def _quota(ctx: Ctx) -> Optional[int]:
+    return _int_header(ctx, "x-ms-share-quota", low=1, high=MAX_QUOTA_GIB)
+
+
+def create_share(ctx: Ctx) -> Response:
+    info = ctx.shares.create_share(ctx.account, ctx.share, quota_gib=_quota(ctx),
+                                   metadata=ctx.metadata())
+    return _respond(ctx, 201, _share_headers(info))
+
+
+def get_share_properties(ctx: Ctx) -> Response:
+    info = ctx.shares.get_share(ctx.account, ctx.share)
+    headers = {**_share_headers(info), **_meta_headers(info.metadata), "x-ms-share-quota": str(info.quota_gib),
+               "x-ms-access-tier": "TransactionOptimized", "x-ms-enabled-protocols": "SMB",
+               "x-ms-lease-status": "unlocked", "x-ms-lease-state": "available"}
+    return _respond(ctx, 200, headers)
+
+
+def delete_share(ctx: Ctx) -> Response:
+    ctx.shares.delete_share(ctx.account, ctx.share)
+    return _respond(ctx, 202)
+
+
+def set_share_metadata(ctx: Ctx) -> Response:
+    info = ctx.shares.set_share_metadata(ctx.account, ctx.share, ctx.metadata())
+    return _respond(ctx, 200, _share_headers(info))
+
+
+def set_share_properties(ctx: Ctx) -> Response:
+    quota = _quota(ctx)
+    if quota is None:
+        info = ctx.shares.get_share(ctx.account, ctx.share)
+    else:
+        info = ctx.shares.set_share_quota(ctx.account, ctx.share, quota)
+    return _respond(ctx, 200, _share_headers(info))
+
+
+def get_share_stats(ctx: Ctx) -> Response:
+    info = ctx.shares.get_share(ctx.account, ctx.share)
+    usage = ctx.shares.share_usage_bytes(ctx.account, ctx.share)
+    response = _xml(ctx, f"<ShareStats><ShareUsageBytes>{usage}</ShareUsageBytes></ShareStats>")
+    response.headers.update(_share_headers(info))
+    return response
+
+
+# -- directories --------------------------------------------------------------------------------
+
+def create_directory(ctx: Ctx) -> Response:
+    entry = ctx.shares.create_directory(ctx.account, ctx.share, ctx.parts,
+                                        metadata=ctx.metadata(), smb=_smb_request(ctx))
+    return _respond(ctx, 201, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
+
+
+def get_directory_properties(ctx: Ctx) -> Response:
+    entry = ctx.shares.get_directory(ctx.account, ctx.share, ctx.parts)
+    return _respond(ctx, 200, {**_entry_headers(entry), **_meta_headers(entry.metadata),
+                               "x-ms-server-encrypted": "true"})
+
+
+def delete_directory(ctx: Ctx) -> Response:
+    ctx.shares.delete_directory(ctx.account, ctx.share, ctx.parts)
+    return _respond(ctx, 202)
+
+
+def set_directory_metadata(ctx: Ctx) -> Response:
+    entry = ctx.shares.set_metadata(ctx.account, ctx.share, ctx.parts,
+                                    ctx.metadata(), directory=True)
+    return _respond(ctx, 200, {"ETag": entry.etag, "x-ms-request-server-encrypted": "true"})
+
+
+def set_directory_properties(ctx: Ctx) -> Response:
+    entry = ctx.shares.set_properties(ctx.account, ctx.share, ctx.parts,
+                                      directory=True, smb=_smb_request(ctx))
+    return _respond(ctx, 200, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
+
+
+def _entry_xml(entry: EntryInfo, extended: bool) -> str:
+    tag = "Directory" if entry.is_directory else "File"
+    props = "" if entry.is_directory else f"<Content-Length>{entry.size}</Content-Length>"
+    extra = ""
+    if extended:
+        props += (f"<CreationTime>{_smb_time(entry.creation_time_ns)}</CreationTime>"
+                  f"<LastAccessTime>{_smb_time(entry.last_write_time_ns)}</LastAccessTime>"
+                  f"<LastWriteTime>{_smb_time(entry.last_write_time_ns)}</LastWriteTime>"
+                  f"<ChangeTime>{_smb_time(entry.change_time_ns)}</ChangeTime>"
+                  f"<Last-Modified>{_http_date(entry.last_modified)}</Last-Modified><Etag>{escape(entry.etag)}</Etag>")
+        extra = f"<Attributes>{escape(entry.attributes)}</Attributes>"
+    return (f"<{tag}>{_xml_name(entry.name)}" + (f"<FileId>{entry.file_id}</FileId>" if extended else "")
+            + f"<Properties>{props}</Properties>{extra}</{tag}>")
+
+
+def list_directory(ctx: Ctx) -> Response:
+    prefix = ctx.query.get("prefix", "")
+    marker = ctx.query.get("marker", "")
+    max_results = _int_param(ctx.query, "maxresults", low=1, high=_MAX_LIST_RESULTS, default=_MAX_LIST_RESULTS)
+    extended = (ctx.header("x-ms-file-extended-info") or "").lower() == "true" or bool(ctx.query.get("include"))
+    directory, entries, next_marker = ctx.shares.list_directory(
+        ctx.account, ctx.share, ctx.parts, prefix=prefix, marker=marker,
+        max_results=max_results)
+    endpoint = f"{ctx.call.base_url}/{ctx.target.account}/"
+    text = (f"<EnumerationResults ServiceEndpoint={quoteattr(endpoint)} ShareName={quoteattr(ctx.share)}"
+            f" DirectoryPath={quoteattr(ctx.target.path)}>"
+            f"<Prefix>{escape(prefix)}</Prefix><Marker>{escape(marker)}</Marker><MaxResults>{max_results}</MaxResults>"
+            f"<Entries>{''.join(_entry_xml(e, extended) for e in entries)}</Entries>"
+            f"<NextMarker>{escape(next_marker)}</NextMarker>"
+            + (f"<DirectoryId>{directory.file_id}</DirectoryId>" if extended else "")
+            + "</EnumerationResults>")
+    return _xml(ctx, text)
+
+
+# -- files --------------------------------------------------------------------------------------
+
+_CONTENT_HEADERS = (("x-ms-content-type", "content_type"), ("x-ms-content-encoding", "content_encoding"),
+                    ("x-ms-content-language", "content_language"), ("x-ms-cache-control", "cache_control"),
+                    ("x-ms-content-disposition", "content_disposition"), ("x-ms-content-md5", "content_md5"))
+
+
+def _content_settings(ctx: Ctx) -> Optional[ContentSettings]:
+    """The content settings a request sets, or None if it names none."""
+    given = {attr: ctx.header(header) for header, attr in _CONTENT_HEADERS if ctx.header(header) is not None}
+    if not given:
+        return None
+    for header, attr in _CONTENT_HEADERS:
+        if attr in given and _printable(given[attr]) is None:
+            raise StorageError(400, "InvalidHeaderValue", f"The header '{header}' must be printable ASCII.",
+                               HeaderName=header)
+    md5 = given.get("content_md5")
+    if md5:
+        try:
+            if len(base64.b64decode(md5, validate=True)) != 16:
+                raise ValueError
+        except (binascii.Error, ValueError):
+            raise StorageError(400, "InvalidHeaderValue", "x-ms-content-md5 must be a base64 MD5 digest.",
+                               HeaderName="x-ms-content-md5") from None
+    defaults = ContentSettings()
+    return ContentSettings(**{attr: given.get(attr) or (defaults.content_type if attr == "content_type" else "")
+                              for _, attr in _CONTENT_HEADERS})
+
+
+def create_file(ctx: Ctx) -> Response:
+    if (ctx.header("x-ms-type") or "").lower() != "file":
+        raise StorageError(400, "MissingRequiredHeader", "Creating a file needs the header 'x-ms-type: file'.",
+                           HeaderName="x-ms-type")
+    size = _int_header(ctx, "x-ms-content-length", low=0, high=MAX_FILE_SIZE)
+    if size is None:
+        raise StorageError(400, "MissingRequiredHeader",
+                           "Creating a file needs 'x-ms-content-length' (the file's size in bytes).",
+                           HeaderName="x-ms-content-length")
+    entry = ctx.shares.create_file(ctx.account, ctx.share, ctx.parts, size,
+                                   content=_content_settings(ctx) or ContentSettings(), metadata=ctx.metadata(),
+                                   smb=_smb_request(ctx))
+    return _respond(ctx, 201, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
+
+
+def _file_headers(ctx: Ctx, entry: EntryInfo) -> dict[str, str]:
+    headers = {**_entry_headers(entry), **_meta_headers(entry.metadata), "x-ms-type": "File",
+               "x-ms-server-encrypted": "true", "Accept-Ranges": "bytes", "Content-Type": entry.content.content_type,
+               "x-ms-lease-status": "unlocked", "x-ms-lease-state": "available"}
+    for header, attr in (("Content-Encoding", "content_encoding"), ("Content-Language", "content_language"),
+                         ("Cache-Control", "cache_control"), ("Content-Disposition", "content_disposition")):
+        value = getattr(entry.content, attr)
+        if value:
+            headers[header] = value
+    headers.update(dict(ctx.grant.overrides))  # a SAS may override these on reads
+    return headers
+
+
+def get_file_properties(ctx: Ctx) -> Response:
+    entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
+    headers = _file_headers(ctx, entry)
+    headers["Content-Length"] = str(entry.size)
+    if entry.content.content_md5:
+        headers["Content-MD5"] = entry.content.content_md5
+    return _respond(ctx, 200, headers)
+
+
+def download_file(ctx: Ctx) -> Response:
+    entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
+    requested, range_header = _request_range(ctx)
+    headers = _file_headers(ctx, entry)
+    size = entry.size
+    if requested is None:
+        start, end, status = 0, size - 1, 200
+        if entry.content.content_md5:
+            headers["Content-MD5"] = entry.content.content_md5
+    else:
+        start, end = requested[0], requested[1] if requested[1] is not None else size - 1
+        if start >= size:
+            raise StorageError(416, "InvalidRange", "The range specified is invalid for the current size of the resource.",
+                               headers={"Content-Range": f"bytes */{size}"})
+        end, status = min(end, size - 1), 206
+        headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+        if entry.content.content_md5:
+            headers["x-ms-content-md5"] = entry.content.content_md5
+        if (ctx.header("x-ms-range-get-content-md5") or "").lower() == "true":
+            if end - start + 1 > MAX_RANGE_BYTES:
+                raise StorageError(400, "OutOfRangeInput",
+                                   "x-ms-range-get-content-md5 is allowed for ranges of at most 4 MiB.",
+                                   HeaderName=range_header)
+            headers["Content-MD5"] = content_md5(ctx.shares.read_range(entry, start, end))
+    length = max(0, end - start + 1)
+    headers["Content-Length"] = str(length)
+    # Opened before answering, so a file that vanished is a 404, not a broken body.
+    body: Any = FileBody(ctx.shares.open_fd(entry), start, end) if length else b""
+    response = _respond(ctx, status, headers, body)
+    response.direct_passthrough = True
+    return response
+
+
+def delete_file(ctx: Ctx) -> Response:
+    ctx.shares.delete_file(ctx.account, ctx.share, ctx.parts)
+    return _respond(ctx, 202)
+
+
+def set_file_metadata(ctx: Ctx) -> Response:
+    entry = ctx.shares.set_metadata(ctx.account, ctx.share, ctx.parts,
+                                    ctx.metadata(), directory=False)
+    return _respond(ctx, 200, {"ETag": entry.etag, "Last-Modified": _http_date(entry.last_modified),
+                               "x-ms-request-server-encrypted": "true"})
+
+
+def set_file_properties(ctx: Ctx) -> Response:
+    size = _int_header(ctx, "x-ms-content-length", low=0, high=MAX_FILE_SIZE)
+    entry = ctx.shares.set_properties(ctx.account, ctx.share, ctx.parts,
+                                      directory=False, size=size, content=_content_settings(ctx),
+                                      smb=_smb_request(ctx))
+    return _respond(ctx, 200, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
+
+
+def _bound_reads(call: Call) -> None:
+    sock = call.request.environ.get("werkzeug.socket")
+    if sock is not None:
+        sock.settimeout(BODY_TIMEOUT_S)
+
+
+def _body(ctx: Ctx, expected: int) -> bytes:
+    _bound_reads(ctx.call)
+    try:
+        data = ctx.call.request.stream.read(expected + 1)
+    except (OSError, ClientDisconnected):  # the socket timed out or the client went away mid-body
+        raise StorageError(400, "InvalidInput",
+                           f"The request body stalled or ended before its {expected} bytes arrived.") from None
+    if len(data) != expected:
+        raise StorageError(400, "InvalidHeaderValue",
+                           f"The body holds {len(data)} bytes but Content-Length and the range say {expected}.",
+                           HeaderName="Content-Length")
+    return data
+
+
+def put_range(ctx: Ctx) -> Response:
+    requested, range_header = _request_range(ctx)
+    if requested is None or requested[1] is None:
+        raise StorageError(400, "MissingRequiredHeader",
+                           "Put Range needs 'x-ms-range: bytes=<start>-<end>'.", HeaderName="x-ms-range")
+    start, end = requested[0], requested[1]
+    write = (ctx.header("x-ms-write") or "").lower()
+    if write not in ("update", "clear"):
+        raise StorageError(400, "InvalidHeaderValue", "The header 'x-ms-write' must be 'update' or 'clear'.",
+                           HeaderName="x-ms-write")
+    length = end - start + 1
+    content_length = ctx.call.request.content_length or 0
+    if write == "update" and length > MAX_RANGE_BYTES:
+        raise StorageError(413, "RequestBodyTooLarge",
+                           f"A range may hold at most {MAX_RANGE_BYTES} bytes (4 MiB); this one holds {length}.")
+    if write == "update" and content_length != length:
+        raise StorageError(400, "InvalidHeaderValue",
+                           f"Content-Length ({content_length}) must equal the size of the range in "
+                           f"'{range_header}' ({length}).", HeaderName="Content-Length")
+    if write == "clear" and content_length != 0:
+        raise StorageError(400, "InvalidHeaderValue", "Clearing a range takes no body: Content-Length must be 0.",
+                           HeaderName="Content-Length")
+    entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
+    if end >= entry.size:
+        raise StorageError(416, "InvalidRange",
+                           f"The range {start}-{end} reaches past the end of the file ({entry.size} bytes); "
+                           "resize the file first.")
+    headers = {"x-ms-request-server-encrypted": "true"}
+    if write == "update":
+        data = _body(ctx, length)
+        digest = content_md5(data)
+        sent = ctx.header("content-md5")
+        if sent is not None and sent.strip() != digest:
+            raise StorageError(400, "Md5Mismatch",
+                               "The MD5 value specified in the request did not match the MD5 value calculated by the server.")
+        entry = ctx.shares.write_range(entry, start, data)
+        headers["Content-MD5"] = digest
+    else:
+        entry = ctx.shares.clear_range(entry, start, end)
+    headers.update({"ETag": entry.etag, "Last-Modified": _http_date(entry.last_modified),
+                    "x-ms-file-last-write-time": _smb_time(entry.last_write_time_ns)})
+    return _respond(ctx, 201, headers)
+
+
+def list_ranges(ctx: Ctx) -> Response:
+    entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
+    requested, _ = _request_range(ctx)
+    start, end = (0, entry.size - 1) if requested is None else (requested[0], requested[1] if requested[1] is not None
+                                                                 else entry.size - 1)
+    ranges = ctx.shares.data_ranges(entry, start, end)
+    text = "<Ranges>" + "".join(f"<Range><Start>{s}</Start><End>{e}</End></Range>" for s, e in ranges) + "</Ranges>"
+    response = _xml(ctx, text)
+    response.headers.update({"ETag": entry.etag, "Last-Modified": _http_date(entry.last_modified),
+                             "x-ms-content-length": str(entry.size)})
+    return response
+
+
+OPERATIONS: list[FilesOperation] = [
+    FilesOperation("service", "GET", "list", list_shares),
+    FilesOperation("share", "PUT", "", create_share),
+    FilesOperation("share", "GET", "", get_share_properties),
+    FilesOperation("share", "HEAD", "", get_share_properties),
+    FilesOperation("share", "DELETE", "", delete_share),
+    FilesOperation("share", "PUT", "metadata", set_share_metadata),
+    FilesOperation("share", "PUT", "properties", set_share_properties),
+    FilesOperation("share", "GET", "stats", get_share_stats),
+    FilesOperation("directory", "PUT", "", create_directory, "cw"),
+    FilesOperation("directory", "GET", "", get_directory_properties, "r"),
+    FilesOperation("directory", "HEAD", "", get_directory_properties, "r"),
+    FilesOperation("directory", "DELETE", "", delete_directory, "d"),
+    FilesOperation("directory", "PUT", "metadata", set_directory_metadata, "w"),
+    FilesOperation("directory", "PUT", "properties", set_directory_properties, "w"),
+    FilesOperation("directory", "GET", "list", list_directory, "l"),
+    FilesOperation("file", "PUT", "", create_file, "cw"),
+    FilesOperation("file", "GET", "", download_file, "r"),
+    FilesOperation("file", "HEAD", "", get_file_properties, "r"),
+    FilesOperation("file", "DELETE", "", delete_file, "d"),
+    FilesOperation("file", "PUT", "range", put_range, "w"),
+    FilesOperation("file", "PUT", "properties", set_file_properties, "w"),
+    FilesOperation("file", "PUT", "metadata", set_file_metadata, "w"),
+    FilesOperation("file", "GET", "rangelist", list_ranges, "r"),
+]
+_BY_KEY = {(op.level, op.method, op.comp): op for op in OPERATIONS}
+
+
+def _level(target: RequestTarget, restype: str) -> str:
+    if target.share is None:
+        if restype not in ("", "service"):
+            raise StorageError(400, "InvalidQueryParameterValue",
+                               f"restype={restype} does not apply to an account URL.", QueryParameterName="restype")
+        return "service"
+    if restype == "share":
+        if target.parts:
+            raise StorageError(400, "InvalidQueryParameterValue",
+                               "restype=share applies to /<account>/<share> only.", QueryParameterName="restype")
+        return "share"
+    if restype == "directory":
+        return "directory"
+    if restype:
+        raise StorageError(400, "InvalidQueryParameterValue",
+                           f"restype={restype[:40]} is not valid: use 'share' or 'directory' (or none for a file).",
+                           QueryParameterName="restype")
+    if not target.parts:
+        raise StorageError(400, "InvalidQueryParameterValue",
+                           "A share URL needs restype=share (the share) or restype=directory (its root directory).",
+                           QueryParameterName="restype")
+    return "file"
+
+
+def _find_operation(level: str, method: str, comp: str) -> FilesOperation:
+    op = _BY_KEY.get((level, method, comp))
+    if op is not None:
+        return op
+    comps = sorted({o.comp for o in OPERATIONS if o.level == level})
+    if comp in comps:
+        methods = sorted({o.method for o in OPERATIONS if o.level == level and o.comp == comp})
+        raise StorageError(405, "UnsupportedHttpVerb",
+                           f"The {method} method is not supported for this {level} operation; use {', '.join(methods)}.",
+                           headers={"Allow": ", ".join(methods)})
+    valid = ", ".join(f"comp={c}" if c else "no comp" for c in comps)
+    raise StorageError(400, "InvalidQueryParameterValue",
+                       f"comp={comp[:40]} is not supported for a {level} by the local service; valid: {valid}.",
+                       QueryParameterName="comp")
+
+
+def _drain(call: Call, *, too_large: bool = False, limit: int = 64 * 1024 * 1024) -> None:
+    """Read and drop a body we refuse, so the client reads our answer instead of a connection reset
+    (the server closes every connection after one answer). Bounded, so a huge body cannot hold a thread."""
+    if too_large:
+        # werkzeug's request.stream refuses bodies over the limit; nothing of it was read yet.
+        stream: Any = call.request.environ.get("wsgi.input")
+        remaining = min(call.request.content_length or 0, limit)
+    else:
+        stream, remaining = call.request.stream, limit  # knows how much of the body is left
+    _bound_reads(call)
+    try:
+        while stream is not None and remaining > 0:
+            chunk = stream.read(min(remaining, 1024 * 1024))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+    except (OSError, ClientDisconnected):
+        pass  # the client stopped sending; our answer goes out (or not) as it can
+
+
+def handle(call: Call) -> Response:
+    try:
+        return _handle(call)
+    except StorageError:
+        length = call.request.content_length or 0
+        if 0 < length <= call.backend.settings.max_body_bytes:
+            _drain(call)
+        raise
+
+
+def _handle(call: Call) -> Response:
+    request = call.request
+    max_body = call.backend.settings.max_body_bytes
+    if (request.content_length or 0) > max_body:
+        _drain(call, too_large=True)
+        raise StorageError(413, "RequestBodyTooLarge",
+                           f"The request body is too large: at most {max_body} bytes are accepted.")
+    raw_path, raw_query = _raw_uri(call)
+    if _VIRTUAL_HOST_RE.match(request.host or ""):
+        raise StorageError(400, "InvalidUri",
+                           "The local service addresses accounts by path, not by host name: use "
+                           f"{call.base_url}/<account>/<share>/<path> (account_url {call.base_url}/<account>).")
+    target = parse_target(raw_path)
+    pairs = _parse_query(raw_query)
+    query = {k.lower(): v for k, v in pairs if k not in SAS_PARAMS}
+    signed = SignedRequest(method=request.method, raw_path=raw_path, query=pairs, headers=_raw_headers(call),
+                           scheme=request.scheme, remote_addr=request.remote_addr or "")
+    keys = account_keys(call.backend.store, target.account)
+    if not keys:
+        raise StorageError(404, "ResourceNotFound",
+                           f"The storage account '{target.account}' does not exist in the local service; "
+                           "create it (StorageManagementClient.storage_accounts.begin_create) first.")
+    grant = authenticate(signed, target.account, target.share, target.parts, keys)
+    level = _level(target, query.get("restype", ""))
+    op = _find_operation(level, request.method, query.get("comp", ""))
+    authorize(grant, level=level, needs=op.needs, share=target.share, parts=target.parts)
+    ctx = Ctx(call=call, target=target, query=query, signed=signed, grant=grant, shares=shares_for(call.backend))
+    return op.handler(ctx)

@@ -1,0 +1,378 @@
+"""Microsoft.Resources: resource groups, and the checks every resource-group-scoped request shares.
+
+Wire shapes follow the recorded 2018 traffic (``recordings/*.json``): PUT answers 201 on create and
+200 on update with ``{"id", "name", "type", "location", ["tags"], "properties": {"provisioningState"}}``;
+HEAD answers 204 or 404; DELETE answers 202 with a ``Location`` to
+``/subscriptions/{sub}/operationresults/<opaque>``, which answers 202 while the group is being torn
+down and 200 once it is gone.
+
+Deleting a group deletes everything in it, in the order that keeps running work from writing into
+freed places: each provider's backend deletes its resources in the group, in the order the service
+registered them in ``group_deleters`` (Batch AI first: jobs stopped, then clusters and file servers;
+then storage accounts with their shares, files and containers), then whatever documents are left,
+then the group. This module imports no other provider.
+The teardown runs on a thread so the DELETE answers at once, as ARM does; the group shows
+``provisioningState: "Deleting"`` meanwhile and refuses writes. Deletion operations are kept in
+SQLite, and a group found ``Deleting`` when the service starts is torn down again, so a restart in
+the middle of a delete loses nothing.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from typing import Any, Optional
+
+from werkzeug.wrappers import Response
+
+from ..core.api_versions import RESOURCES
+from ..core.arm_errors import ArmError
+from ..core.backend import LocalBackend
+from ..core.routing import Call, Route, json_response
+from ..core.store import resource_key
+
+__all__ = ["ROUTES", "API_VERSIONS", "RESOURCE_GROUP_TYPE", "KNOWN_LOCATIONS", "utc_timestamp",
+           "check_subscription_id", "normalize_location", "validate_tags", "resource_group_id",
+           "require_resource_group", "resume_deletions"]
+
+log = logging.getLogger(__name__)
+
+#: every published version (see core/api_versions.py); one shape for all of them: later versions only add
+#: fields (managedBy from 2016-09-01, type from 2018-05-01), which the service always sends.
+API_VERSIONS = RESOURCES
+
+RESOURCE_GROUP_TYPE = "microsoft.resources/resourcegroups"
+
+#: Public Azure regions by their normalised name; ARM also accepts the display name ("East US").
+KNOWN_LOCATIONS = frozenset({
+    "eastus", "eastus2", "westus", "westus2", "westus3", "centralus", "northcentralus", "southcentralus",
+    "westcentralus", "canadacentral", "canadaeast", "brazilsouth", "brazilsoutheast", "mexicocentral",
+    "northeurope", "westeurope", "uksouth", "ukwest", "francecentral", "francesouth", "germanywestcentral",
+    "germanynorth", "norwayeast", "norwaywest", "switzerlandnorth", "switzerlandwest", "swedencentral",
+    "polandcentral", "italynorth", "spaincentral", "eastasia", "southeastasia", "japaneast", "japanwest",
+    "koreacentral", "koreasouth", "centralindia", "southindia", "westindia", "australiaeast",
+    "australiasoutheast", "australiacentral", "australiacentral2", "newzealandnorth", "uaenorth",
+    "uaecentral", "qatarcentral", "israelcentral", "southafricanorth", "southafricawest",
+})
+
+_SUBSCRIPTION_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+# ARM's rule: 1-90 letters (any script), digits, '-', '_', '.', '(' or ')', not ending in '.'.
+_RESOURCE_GROUP_NAME = re.compile(r"^[-\w.()]{1,90}\Z")
+_MAX_TAGS, _MAX_TAG_NAME, _MAX_TAG_VALUE = 50, 512, 256
+# Seconds a client waits between polls of a group deletion (integers: what every client parses).
+_POLL_RETRY_AFTER = "1"
+
+
+# -- shared checks ------------------------------------------------------------------------------
+
+def utc_timestamp() -> str:
+    """Now, as ARM writes times: ISO 8601 with 7 fractional digits and a Z."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f") + "0Z"
+
+
+def check_subscription_id(subscription_id: str) -> None:
+    """Any well-formed subscription id names a subscription of the local service."""
+    if not _SUBSCRIPTION_ID.match(subscription_id):
+        raise ArmError(400, "InvalidSubscriptionId",
+                       f"The provided subscription identifier '{subscription_id}' is malformed or invalid. "
+                       "It must be a GUID such as 00000000-0000-0000-0000-000000000000.")
+
+
+def normalize_location(value: Any, backend: LocalBackend, *, field: str = "location") -> str:
+    """A region name as ARM stores it ("East US" -> "eastus"); unknown regions are refused."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ArmError(400, "LocationRequired", f"The '{field}' property is required for this definition.")
+    if not isinstance(value, str):
+        raise ArmError(400, "InvalidRequestContent",
+                       f"The request content was invalid: '{field}' must be a string such as \"eastus\".")
+    location = value.replace(" ", "").lower()
+    if location not in KNOWN_LOCATIONS and location != backend.settings.location.lower():
+        raise ArmError(400, "LocationNotAvailableForResourceGroup" if field == "location" else "InvalidLocation",
+                       f"The provided location '{value}' is not available. Use an Azure region name such as "
+                       "'eastus', 'westeurope' or 'northeurope'.")
+    return location
+
+
+def validate_tags(tags: Any) -> Optional[dict[str, str]]:
+    """Tags as ARM allows them: an object of at most 50 string names (<= 512) to string values (<= 256)."""
+    if tags is None:
+        return None
+    if not isinstance(tags, dict):
+        raise ArmError(400, "InvalidRequestContent",
+                       "The request content was invalid: 'tags' must be an object of string names to string values.")
+    if len(tags) > _MAX_TAGS:
+        raise ArmError(400, "InvalidTagCount", f"The number of tags ({len(tags)}) exceeds the limit of {_MAX_TAGS}.")
+    for name, value in tags.items():
+        if not isinstance(value, str):
+            raise ArmError(400, "InvalidRequestContent",
+                           f"The request content was invalid: the value of tag '{name}' must be a string.")
+        if not name or len(name) > _MAX_TAG_NAME or len(value) > _MAX_TAG_VALUE:
+            raise ArmError(400, "InvalidTagNameCharacters" if not name else "InvalidTagLength",
+                           f"Tag names must have 1 to {_MAX_TAG_NAME} characters and tag values at most "
+                           f"{_MAX_TAG_VALUE}; tag '{name[:40]}' does not.")
+    return dict(tags)
+
+
+def resource_group_id(subscription_id: str, resource_group_name: str) -> str:
+    return f"/subscriptions/{subscription_id}/resourceGroups/{resource_group_name}"
+
+
+def require_resource_group(backend: LocalBackend, subscription_id: str, resource_group_name: str, *,
+                           for_write: bool = False) -> dict[str, Any]:
+    """The group's document, as every group-scoped request needs it first.
+
+    Raises 404 ``ResourceGroupNotFound`` when there is no such group and, with ``for_write``,
+    409 ``ResourceGroupBeingDeleted`` while it is being deleted (ARM refuses writes into it)."""
+    check_subscription_id(subscription_id)
+    group = backend.store.get(resource_group_id(subscription_id, resource_group_name))
+    if group is None:
+        raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{resource_group_name}' could not be found.")
+    if for_write and group["properties"].get("provisioningState") == "Deleting":
+        raise ArmError(409, "ResourceGroupBeingDeleted",
+                       f"The resource group '{group['name']}' is in deprovisioning state and cannot perform "
+                       "this operation.")
+    return group
+
+
+def _check_group_name(name: str) -> None:
+    if not _RESOURCE_GROUP_NAME.match(name) or name.endswith("."):
+        raise ArmError(400, "InvalidResourceGroup",
+                       f"The provided resource group name '{name}' is invalid. The name must have 1 to 90 "
+                       "characters, each a letter, digit, '-', '.', '(', ')' or '_', and must not end in '.'.")
+
+
+# -- resource groups ----------------------------------------------------------------------------
+
+def _group_body(group_id: str, name: str, location: str, tags: Optional[dict[str, str]],
+                managed_by: Optional[str], state: str = "Succeeded") -> dict[str, Any]:
+    body: dict[str, Any] = {"id": group_id, "name": name, "type": "Microsoft.Resources/resourceGroups",
+                            "location": location}
+    if tags is not None:
+        body["tags"] = tags
+    if managed_by is not None:
+        body["managedBy"] = managed_by
+    body["properties"] = {"provisioningState": state}
+    return body
+
+
+def _request_object(call: Call) -> dict[str, Any]:
+    body = call.json()
+    if not isinstance(body, dict):
+        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: the body must be a JSON object.")
+    return body
+
+
+def put_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
+    check_subscription_id(subscriptionId)
+    _check_group_name(resourceGroupName)
+    request = _request_object(call)
+    location = normalize_location(request.get("location"), call.backend)
+    tags = validate_tags(request.get("tags"))
+    managed_by = request.get("managedBy")
+    if managed_by is not None and not isinstance(managed_by, str):
+        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: 'managedBy' must be a string.")
+    store = call.backend.store
+    group_id = resource_group_id(subscriptionId, resourceGroupName)
+    with call.backend.lock:
+        existing = store.get(group_id)
+        if existing is not None:
+            if existing["properties"].get("provisioningState") == "Deleting":
+                raise ArmError(409, "ResourceGroupBeingDeleted",
+                               f"The resource group '{existing['name']}' is in deprovisioning state and cannot "
+                               "perform this operation.")
+            if existing["location"] != location:
+                raise ArmError(409, "InvalidResourceGroupLocation",
+                               f"Invalid resource group location '{location}'. The Resource group already exists "
+                               f"in location '{existing['location']}'.")
+            # The group keeps the casing it was created with; a PUT replaces tags (absent: cleared).
+            body = _group_body(existing["id"], existing["name"], location, tags,
+                               managed_by if managed_by is not None else existing.get("managedBy"))
+            store.put(existing["id"], RESOURCE_GROUP_TYPE, f"/subscriptions/{subscriptionId}", body)
+            return json_response(body, 200)
+        body = _group_body(group_id, resourceGroupName, location, tags, managed_by)
+        store.put(group_id, RESOURCE_GROUP_TYPE, f"/subscriptions/{subscriptionId}", body)
+    return json_response(body, 201)
+
+
+def get_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
+    return json_response(require_resource_group(call.backend, subscriptionId, resourceGroupName))
+
+
+def head_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
+    check_subscription_id(subscriptionId)
+    exists = call.backend.store.get(resource_group_id(subscriptionId, resourceGroupName)) is not None
+    return Response(b"", status=204 if exists else 404)
+
+
+def patch_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
+    group = require_resource_group(call.backend, subscriptionId, resourceGroupName, for_write=True)
+    request = _request_object(call)
+    if "location" in request and request["location"] is not None:
+        location = normalize_location(request["location"], call.backend)
+        if location != group["location"]:
+            raise ArmError(409, "InvalidResourceGroupLocation",
+                           f"Invalid resource group location '{location}'. The Resource group already exists "
+                           f"in location '{group['location']}'.")
+    tags = validate_tags(request.get("tags"))
+    managed_by = request.get("managedBy")
+    if managed_by is not None and not isinstance(managed_by, str):
+        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: 'managedBy' must be a string.")
+
+    def change(body: dict[str, Any]) -> None:
+        if body["properties"].get("provisioningState") == "Deleting":
+            raise ArmError(409, "ResourceGroupBeingDeleted",
+                           f"The resource group '{body['name']}' is in deprovisioning state and cannot perform "
+                           "this operation.")
+        if tags is not None:  # PATCH replaces the tags it names the way ARM does: as a whole
+            body["tags"] = tags
+        if managed_by is not None:
+            body["managedBy"] = managed_by
+
+    updated = call.backend.store.update(group["id"], change)
+    if updated is None:
+        raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{resourceGroupName}' could not be found.")
+    return json_response(updated)
+
+
+def list_resource_groups(call: Call, subscriptionId: str) -> Response:
+    check_subscription_id(subscriptionId)
+    groups = call.backend.store.list(RESOURCE_GROUP_TYPE, parent=f"/subscriptions/{subscriptionId}")
+    return json_response({"value": groups})
+
+
+# -- deleting a resource group ------------------------------------------------------------------
+
+class _Deletions:
+    """Which groups have a teardown thread running, per state directory (one service each)."""
+
+    _lock = threading.Lock()
+    _running: dict[str, set[str]] = {}
+
+    @classmethod
+    def claim(cls, backend: LocalBackend, group_key: str) -> bool:
+        with cls._lock:
+            running = cls._running.setdefault(str(backend.state_dir.resolve()), set())
+            if group_key in running:
+                return False
+            running.add(group_key)
+            return True
+
+    @classmethod
+    def release(cls, backend: LocalBackend, group_key: str) -> None:
+        with cls._lock:
+            cls._running.get(str(backend.state_dir.resolve()), set()).discard(group_key)
+
+
+def _operation_token(operation_id: str, group_name: str, location: str) -> str:
+    # Shaped like ARM's opaque token: base64 of {"jobId": "RESOURCEGROUPDELETIONJOB-...", "jobLocation"}.
+    job = {"jobId": f"RESOURCEGROUPDELETIONJOB-{group_name.upper()}|{operation_id}", "jobLocation": location}
+    return base64.urlsafe_b64encode(json.dumps(job).encode()).decode("ascii").rstrip("=")
+
+
+def _operation_id(token: str) -> Optional[str]:
+    try:
+        job = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        return str(job["jobId"]).rpartition("|")[2] or None
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        return None
+
+
+def delete_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
+    group = require_resource_group(call.backend, subscriptionId, resourceGroupName)
+    backend = call.backend
+    operation_id = uuid.uuid4().hex
+
+    def mark_deleting(body: dict[str, Any]) -> None:
+        body["properties"]["provisioningState"] = "Deleting"
+
+    with backend.store.transaction() as db:
+        db.execute("INSERT INTO resource_group_deletions (id, resource_group, status, started) VALUES (?, ?, ?, ?)",
+                   (operation_id, resource_key(group["id"]), "InProgress", time.time()))
+    backend.store.update(group["id"], mark_deleting)
+    _start_teardown(backend, group["id"])
+    location = call.url(f"/subscriptions/{subscriptionId}/operationresults/"
+                        f"{_operation_token(operation_id, group['name'], group['location'])}",
+                        **{"api-version": call.api_version})
+    return Response(b"", status=202, headers={"Location": location, "Retry-After": _POLL_RETRY_AFTER})
+
+
+def get_deletion_result(call: Call, subscriptionId: str, operationToken: str) -> Response:
+    check_subscription_id(subscriptionId)
+    backend = call.backend
+    operation_id = _operation_id(operationToken)
+    rows = backend.store.query("SELECT * FROM resource_group_deletions WHERE id = ?", (operation_id or "",))
+    if not rows:
+        raise ArmError(404, "OperationNotFound", "The operation could not be found; it may have expired.")
+    row = rows[0]
+    if row["status"] == "Succeeded":
+        return Response(b"", status=200)
+    if row["status"] == "Failed":
+        raise ArmError(409, "ResourceGroupDeletionBlocked",
+                       f"Deletion of the resource group failed: {row['error']}")
+    group = backend.store.get(row["resource_group"])
+    if group is None:  # gone already; the thread is about to record it
+        return Response(b"", status=200)
+    _start_teardown(backend, group["id"])  # no-op unless a restart interrupted it
+    return Response(b"", status=202, headers={"Location": call.request.url, "Retry-After": _POLL_RETRY_AFTER})
+
+
+def resume_deletions(backend: LocalBackend) -> None:
+    """Tear down again every group a stopped service left ``Deleting``; called when a service starts."""
+    for group in backend.store.list(RESOURCE_GROUP_TYPE):
+        if group["properties"].get("provisioningState") == "Deleting":
+            log.info("resuming deletion of resource group %s", group["name"])
+            _start_teardown(backend, group["id"])
+
+
+def _start_teardown(backend: LocalBackend, group_id: str) -> None:
+    key = resource_key(group_id)
+    if not _Deletions.claim(backend, key):
+        return
+    threading.Thread(target=_teardown, args=(backend, group_id), name=f"delete-{key.rsplit('/', 1)[-1]}",
+                     daemon=True).start()
+
+
+def _teardown(backend: LocalBackend, group_id: str) -> None:
+    key = resource_key(group_id)
+    store = backend.store
+    try:
+        for delete_resources_in in backend.group_deleters:
+            delete_resources_in(group_id)
+        store.delete(group_id, recursive=True)
+        with store.transaction() as db:
+            db.execute("UPDATE resource_group_deletions SET status = 'Succeeded', ended = ? "
+                       "WHERE resource_group = ? AND status = 'InProgress'", (time.time(), key))
+        log.info("deleted resource group %s", group_id)
+    except Exception as exc:  # noqa: BLE001 - recorded for the poller; the group stays, usable again
+        log.exception("deleting resource group %s failed", group_id)
+        reason = f"{type(exc).__name__} while deleting the resources in the group; the group and what is " \
+                 "left in it were kept."
+        try:
+            store.update(group_id, lambda body: body["properties"].update(provisioningState="Succeeded"))
+            with store.transaction() as db:
+                db.execute("UPDATE resource_group_deletions SET status = 'Failed', error = ?, ended = ? "
+                           "WHERE resource_group = ? AND status = 'InProgress'", (reason, time.time(), key))
+        except Exception:  # noqa: BLE001 - the store is closing (service stopping): resumed at next start
+            log.warning("could not record the failed deletion of %s; it resumes when the service starts", group_id)
+    finally:
+        _Deletions.release(backend, key)
+
+
+_RG = "/subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}"
+
+ROUTES: list[Route] = [
+    Route("GET", "/subscriptions/{subscriptionId}/resourcegroups", list_resource_groups, API_VERSIONS),
+    Route("PUT", _RG, put_resource_group, API_VERSIONS),
+    Route("GET", _RG, get_resource_group, API_VERSIONS),
+    Route("HEAD", _RG, head_resource_group, API_VERSIONS),
+    Route("PATCH", _RG, patch_resource_group, API_VERSIONS),
+    Route("DELETE", _RG, delete_resource_group, API_VERSIONS),
+    Route("GET", "/subscriptions/{subscriptionId}/operationresults/{operationToken}", get_deletion_result,
+          API_VERSIONS),
+]

@@ -1,0 +1,263 @@
+"""What one run of a job will do, decided before anything happens: a pure function of the job, its
+cluster, its nodes and this machine.
+
+:func:`plan_job` lays out a run the way Batch AI lays it out on its nodes. A local node is a slot
+on this machine, so a job's nodes share one file system:
+
+- ``$AZ_BATCHAI_MOUNT_ROOT`` (per cluster) holds the cluster's mounts and ``$AZ_BATCHAI_JOB_MOUNT_ROOT``
+  (per job) the job's own (see ``mounts.py``);
+- ``{stdOutErrPathPrefix}/{jobOutputDirectoryPathSegment}/stdouterr/`` receives ``stdout.txt``,
+  ``stderr.txt``, each node's execution log and job-preparation output; output directories are
+  ``{pathPrefix}/{jobOutputDirectoryPathSegment}/outputs/{pathSuffix}``, as the recorded service put
+  them;
+- ``jobPreparation`` runs first on every node; then the toolkit runs on the master node:
+  ``horovodrun -np <processCount> -H localhost:<processCount> --gloo <python> <script> <args>`` for
+  Horovod, or the command line under ``/bin/bash -c`` for custom MPI and custom toolkit jobs.
+  Command lines reach a shell untouched, so ``$AZ_BATCHAI_*`` variables are expanded on the node.
+
+The plan is data: directories to create, mounts, every node's environment, the exact argv of each
+process, the execution logs' opening lines. ``job_executor.py`` carries it out.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+from ..core.durations import parse_duration
+from .mounts import Mount
+from .node_setup import NodeSlot
+from .paths import execution_log_name, expand_vars, job_prep_log_names
+from .paths import job_mount_root as mount_root_of_job
+from .processes import RUN_TAG_ENV
+from .states import job_error
+
+__all__ = ["Machine", "NodePlan", "Step", "JobPlan", "JobStartError", "plan_job", "EXECUTION_LOG_ENV",
+           "DEFAULT_WALL_CLOCK_S"]
+
+
+#: where a node's execution log is, for the package-manager stand-ins of container jobs.
+EXECUTION_LOG_ENV = "HOROVOD_BATCHAI_EXECUTION_LOG"
+#: constraints.maxWallClockTime when the job says none (Batch AI's default, 7 days).
+DEFAULT_WALL_CLOCK_S = 7 * 86400.0
+
+
+class JobStartError(Exception):
+    """The job cannot start; ``error`` is its executionInfo error."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.error = job_error(code, message)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a plan needs to know of this machine."""
+    python: str                      # the interpreter jobs run with (the service's)
+    horovodrun: str                  # horovodrun next to it
+    environment: Mapping[str, str]   # what the job's processes start from
+    gpus: int                        # NVIDIA GPUs this machine has
+
+
+@dataclass(frozen=True)
+class Step:
+    """One process to start."""
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: Path
+    stdout: Path
+    stderr: Path
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    node: NodeSlot
+    env: Mapping[str, str]
+    execution_log: Path
+    log_lines: tuple[str, ...]       # what its execution log says before anything runs
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    directories: tuple[Path, ...]    # created first, in order
+    cluster_mounts: tuple[Mount, ...]
+    job_mounts: tuple[Mount, ...]
+    outputs: tuple[tuple[str, Path], ...]    # (output directory id, where it is), stdouterr first
+    host_file: Path
+    host_file_text: str
+    nodes: tuple[NodePlan, ...]
+    container: Optional[str]         # the image the job names (the host's Python runs it here)
+    shims: Optional[Path]            # where the package-manager stand-ins go when it names one
+    preparation: tuple[Step, ...]    # jobPreparation, one per node (empty when there is none)
+    toolkit: Step                    # the toolkit's command, on the master node
+    toolkit_summary: str             # for the master node's execution log
+    wall_clock_s: float
+
+
+def _process_count(props: Mapping[str, Any], node_count: int) -> int:
+    for name in ("horovodSettings", "customMpiSettings"):
+        settings = props.get(name)
+        if settings and settings.get("processCount"):
+            return int(settings["processCount"])
+    return node_count
+
+
+def _toolkit_argv(props: Mapping[str, Any], process_count: int, machine: Machine) -> tuple[str, ...]:
+    horovod = props.get("horovodSettings")
+    if horovod:
+        python = horovod.get("pythonInterpreterPath") or shlex.quote(machine.python)
+        # The script path and arguments go to the shell as written, so that the shell expands
+        # $AZ_BATCHAI_* variables and splits the arguments, as it did on a Batch AI node.
+        command = (f"exec {shlex.quote(machine.horovodrun)} -np {process_count} -H localhost:{process_count} "
+                   f"--gloo {python} {horovod['pythonScriptFilePath']} {horovod.get('commandLineArgs') or ''}")
+        return ("/bin/bash", "-c", command.rstrip())
+    for name in ("customMpiSettings", "customToolkitSettings"):
+        settings = props.get(name)
+        if settings is not None:
+            command = settings.get("commandLine")
+            if not command:
+                raise JobStartError("InvalidJob", f"{name}.commandLine is empty; nothing to run")
+            return ("/bin/bash", "-c", str(command))
+    raise JobStartError("UnsupportedToolkit", f"The local service cannot run {props.get('toolType')!r} jobs; "
+                                              "use horovodSettings, customMpiSettings or customToolkitSettings")
+
+
+def _gpu_lines(vm_size: str, size_gpus: Optional[int], machine_gpus: int, given: Sequence[str]) -> str:
+    if machine_gpus and size_gpus:
+        return f"GPUs: {len(given)} of this machine's {machine_gpus} (CUDA_VISIBLE_DEVICES={','.join(given)})"
+    if size_gpus:
+        return f"GPUs: {vm_size} has {size_gpus} but this machine has none; the job runs on CPU " \
+               "(CUDA_VISIBLE_DEVICES is empty)"
+    if size_gpus is None:
+        return f"GPUs: none (VM size {vm_size!r} is not in the local size table); the job runs on CPU"
+    return f"GPUs: none ({vm_size} has no GPU); the job runs on CPU"
+
+
+def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster: Mapping[str, Any],
+             nodes: Sequence[NodeSlot], run_tag: str, job_dir: Path, mount_root: Path,
+             cluster_mounts: Sequence[Mount], job_mounts: Sequence[Mount], size_gpus: Optional[int],
+             machine: Machine) -> JobPlan:
+    """The plan of one run of ``job`` on ``nodes`` of ``cluster``.
+
+    ``job_dir`` is the job's scratch directory, ``mount_root`` the cluster's mount root; the mounts
+    were checked already (``mounts.plan_mounts``); ``size_gpus`` is what the cluster's VM size
+    promises (None when the size is unknown). Raises :class:`JobStartError` for a job that cannot run.
+    """
+    props = job.get("properties", {})
+    cluster_props = cluster.get("properties", {})
+    limit = parse_duration(str((props.get("constraints") or {}).get("maxWallClockTime") or "P7D"))
+    job_mount_root, shared_temp = mount_root_of_job(job_dir), job_dir / "shared"
+    directories: list[Path] = [mount_root, job_mount_root, shared_temp]
+
+    # The variables every node shares.
+    segment = str(props.get("jobOutputDirectoryPathSegment") or "")
+    node_count = len(nodes)
+    process_count = _process_count(props, node_count)
+    env: dict[str, str] = dict(machine.environment)
+    env["PATH"] = os.pathsep.join([str(Path(machine.python).parent), env.get("PATH", "")])
+    env["PYTHONUNBUFFERED"] = "1"
+    for variable in props.get("environmentVariables") or []:
+        env[str(variable["name"])] = str(variable.get("value", ""))
+    secrets = job_private.get("secrets") or {}
+    for variable in props.get("secrets") or []:
+        name = str(variable["name"])
+        if name in secrets:
+            env[name] = str(secrets[name])
+    env.update({
+        "AZ_BATCHAI_MOUNT_ROOT": str(mount_root),
+        "AZ_BATCHAI_JOB_MOUNT_ROOT": str(job_mount_root),
+        "AZ_BATCHAI_SHARED_JOB_TEMP": str(shared_temp),
+        RUN_TAG_ENV: run_tag,
+    })
+    # Paths the service itself needs, expanded as the master node's shell would expand them
+    # (a relative one is relative to the node's working directory, never to the service's).
+    master_root = job_dir / "nodes" / nodes[0].node_id
+    expansion_env = {**env, "AZ_BATCHAI_JOB_TEMP": str(master_root / "temp"), "AZ_BATCHAI_TASK_INDEX": "0"}
+
+    def node_path(*parts: str) -> Path:
+        return Path(os.path.normpath(master_root / "wd" / Path(*(expand_vars(p, expansion_env) for p in parts))))
+
+    stdouterr = node_path(str(props.get("stdOutErrPathPrefix") or "$AZ_BATCHAI_SHARED_JOB_TEMP"), segment,
+                          "stdouterr")
+    env["AZ_BATCHAI_STDOUTERR_DIR"] = str(stdouterr)
+    outputs: list[tuple[str, Path]] = [("stdouterr", stdouterr)]
+    for directory in props.get("outputDirectories") or []:
+        path = node_path(str(directory["pathPrefix"]), segment, "outputs", str(directory.get("pathSuffix") or ""))
+        env[f"AZ_BATCHAI_OUTPUT_{directory['id']}"] = str(path)
+        outputs.append((str(directory["id"]), path))
+    for directory in props.get("inputDirectories") or []:
+        env[f"AZ_BATCHAI_INPUT_{directory['id']}"] = str(node_path(str(directory["path"])))
+
+    host_file = job_dir / "hostfile"
+    per_node = max(1, -(-process_count // node_count))
+    env["AZ_BATCHAI_MPI_HOST_FILE"] = str(host_file)
+    # Azure Batch's own names for the same list, which MPI scripts of the era read.
+    env["AZ_BATCH_HOST_LIST"] = ",".join("localhost" for _ in nodes)
+    env["AZ_BATCH_NODE_LIST"] = ";".join("localhost" for _ in nodes)
+
+    # Per-node environments and the opening lines of their logs.
+    vm_size = str(cluster_props.get("vmSize") or "")
+    container = (props.get("containerSettings") or {}).get("imageSourceRegistry", {}).get("image")
+    shims = job_dir / "shims" if container else None
+    user_names = [str(v["name"]) for v in props.get("environmentVariables") or []]
+    secret_names = [str(v["name"]) for v in props.get("secrets") or []]
+    node_plans: list[NodePlan] = []
+    all_gpus: list[str] = []
+    for position, node in enumerate(nodes):
+        node_root = job_dir / "nodes" / node.node_id
+        directories += [node_root / "temp", node_root / "wd"]
+        execution_log = stdouterr / execution_log_name(node.node_id, node_count)
+        node_env = dict(env)
+        node_env["AZ_BATCHAI_TASK_INDEX"] = str(position)
+        node_env["AZ_BATCHAI_JOB_TEMP"] = str(node_root / "temp")
+        node_env[EXECUTION_LOG_ENV] = str(execution_log)
+        gpus: list[str] = []
+        if machine.gpus and size_gpus:
+            gpus = [str((position * size_gpus + k) % machine.gpus) for k in range(size_gpus)]
+        all_gpus.extend(g for g in gpus if g not in all_gpus)
+        node_env["AZ_BATCHAI_NUM_GPUS"] = str(len(gpus))
+        node_env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        lines = [f"node {node.node_id} (task index {position}) of cluster {cluster.get('name')} ({vm_size}) runs "
+                 f"job {job.get('name')} ({position + 1} of {node_count} nodes)"]
+        lines += [f"cluster mount: {mount}" for mount in cluster_mounts]
+        lines += [f"job mount: {mount}" for mount in job_mounts]
+        lines.append(_gpu_lines(vm_size, size_gpus, machine.gpus, gpus))
+        if container:
+            lines.append(f"no container engine: running on the host Python ({machine.python}) instead of "
+                         f"{container}")
+        names = sorted(n for n in node_env if n.startswith(("AZ_BATCHAI_", "AZ_BATCH_")))
+        lines.append("variables: " + ", ".join(names + user_names))
+        if secret_names:
+            lines.append("secret variables (values not shown): " + ", ".join(secret_names))
+        node_plans.append(NodePlan(node, node_env, execution_log, tuple(lines)))
+    directories += [path for _, path in outputs]
+
+    # Job preparation, on every node at once.
+    preparation: list[Step] = []
+    command = (props.get("jobPreparation") or {}).get("commandLine")
+    if command:
+        for plan in node_plans:
+            prep_env = dict(plan.env)
+            if shims is not None:
+                prep_env["PATH"] = os.pathsep.join([str(shims), prep_env["PATH"]])
+            out_name, err_name = job_prep_log_names(plan.node.node_id, node_count)
+            preparation.append(Step(("/bin/bash", "-c", str(command)), prep_env,
+                                    job_dir / "nodes" / plan.node.node_id / "wd", stdouterr / out_name,
+                                    stdouterr / err_name))
+
+    # The toolkit, on the master node.
+    master_env = dict(node_plans[0].env)
+    master_env["CUDA_VISIBLE_DEVICES"] = ",".join(all_gpus)
+    argv = _toolkit_argv(props, process_count, machine)
+    toolkit = Step(argv, master_env, master_root / "wd", stdouterr / "stdout.txt", stdouterr / "stderr.txt")
+    summary = f"starting {props.get('toolType') or 'the job'}: " + (argv[-1] if argv[0] == "/bin/bash"
+                                                                     else " ".join(argv))
+    return JobPlan(
+        directories=tuple(directories), cluster_mounts=tuple(cluster_mounts), job_mounts=tuple(job_mounts),
+        outputs=tuple(outputs), host_file=host_file,
+        host_file_text="".join(f"localhost slots={per_node}\n" for _ in nodes), nodes=tuple(node_plans),
+        container=container, shims=shims, preparation=tuple(preparation), toolkit=toolkit,
+        toolkit_summary=summary,
+        wall_clock_s=limit if limit is not None else DEFAULT_WALL_CLOCK_S)

@@ -1,0 +1,259 @@
+"""Running the local service: in a thread of this process, or as a daemon that many processes share.
+
+Both use the same pieces, wired here: the HTTPS server (``core/http_server.py``), the application
+in ``app.py`` (every plane's routes), the blob endpoint (Azurite), the job scheduler, and the
+backends that hold the state. A running service holds an exclusive lock on
+``<state dir>/service.lock`` (so two services never drive one state directory) and advertises
+where it listens in ``<state dir>/service.json``; :func:`ensure_running` reads that file to reuse
+a running service and otherwise starts a daemon, so calling it twice is harmless.
+"""
+from __future__ import annotations
+
+import fcntl
+import functools
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from .app import make_app
+from .batchai.backend import BatchAIBackend
+from .core.tokens import LocalCredential
+from .core.backend import LocalBackend, ServiceSettings, default_state_dir
+from .core.http_server import HttpsServer
+from .core.tls import ensure_certificate
+from .storage.api import delete_accounts_in_group
+
+if TYPE_CHECKING:
+    from .runner.scheduler import Scheduler
+
+__all__ = ["LocalService", "ServiceInfo", "ensure_running", "find_running", "stop_daemon",
+           "ServiceAlreadyRunning"]
+
+log = logging.getLogger(__name__)
+
+INFO_FILE = "service.json"
+LOCK_FILE = "service.lock"
+
+
+class ServiceAlreadyRunning(RuntimeError):
+    """Another local service already drives this state directory."""
+
+
+@dataclass(frozen=True)
+class ServiceInfo:
+    """Where a running local service listens and how to trust and reach it."""
+
+    endpoint: str          # https://127.0.0.1:PORT — ARM base URL; Files accounts live at {endpoint}/{account}
+    ca_cert: Path          # the loopback certificate clients pass as connection_verify
+    state_dir: Path
+    pid: int
+
+    def credential(self) -> LocalCredential:
+        return LocalCredential(self.state_dir)
+
+    def files_endpoint(self, account: str) -> str:
+        return f"{self.endpoint}/{account}"
+
+
+class LocalService:
+    """The local service in this process (tests, notebooks). Use as a context manager or
+    call :meth:`start` / :meth:`stop`."""
+
+    def __init__(self, state_dir: Optional[Path] = None, *, host: str = "127.0.0.1", port: int = 0,
+                 settings: Optional[ServiceSettings] = None) -> None:
+        self.state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
+        self.host = host
+        self.port = port
+        self.settings = settings or ServiceSettings()
+        self.backend: Optional[LocalBackend] = None
+        self._server: Optional[HttpsServer] = None
+        self._scheduler: Optional[Scheduler] = None
+        self._lock_fh: Optional[Any] = None
+
+    def __repr__(self) -> str:
+        return f"LocalService(state_dir={str(self.state_dir)!r}, endpoint={self.endpoint if self._server else None!r})"
+
+    @property
+    def endpoint(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the local service is not started")
+        return f"https://{self.host}:{self._server.port}"
+
+    @property
+    def info(self) -> ServiceInfo:
+        return ServiceInfo(self.endpoint, self.state_dir / "tls-cert.pem", self.state_dir, os.getpid())
+
+    def credential(self) -> LocalCredential:
+        return LocalCredential(self.state_dir)
+
+    def start(self) -> "LocalService":
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fh = open(self.state_dir / LOCK_FILE, "a+")
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_fh.close()
+            self._lock_fh = None
+            running = find_running(self.state_dir)
+            where = f" at {running.endpoint} (pid {running.pid})" if running else ""
+            raise ServiceAlreadyRunning(f"a local service is already running for {self.state_dir}{where}")
+        try:
+            self._start_locked()
+        except BaseException:
+            self._abort_start()  # a failed start must not keep the lock, the database or the port
+            raise
+        info = self.info
+        _write_info(self.state_dir, info)
+        log.info("local service listening at %s (state in %s)", info.endpoint, self.state_dir)
+        return self
+
+    def _start_locked(self) -> None:
+        cert, key = ensure_certificate(self.state_dir)
+        self.backend = LocalBackend(self.state_dir, self.settings)
+        self._server = HttpsServer(self.host, self.port, make_app(self.backend), cert=cert, key=key)
+        self.backend.base_url = self.endpoint
+        # Azurite (the blob endpoint) starts with the first storage account, in a thread of its own:
+        # about a CPU-second of Node.js start-up that only blob requests and blob mounts wait for.
+        from .storage.accounts import all_account_keys
+        from .blob.endpoint import BlobEndpoint
+        store = self.backend.store
+        self.backend.blob = BlobEndpoint(self.state_dir, cert=cert, key=key, node=self.settings.node_binary,
+                                         sync_interval=self.settings.blob_sync_interval_s)
+        self.backend.blob.start_when_needed(lambda: all_account_keys(store))
+        from .runner.scheduler import Scheduler  # imported late: the scheduler pulls in process handling
+        batchai = BatchAIBackend.of(self.backend)
+        self.backend.group_deleters += [batchai.delete_group_resources,
+                                        functools.partial(delete_accounts_in_group, self.backend)]
+        self._scheduler = batchai.scheduler = Scheduler(self.backend)
+        self._scheduler.start()
+        from .resources.api import resume_deletions
+        resume_deletions(self.backend)  # resource groups a stopped service left half-deleted
+        self._server.start()
+
+    def _abort_start(self) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+        if self.backend is not None:
+            if self._scheduler is not None:
+                self._scheduler.stop()
+                self._scheduler = None
+            if self.backend.blob is not None:
+                self.backend.blob.stop()  # after the jobs: their last writes reach the containers first
+            self.backend.close()
+        info_path = self.state_dir / INFO_FILE
+        try:
+            if json.loads(info_path.read_text()).get("pid") == os.getpid():
+                info_path.unlink()
+        except (OSError, ValueError):
+            pass
+        if self._lock_fh is not None:
+            self._lock_fh.close()
+            self._lock_fh = None
+        self._server = self.backend = None
+
+    def __enter__(self) -> "LocalService":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def _write_info(state_dir: Path, info: ServiceInfo) -> None:
+    tmp = state_dir / (INFO_FILE + ".tmp")
+    tmp.write_text(json.dumps({"endpoint": info.endpoint, "ca_cert": str(info.ca_cert), "pid": info.pid}))
+    tmp.replace(state_dir / INFO_FILE)
+
+
+def _listening(endpoint: str) -> bool:
+    host, _, port = endpoint.removeprefix("https://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def find_running(state_dir: Optional[Path] = None) -> Optional[ServiceInfo]:
+    """The service running for ``state_dir``, if one is, else None."""
+    state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
+    try:
+        data = json.loads((state_dir / INFO_FILE).read_text())
+        info = ServiceInfo(data["endpoint"], Path(data["ca_cert"]), state_dir, int(data["pid"]))
+    except (OSError, ValueError, KeyError):
+        return None
+    try:
+        os.kill(info.pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return info if _listening(info.endpoint) else None
+
+
+def ensure_running(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -> ServiceInfo:
+    """Reuse the daemon running for ``state_dir`` or start one; returns where it listens."""
+    state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
+    running = find_running(state_dir)
+    if running is not None:
+        return running
+    state_dir.mkdir(parents=True, exist_ok=True)
+    log_path = state_dir / "service.log"
+    with open(log_path, "ab") as log_fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "horovod_batchai.local", "serve", "--host", "127.0.0.1", "--port", "0",
+             "--state-dir", str(state_dir), "--quiet"],
+            stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = find_running(state_dir)
+        if running is not None:
+            return running
+        if proc.poll() is not None:
+            # Lost a race with another starter: theirs is the one to use.
+            running = find_running(state_dir)
+            if running is not None:
+                return running
+            raise RuntimeError(f"the local service exited with code {proc.returncode}; see {log_path}")
+        time.sleep(0.1)
+    raise TimeoutError(f"the local service did not start within {timeout:.0f}s; see {log_path}")
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` has exited. A daemon this process started stays a zombie until reaped, and a
+    zombie still answers ``kill(pid, 0)``, so reap it when it is our child."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return True
+    except ChildProcessError:
+        pass  # not our child (or already reaped): its parent reaps it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def stop_daemon(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -> bool:
+    """Stop the daemon running for ``state_dir``. True if one was running."""
+    running = find_running(state_dir)
+    if running is None:
+        return False
+    os.kill(running.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _exited(running.pid):
+            return True
+        time.sleep(0.1)
+    raise TimeoutError(f"the local service (pid {running.pid}) did not stop within {timeout:.0f}s")

@@ -1,0 +1,472 @@
+"""The exchanges of the tutorial on Azure ML, step by step, for the replay transport.
+
+Each builder returns the requests azure-ai-ml 1.35.2 (and azure-mgmt-*/azure-storage-*) send
+for one step of the tutorial, with the responses they get. Responses come from the recordings
+where they have the exchange, else from the REST spec's examples, else are built here; the
+``source`` of each says which, and what was changed in it (names, and fields that must reflect
+what this test asked for, such as the scale settings).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Optional
+
+from replay import (ANY_SEGMENT, JOB_MAPS, Exchange, MANAGEMENT_HOST, patched, recorded, recording, renamed,
+                    spec_example)
+
+SUB = "00000000-0000-0000-0000-000000000000"
+RG = "batchai.horovod"
+WS = "batchaidev"
+CLUSTER = "nc6cluster"
+ACCOUNT = "mystorageaccount"
+SHARE = "myshare"
+DATASTORE = "mystorageaccount_myshare"
+EXPERIMENT = "cifar"
+JOB = "cifar_distributed"
+LOCATION = "eastus"
+WS_PATH = f"/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.MachineLearningServices/workspaces/{WS}"
+COMPUTE_PATH = f"{WS_PATH}/computes/{CLUSTER}"
+
+# azure-ai-ml 1.35.2's api-version per operation group
+COMPUTES = "2023-08-01-preview"
+WORKSPACES = DATASTORES = "2024-10-01-preview"
+JOB_CREATE = "2025-01-01-preview"
+JOB_GET = "2024-01-01-preview"
+JOB_CANCEL = JOB_DELETE = ENVIRONMENTS = "2023-04-01-preview"
+JOB_LIST = "2024-01-01-preview"
+
+#: recorded names -> this test's names (recordings sanitise the scope to 000...0 / 00000)
+SCOPE = {"00000000-0000-0000-0000-000000000": SUB, "/resourceGroups/00000": f"/resourceGroups/{RG}",
+         "/workspaces/00000": f"/workspaces/{WS}", "Sanitized.azure.com": MANAGEMENT_HOST}
+SPEC_SCOPE = {"00000000-1111-2222-3333-444444444444": SUB, "34adfa4f-cedf-4dc0-ba29-b6d1a69ab345": SUB,
+              "workspace-1234": RG, "testrg123": RG, "testworkspace": WS, "workspaces123": WS,
+              "compute123": CLUSTER}
+
+COMPUTE_FILE = "compute__test_compute"
+DATASTORE_FILE = "datastore__test_datastore"
+JOB_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_with_dataset"
+CANCEL_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_dependency_label_resolution"
+MPI_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_builder"
+
+
+def not_found(path: str, api_version: Optional[str], code: str, source: str) -> Exchange:
+    """ARM's 404, in its error envelope (the recordings' tests never read a missing resource)."""
+    return Exchange("GET", path, f"built:{source}", api_version=api_version, status=404,
+                    response={"error": {"code": code, "message": f"{path.rsplit('/', 1)[-1]} was not found"}})
+
+
+# -- workspace -------------------------------------------------------------------------------------
+DISCOVERY_HOST = f"{LOCATION}.api.azureml.ms"
+
+
+def workspace_get(api_version: str = WORKSPACES, why: str = "") -> list[Exchange]:
+    example = spec_example("Workspace/get.json")
+    body = renamed(example["responses"]["200"]["body"], SPEC_SCOPE)
+    body = patched(body, {"location": LOCATION, "properties.discoveryUrl": f"https://{DISCOVERY_HOST}/discovery"})
+    return [Exchange("GET", WS_PATH, "spec:Workspace/get.json (names, location and an https discoveryUrl set)"
+                     + (f"; {why}" if why else ""), api_version=api_version, response=body)]
+
+
+# -- cluster ---------------------------------------------------------------------------------------
+RECORDED_COMPUTE = "test49208482942"
+COMPUTE_NAMES = {**SCOPE, RECORDED_COMPUTE: CLUSTER}
+VM_SIZE = "Standard_NC6s_v3"
+
+
+def compute_state(nodes: int, *, allocation: str, idle: int = 0, preparing: int = 0, running: int = 0,
+                  minimum: Optional[int] = None, maximum: Optional[int] = None) -> dict[str, Any]:
+    """The fields of a compute GET that must reflect this test's cluster (the recording's was an
+    auto-scaling 0..2 DS2_v2 with no nodes)."""
+    low = nodes if minimum is None else minimum
+    high = nodes if maximum is None else maximum
+    return {"properties.properties.vmSize": VM_SIZE,
+            "properties.properties.scaleSettings": {"maxNodeCount": high, "minNodeCount": low,
+                                                    "nodeIdleTimeBeforeScaleDown": "PT2M"},
+            "properties.properties.allocationState": allocation,
+            "properties.properties.currentNodeCount": idle + preparing + running,
+            "properties.properties.targetNodeCount": nodes,
+            "properties.properties.nodeStateCounts": {"preparingNodeCount": preparing, "runningNodeCount": running,
+                                                      "idleNodeCount": idle, "unusableNodeCount": 0,
+                                                      "leavingNodeCount": 0, "preemptedNodeCount": 0}}
+
+
+def compute_get(index: int = 3, **state: Any) -> Exchange:
+    entries = recording(COMPUTE_FILE)
+    changes = compute_state(**state) if state else compute_state(2, allocation="Resizing", preparing=2)
+    return recorded(entries, index, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES,
+                    response_changes=changes)
+
+
+#: what this test's PUT has that the recorded one lacked, and the other way round
+COMPUTE_PUT_DIFFERENCES = dict(
+    # The recording's compute had a description, a password and osType/enableNodePublicIp set by its test.
+    missing_ok=("properties.description", "properties.properties.userAccountCredentials.adminUserPassword",
+                "properties.properties.osType", "properties.properties.enableNodePublicIp",
+                "properties.disableLocalAuth"),
+    extra_ok=())
+
+
+def cluster_create() -> list[Exchange]:
+    entries = recording(COMPUTE_FILE)
+    put = recorded(entries, 0, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES,
+                   response_changes={"properties.properties.vmSize": VM_SIZE,
+                                     "properties.properties.scaleSettings": {"maxNodeCount": 2, "minNodeCount": 2,
+                                                                             "nodeIdleTimeBeforeScaleDown": "PT2M"}},
+                   check=_fixed_size(2), **COMPUTE_PUT_DIFFERENCES)
+    return [
+        not_found(COMPUTE_PATH, COMPUTES, "ResourceNotFound", "the compute does not exist yet"),
+        *workspace_get(COMPUTES, "azure-ai-ml reads the workspace's location for a compute given none"),
+        put,
+        recorded(entries, 1, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES,
+                 query={"service": "new"}),
+        recorded(entries, 2, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES),
+        compute_get(3),
+        compute_get(4),
+    ]
+
+
+def _fixed_size(nodes: int) -> Any:
+    def check(request: Any, body: Any) -> Optional[str]:
+        props = body["properties"]["properties"]
+        scale = props["scaleSettings"]
+        if (scale["minNodeCount"], scale["maxNodeCount"]) != (nodes, nodes):
+            return f"scaleSettings {scale}, expected min = max = {nodes}"
+        if props["vmSize"] != VM_SIZE or props["vmPriority"] != "Dedicated":
+            return f"vmSize/vmPriority {props['vmSize']}/{props['vmPriority']}, expected {VM_SIZE}/Dedicated"
+        if not props["userAccountCredentials"]["adminUserSshPublicKey"].startswith("ssh-rsa "):
+            return "no SSH public key for the admin user"
+        return None
+    return check
+
+
+def list_nodes(*states: str) -> Exchange:
+    example = spec_example("Compute/listNodes.json")["responses"]["200"]["body"]
+    template = example["nodes"][0]
+    nodes = [dict(template, nodeId=f"tvm-{i}", port=50000 + i, nodeState=state, runId=None)
+             for i, state in enumerate(states)]
+    return Exchange("POST", f"{COMPUTE_PATH}/listNodes",
+                    "spec:Compute/listNodes.json (one node per state this step needs; no nextLink)",
+                    api_version=COMPUTES, response={"nodes": nodes, "nextLink": None})
+
+
+def cluster_ready() -> list[Exchange]:
+    """Two status polls: resizing with both nodes preparing, then steady with both idle."""
+    return [compute_get(3, nodes=2, allocation="Resizing", preparing=2), list_nodes("preparing", "preparing"),
+            compute_get(4, nodes=2, allocation="Steady", idle=2), list_nodes("idle", "idle")]
+
+
+# -- file share ------------------------------------------------------------------------------------
+RG_PATH = f"/subscriptions/{SUB}/resourcegroups/{RG}"
+ACCOUNT_PATH = f"/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.Storage/storageAccounts/{ACCOUNT}"
+FILE_HOST = f"{ACCOUNT}.file.core.windows.net"
+#: the fake key of the datastore recording ("this is fake key")
+ACCOUNT_KEY = "dGhpcyBpcyBmYWtlIGtleQ=="
+STORAGE_WHY = ("the recordings hold no storage-account traffic; FileShare sends the same requests on "
+               "every target (exercised against the local service in tests/sdk), so here they only answer")
+
+
+def share_create(resources_version: str, storage_version: str) -> list[Exchange]:
+    """Resource group, storage account, key and share (all built), then the datastore (recorded)."""
+    group = {"id": RG_PATH, "name": RG, "location": LOCATION, "properties": {"provisioningState": "Succeeded"}}
+    account = {"id": ACCOUNT_PATH, "name": ACCOUNT, "location": LOCATION, "kind": "StorageV2",
+               "sku": {"name": "Standard_LRS"}, "properties": {"provisioningState": "Succeeded",
+               "primaryEndpoints": {"file": f"https://{FILE_HOST}/", "blob": f"https://{ACCOUNT}.blob.core.windows.net/"}}}
+    keys = {"keys": [{"keyName": "key1", "value": ACCOUNT_KEY, "permissions": "FULL"}]}
+    return [
+        Exchange("GET", RG_PATH, f"built:{STORAGE_WHY}", api_version=resources_version, response=group),
+        Exchange("GET", ACCOUNT_PATH, f"built:{STORAGE_WHY}", api_version=storage_version, response=account),
+        Exchange("POST", f"{ACCOUNT_PATH}/listKeys", f"built:{STORAGE_WHY}", api_version=storage_version,
+                 response=keys),
+        Exchange("PUT", f"/{SHARE}", f"built:{STORAGE_WHY}", host=FILE_HOST, query={"restype": "share"},
+                 status=201, headers={"ETag": '"0x8D0"', "x-ms-version": "2025-01-05"}),
+        *datastore_put(),
+    ]
+
+
+def datastore_put() -> list[Exchange]:
+    entries = recording(DATASTORE_FILE)
+    names = {**SCOPE, "test_180231763309": DATASTORE}
+    # The recorded test's datastore had no description; ours says what registered it (the spec's
+    # AzureFile example has one too).
+    put = recorded(entries, 0, DATASTORE_FILE, names=names, api_version=DATASTORES, check=_datastore_body,
+                   extra_ok=("properties.description",))
+    put.response = patched(put.response, {"properties.accountName": ACCOUNT, "properties.fileShareName": SHARE})
+    return [put]
+
+
+def _datastore_body(request: Any, body: Any) -> Optional[str]:
+    props = body["properties"]
+    if (props["datastoreType"], props["accountName"], props["fileShareName"]) != ("AzureFile", ACCOUNT, SHARE):
+        return f"datastore {props['datastoreType']} {props['accountName']}/{props['fileShareName']}"
+    if props["credentials"] != {"credentialsType": "AccountKey",
+                                "secrets": {"secretsType": "AccountKey", "key": ACCOUNT_KEY}}:
+        return "the datastore does not carry the account's key"
+    return None
+
+
+def storage_api_versions() -> tuple[str, str]:
+    """The api-versions the installed azure-mgmt-resource and azure-mgmt-storage send (setup.py
+    allows a range of both)."""
+    from azure.core.credentials import AccessToken
+    from azure.mgmt.resource.resources import ResourceManagementClient
+    from azure.mgmt.storage import StorageManagementClient
+
+    class _NoToken:
+        def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+            raise AssertionError("no request is made")
+
+    versions = [client(_NoToken(), SUB)._config.api_version  # type: ignore[operator]
+                for client in (ResourceManagementClient, StorageManagementClient)]
+    return versions[0], versions[1]
+
+
+# -- job -------------------------------------------------------------------------------------------
+JOB_PATH = f"{WS_PATH}/jobs/{JOB}"
+RECORDED_JOB = "test_756573810826"
+JOB_NAMES = {**SCOPE, RECORDED_JOB: JOB}
+
+
+def environment_put() -> Exchange:
+    """The anonymous environment azure-ai-ml registers for the job's image (its version is a
+    hash of the definition). Recorded for a named environment with a conda file; here the image."""
+    entries = recording(CANCEL_FILE)
+    exchange = recorded(entries, 0, CANCEL_FILE, names=SCOPE, api_version=ENVIRONMENTS,
+                        missing_ok=("properties.description", "properties.condaFile"),
+                        check=_environment_image)
+    exchange.path = f"{WS_PATH}/environments/CliV2AnonymousEnvironment/versions/{ANY_SEGMENT}"
+    exchange.response = patched(exchange.response, {"properties.image": TUTORIAL_IMAGE, "properties.condaFile": None,
+                                                    "properties.isAnonymous": True,
+                                                    "properties.description": None})
+    exchange.response["id"] = exchange.path
+    exchange.headers = {}
+    return exchange
+
+
+TUTORIAL_IMAGE = "tensorflow/tensorflow:1.8.0-gpu"
+
+
+def _environment_image(request: Any, body: Any) -> Optional[str]:
+    image = body["properties"].get("image")
+    return None if image == TUTORIAL_IMAGE else f"environment image {image!r}, expected {TUTORIAL_IMAGE!r}"
+
+
+class SubmittedJob:
+    """What the job PUT sent: the service echoes the definition in every later GET of the job."""
+
+    def __init__(self) -> None:
+        self.sent: Optional[dict[str, Any]] = None
+
+    def echo(self, response: Any, status: str) -> Any:
+        assert self.sent is not None, "the job was never submitted"
+        props = response["properties"]
+        mine = self.sent["properties"]
+        for key in ("command", "computeId", "displayName", "experimentName", "distribution", "environmentId",
+                    "environmentVariables", "limits"):
+            props[key] = mine.get(key)
+        props["resources"] = {**(props.get("resources") or {}), **mine.get("resources", {})}
+        props["properties"] = {**props.get("properties", {}), **mine.get("properties", {})}
+        props["outputs"] = {**{k: dict(v, description=None, assetName=None) for k, v in mine.get("outputs", {}).items()},
+                            "default": (props.get("outputs") or {}).get("default")}
+        props["status"] = status
+        return response
+
+
+def job_put(submitted: SubmittedJob, name: str = JOB) -> Exchange:
+    """The command job PUT (recording 3), expected to have the shape of that recorded request plus
+    the MPI ``distribution`` and ``resources`` of recording 5's job, and one uri_folder output per
+    mounted share (the shape of a recorded job output)."""
+    entries = recording(JOB_FILE)
+    names = {**SCOPE, RECORDED_JOB: name}
+    expected = copy.deepcopy(renamed(entries[4]["RequestBody"], names))
+    mpi = recording(MPI_FILE)[18]["RequestBody"]
+    mpi = json_body(mpi)["properties"]
+    expected["properties"]["distribution"] = mpi["distribution"]
+    expected["properties"]["resources"] = mpi["resources"]
+    expected["properties"]["properties"] = mpi["properties"]  # a map of strings (recording 3's was empty)
+    output = {k: v for k, v in entries[4]["ResponseBody"]["properties"]["outputs"]["default"].items() if v is not None}
+    expected["properties"]["outputs"] = {"share": output}
+    expected["properties"]["environmentVariables"] = {}
+
+    def adapt(response: Any, body: Any) -> Any:
+        submitted.sent = body
+        return submitted.echo(response, "Starting")
+
+    exchange = recorded(entries, 4, JOB_FILE, names=names, api_version=JOB_CREATE, body=expected,
+                        free_form=JOB_MAPS, adapt=adapt, check=_job_body,
+                        # The recorded job read a dataset (inputs) with an AMLToken identity; this one
+                        # mounts the share as an output and leaves the identity to the service.
+                        # job.json sets no shmSize (recording 5's job did).
+                        missing_ok=("properties.inputs", "properties.identity", "properties.resources.shmSize"))
+    exchange.source += " (+ recording 5's Mpi distribution; definition echoed back as the service does)"
+    return exchange
+
+
+def json_body(value: Any) -> Any:
+    import json
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _job_body(request: Any, body: Any) -> Optional[str]:
+    props = body["properties"]
+    if props["distribution"] != {"distributionType": "Mpi", "processCountPerInstance": 1}:
+        return f"distribution {props['distribution']}, expected Mpi with 1 process per instance"
+    if props["resources"].get("instanceCount") != 2:
+        return f"instanceCount {props['resources'].get('instanceCount')}, expected 2"
+    if not props["computeId"].endswith(f"/computes/{CLUSTER}") or props["experimentName"] != EXPERIMENT:
+        return f"computeId/experimentName {props['computeId']}/{props['experimentName']}"
+    (output,) = props["outputs"].values()
+    if (output["uri"], output["mode"]) != (f"azureml://datastores/{DATASTORE}/paths/", "ReadWriteMount"):
+        return f"share output {output}, expected the datastore mounted read-write"
+    if f"$AZ_BATCHAI_JOB_MOUNT_ROOT/{SHARE}/cifar/cifar_cnn_distributed.py" not in props["command"]:
+        return "the command does not run the tutorial's script from the share"
+    return None
+
+
+def job_get(submitted: SubmittedJob, status: str, name: str = JOB) -> Exchange:
+    entries = recording(JOB_FILE)
+    exchange = recorded(entries, 5, JOB_FILE, names={**SCOPE, RECORDED_JOB: name}, api_version=JOB_GET,
+                        adapt=lambda response, body: submitted.echo(response, status))
+    exchange.source += f" (status {status}; definition as submitted)"
+    return exchange
+
+
+# -- logs: run history + blob storage (no recording has them: built from azure-ai-ml's behaviour) --
+API_HOST = f"{LOCATION}.api.azureml.ms"
+LOG_HOST = "wsstoragebatchaidev.blob.core.windows.net"
+LOG_PATH = f"/azureml/ExperimentRun/dcid.{JOB}/user_logs/std_log_process_0.txt"
+LOG_WHY = ("no recording reads logs; azure-ai-ml 1.35.2 finds the run-history service through the "
+           "workspace's discoveryUrl and reads the logs' SAS links from the run's details -- UNVERIFIED")
+#: a SAS link as run history hands out (expiry far ahead, so the stream never renews it here)
+LOG_URL = f"https://{LOG_HOST}{LOG_PATH}?sv=2019-07-07&sr=b&sp=r&se=2099-01-01T00%3A00%3A00Z&sig=c2lnbmF0dXJl"
+
+
+def discovery() -> list[Exchange]:
+    """The workspace (for its discoveryUrl), then the discovery document (its 'api' host)."""
+    urls = {key: f"https://{API_HOST}" for key in ("api", "catalog", "experimentation", "history", "hyperdrive",
+                                                   "labeling", "modelmanagement", "pipelines")}
+    return [*workspace_get(WORKSPACES, "read for its discoveryUrl"),
+            Exchange("GET", "/discovery", f"built:{LOG_WHY}", host=API_HOST, response=dict(urls, studio="https://ml.azure.com"))]
+
+
+def run_details(status: str, *, error: Optional[dict[str, Any]] = None) -> Exchange:
+    path = (f"/history/v1.0/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.MachineLearningServices"
+            f"/workspaces/{WS}/runs/{JOB}/details")
+    body: dict[str, Any] = {"runId": JOB, "status": status, "target": CLUSTER,
+                            "logFiles": {"user_logs/std_log_process_0.txt": LOG_URL,
+                                         "user_logs/std_log_process_1.txt": LOG_URL.replace("_0.txt", "_1.txt"),
+                                         "system_logs/lifecycler/execution-wrapper.log": LOG_URL.replace(
+                                             "user_logs/std_log_process_0.txt", "system_logs/lifecycler/execution-wrapper.log")}}
+    if error is not None:
+        body["error"] = {"error": error}
+    return Exchange("GET", path, f"built:{LOG_WHY} (fields of azure-ai-ml's runhistory RunDetails model)",
+                    host=API_HOST, api_version="v1.0", response=body)
+
+
+def blob_properties(size: int) -> Exchange:
+    return Exchange("HEAD", LOG_PATH, f"built:{LOG_WHY} (Get Blob Properties)", host=LOG_HOST,
+                    headers={"Content-Length": str(size), "x-ms-blob-type": "AppendBlob", "ETag": '"0x8D1"',
+                             "Last-Modified": "Mon, 23 Nov 2026 06:00:00 GMT", "x-ms-version": "2025-01-05"},
+                    check=_no_credential_but_sas)
+
+
+def blob_range(log: bytes, start: int, end: int) -> Exchange:
+    """Get Blob of bytes start..end-1 (of a log that is ``log`` long so far)."""
+    wanted = f"bytes={start}-{end - 1}"
+
+    def check(request: Any, body: Any) -> Optional[str]:
+        sent = request.headers.get("x-ms-range") or request.headers.get("Range")
+        return _no_credential_but_sas(request, body) or (None if sent == wanted else f"range {sent}, expected {wanted}")
+
+    return Exchange("GET", LOG_PATH, f"built:{LOG_WHY} (Get Blob, ranged)", host=LOG_HOST, status=206,
+                    content=log[start:end], check=check,
+                    headers={"Content-Range": f"bytes {start}-{end - 1}/{len(log)}", "x-ms-blob-type": "AppendBlob",
+                             "ETag": '"0x8D1"', "x-ms-version": "2025-01-05"})
+
+
+def blob_whole(log: bytes) -> Exchange:
+    """A whole-blob download: azure-storage-blob asks for its first chunk as a range."""
+    def check(request: Any, body: Any) -> Optional[str]:
+        sent = request.headers.get("x-ms-range") or ""
+        return _no_credential_but_sas(request, body) or (None if sent.startswith("bytes=0-") else f"range {sent!r}")
+
+    return Exchange("GET", LOG_PATH, f"built:{LOG_WHY} (Get Blob)", host=LOG_HOST, status=206, content=log,
+                    check=check, headers={"Content-Range": f"bytes 0-{len(log) - 1}/{len(log)}",
+                                          "x-ms-blob-type": "AppendBlob", "ETag": '"0x8D1"', "x-ms-version": "2025-01-05"})
+
+
+def _no_credential_but_sas(request: Any, body: Any) -> Optional[str]:
+    if "Authorization" in request.headers:
+        return "a SAS link was sent with an Authorization header as well"
+    return None if "sig=" in (request.url or "") else "the SAS signature is missing from the request"
+
+
+# -- cancel, resize, delete ------------------------------------------------------------------------
+def job_cancel(job_name: str) -> list[Exchange]:
+    """POST cancel (recording 4: 202 + Location), then its operation result (202, then 200)."""
+    entries = recording(CANCEL_FILE)
+    names = {**SCOPE, "test_781131835858": job_name}
+    return [recorded(entries, i, CANCEL_FILE, names=names, api_version=JOB_CANCEL,
+                     query={} if i == 18 else {"api-version": JOB_CANCEL}) for i in (18, 19, 20)]
+
+
+def job_delete(job_name: str) -> Exchange:
+    return Exchange("DELETE", f"{WS_PATH}/jobs/{job_name}", "spec:Job/delete.json (200)", api_version=JOB_DELETE)
+
+
+def cluster_resize(nodes: int) -> list[Exchange]:
+    """GET (the compute as azure-ai-ml reads it), PUT with min = max = nodes (recording 1's second
+    PUT), its operation status, the LRO's final GET, then this package's GET."""
+    entries = recording(COMPUTE_FILE)
+    put = recorded(entries, 5, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES,
+                   response_changes={"properties.properties.vmSize": VM_SIZE,
+                                     "properties.properties.scaleSettings": {"maxNodeCount": nodes, "minNodeCount": nodes,
+                                                                             "nodeIdleTimeBeforeScaleDown": "PT2M"}},
+                   check=_scale_to(nodes), missing_ok=COMPUTE_PUT_DIFFERENCES["missing_ok"],
+                   # read back from the GET, azure-ai-ml sends the compute's location and the
+                   # subnet/identity fields it holds, which the recorded create lacked
+                   extra_ok=("properties.properties.subnet", "properties.computeLocation", "identity", "tags"))
+    return [compute_get(3, nodes=2, allocation="Steady", idle=2), put,
+            recorded(entries, 6, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES, query={"service": "new"}),
+            recorded(entries, 7, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES),
+            compute_get(8, nodes=nodes, allocation="Resizing", idle=0, minimum=nodes, maximum=nodes),
+            compute_get(9, nodes=nodes, allocation="Resizing", idle=0, minimum=nodes, maximum=nodes)]
+
+
+def _scale_to(nodes: int) -> Any:
+    def check(request: Any, body: Any) -> Optional[str]:
+        scale = body["properties"]["properties"]["scaleSettings"]
+        return None if (scale["minNodeCount"], scale["maxNodeCount"]) == (nodes, nodes) else f"scaleSettings {scale}"
+    return check
+
+
+def cluster_delete() -> list[Exchange]:
+    """DELETE (recording 1's last entry: 202 + Azure-AsyncOperation); the recording stops there,
+    so its status (Succeeded) is built in the shape of the create's recorded status."""
+    entries = recording(COMPUTE_FILE)
+    delete = recorded(entries, 10, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES,
+                      query={"underlyingResourceAction": "Delete"})
+    status_url = delete.headers["Azure-AsyncOperation"]
+    from urllib.parse import urlparse
+    done = Exchange("GET", urlparse(status_url).path,
+                    f"built:recording:{COMPUTE_FILE}#2's shape (the delete's own status was not recorded)",
+                    api_version=COMPUTES, query={"service": "new"}, response={"status": "Succeeded", "percentComplete": 100.0})
+    return [delete, done]
+
+
+def job_submit(submitted: SubmittedJob, name: str = JOB) -> list[Exchange]:
+    """Submitting a job: is the name free (404), the image's environment, the job."""
+    return [not_found(f"{WS_PATH}/jobs/{name}", JOB_GET, "UserError", "the job does not exist yet"),
+            environment_put(), job_put(submitted, name)]
+
+
+def job_list(*jobs: tuple[str, str], api_version: str) -> Exchange:
+    """GET jobs: the spec example's list envelope, holding recording 3's job (renamed, per experiment)."""
+    entries = recording(JOB_FILE)
+    values = []
+    for name, experiment in jobs:
+        job = renamed(entries[5]["ResponseBody"], {**SCOPE, RECORDED_JOB: name})
+        job["properties"]["experimentName"] = experiment
+        job["properties"]["status"] = "Completed"
+        values.append(job)
+    return Exchange("GET", f"{WS_PATH}/jobs", f"spec:Job/CommandJob/list.json (envelope, no nextLink) with "
+                    f"recording:{JOB_FILE}#5's job", api_version=api_version, response={"value": values})

@@ -1,0 +1,131 @@
+"""The Azure ML vocabulary mapped onto this package's: job statuses, the node command, the
+environment's pins, the spec kept on the job."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from horovod_batchai import ExecutionState, HorovodJob, InputDirectory
+from horovod_batchai._backends.azureml.command import node_command, output_placeholder
+from horovod_batchai._backends.azureml.conversions import read_spec_property, spec_property
+from horovod_batchai._backends.azureml.environment import DOCKERFILE, build_context
+from horovod_batchai._backends.azureml.states import JOB_STATES, execution_state
+
+from replay import REFERENCE
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB_JSON = ROOT / "examples" / "job.json"
+
+
+def test_every_job_status_of_the_spec_has_a_state() -> None:
+    spec = json.loads((REFERENCE / "azureml-2025-12-01" / "mfe.extract.json").read_text(encoding="utf-8"))
+    statuses = spec["definitions"]["JobStatus"]["enum"]
+    assert sorted(JOB_STATES) == sorted(statuses)
+    terminal = {s for s in statuses if JOB_STATES[s].is_terminal()}
+    assert terminal == {"Completed", "Failed", "Canceled"}  # the spec README's terminal values
+    assert execution_state("Completed") is ExecutionState.SUCCEEDED
+    assert execution_state("canceled") is ExecutionState.FAILED
+    assert execution_state("CancelRequested") is ExecutionState.TERMINATING
+    assert execution_state("SomethingNew") is ExecutionState.QUEUED  # a newer service's word: keep waiting
+
+
+def test_the_docs_table_is_the_code_table() -> None:
+    text = (ROOT / "docs" / "azureml.rst").read_text(encoding="utf-8")
+    for status, state in JOB_STATES.items():
+        assert re.search(rf"``{status}``\s+``{state.value}``", text), status
+
+
+def test_the_command_builds_the_batch_ai_world_on_a_node(tmp_path: Path) -> None:
+    """Run the node command as Azure ML would (placeholders replaced by mount paths, two MPI ranks
+    on one node) with a stand-in interpreter that reports what it was given."""
+    share = tmp_path / "mounted-share"
+    (share / "cifar").mkdir(parents=True)
+    (share / "cifar" / "cifar_cnn_distributed.py").write_text(
+        "import os, sys\n"
+        "rank = os.environ['AZ_BATCHAI_TASK_INDEX']\n"
+        "open(os.path.join(os.path.dirname(__file__), f'ran-{rank}.txt'), 'w').write(' '.join(sys.argv[1:]) + '\\n'"
+        " + os.environ['AZ_BATCHAI_JOB_MOUNT_ROOT'] + '\\n' + os.environ.get('AZ_BATCHAI_INPUT_DATA', ''))\n",
+        encoding="utf-8")
+    spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name="mystorageaccount", account_key="a2V5")
+    spec = spec.replace(node_count=1, process_count=2, interpreter=sys.executable,
+                        input_directories=(InputDirectory(id="DATA", path="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar"),),
+                        job_preparation="echo prepared >> $AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/prepared.txt")
+    command = node_command(spec, job_name="cifar_distributed", outputs={"myshare": "mount0_myshare"})
+    assert output_placeholder("mount0_myshare") in command
+    runnable = command.replace(output_placeholder("mount0_myshare"), str(share))
+    env = {"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path / "node-tmp")}
+    ranks = [subprocess.Popen(["sh", "-c", runnable], env={**env, "OMPI_COMM_WORLD_RANK": str(r),
+                                                          "OMPI_COMM_WORLD_LOCAL_RANK": str(r)})
+             for r in (1, 0)]  # the waiting rank starts first
+    assert [p.wait(timeout=60) for p in ranks] == [0, 0]
+    for rank in (0, 1):
+        args, mount_root, data = (share / "cifar" / f"ran-{rank}.txt").read_text(encoding="utf-8").splitlines()
+        assert args == f"--dir={mount_root}/myshare/cifar"  # $AZ_BATCHAI_JOB_MOUNT_ROOT expanded on the node
+        assert Path(mount_root, "myshare").resolve() == share.resolve()
+        assert data == f"{mount_root}/myshare/cifar"
+    assert (share / "prepared.txt").read_text(encoding="utf-8") == "prepared\n"  # once per node
+    assert (Path(mount_root) / "myshare" / "cifar").is_dir()
+
+
+def test_a_failed_preparation_fails_every_process_of_the_node(tmp_path: Path) -> None:
+    spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name="mystorageaccount", account_key="a2V5")
+    spec = spec.replace(job_preparation="exit 3", interpreter="true")
+    runnable = node_command(spec, job_name="j", outputs={"myshare": "m"}).replace(output_placeholder("m"), str(tmp_path))
+    env = {"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path / "t")}
+    ranks = [subprocess.Popen(["sh", "-c", runnable], env={**env, "OMPI_COMM_WORLD_LOCAL_RANK": str(r)},
+                              stderr=subprocess.PIPE) for r in (0, 1)]
+    assert [p.wait(timeout=60) for p in ranks] == [1, 1]
+
+
+def test_the_spec_kept_on_the_job_has_no_key_and_reads_back() -> None:
+    spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name="mystorageaccount", account_key="c2VjcmV0a2V5")
+    text = spec_property(spec)
+    assert "c2VjcmV0a2V5" not in text and "credentials" not in text
+    again = read_spec_property({"horovod_batchai.spec": text}, "cifar_distributed")
+    assert (again.script, again.arguments, again.node_count, again.container_image, again.job_preparation) == (
+        spec.script, spec.arguments, spec.node_count, spec.container_image, spec.job_preparation)
+    assert again.mounts[0].account_key is None
+
+
+def _setup_pins() -> dict[str, str]:
+    source = (ROOT / "setup.py").read_text(encoding="utf-8")
+    block = source[source.index("TRAINING_REQUIRES = ["):source.index("]", source.index("TRAINING_REQUIRES = ["))]
+    pins = dict(re.findall(r'"([a-z0-9-]+)([<>=!][^"]*)"', block))
+    pins["tensorflow"] = pins.pop("tensorflow-cpu")  # the image has the GPU build of the same version
+    return pins
+
+
+def test_the_dockerfile_pins_what_setup_py_pins() -> None:
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    pins = _setup_pins()
+    assert set(pins) == {"tensorflow", "keras", "numpy", "h5py", "scipy"}
+    for name, spec in pins.items():
+        wanted = f'"tensorflow[and-cuda]{spec}"' if name == "tensorflow" else f'"{name}{spec}"'
+        assert wanted in dockerfile, wanted
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    (horovod,) = re.findall(r"horovod==[0-9.]+", makefile)
+    assert f'"{horovod}"' in dockerfile
+    assert "HOROVOD_GPU_OPERATIONS=NCCL" in dockerfile and "HOROVOD_WITH_MPI=1" in dockerfile
+    assert re.search(r"^FROM nvidia/cuda:12\.2\.\d+-cudnn8-devel-ubuntu22\.04$", dockerfile, re.M)  # TF 2.15's CUDA
+
+
+def test_the_build_context_holds_the_dockerfile_and_training(tmp_path: Path) -> None:
+    context = build_context()
+    try:
+        assert (context / "Dockerfile").read_bytes() == DOCKERFILE.read_bytes()
+        assert (context / "training" / "train.py").is_file()
+        assert not list(context.rglob("__pycache__"))
+    finally:
+        import shutil
+        shutil.rmtree(context)
+
+
+def test_the_dockerfile_ships_in_the_package() -> None:
+    source = (ROOT / "setup.py").read_text(encoding="utf-8")
+    assert "_backends/azureml/environment/Dockerfile" in source

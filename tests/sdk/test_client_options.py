@@ -1,0 +1,60 @@
+"""Every target passes the caller's azure-core client options to every Microsoft client it
+builds, and Target.azureml / from_env choose Azure ML."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from azure.core.credentials import AccessToken
+from azure.core.pipeline.transport import RequestsTransport
+
+from horovod_batchai import FileShare, Target, TargetError, Workspace
+from horovod_batchai.local import LocalService
+
+from sdk_support import ACCOUNT, RG
+
+
+class FakeCredential:
+    def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        raise AssertionError("no request is sent in these tests")
+
+
+class CountingTransport(RequestsTransport):
+    """azure-core's own transport, counting what goes through it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sent: list[str] = []
+
+    def send(self, request: Any, **kwargs: Any) -> Any:
+        self.sent.append(f"{request.method} {request.url.split('?')[0]}")
+        return super().send(request, **kwargs)
+
+
+def test_the_local_target_sends_through_the_callers_transport(service: LocalService) -> None:
+    transport = CountingTransport(connection_verify=str(service.info.ca_cert))
+    with Target.local(service=service, transport=transport, retry_total=2) as target:
+        Workspace.create(target, RG, "batchaidev", location="eastus")
+        share = FileShare.create(target, RG, ACCOUNT, "myshare")
+        share.create_directory("cifar")
+        assert target.client_options["retry_total"] == 2
+    hosts = " ".join(transport.sent)
+    assert "/providers/Microsoft.BatchAI/workspaces/batchaidev" in hosts  # azure-mgmt-batchai
+    assert "/resourcegroups/" in hosts.lower()                            # azure-mgmt-resource
+    assert "/providers/Microsoft.Storage/storageAccounts/" in hosts        # azure-mgmt-storage
+    assert f"/{ACCOUNT}/myshare/cifar" in hosts                            # azure-storage-file-share
+
+
+def test_client_options_cannot_replace_the_targets_own_arguments() -> None:
+    with pytest.raises(TargetError, match="base_url is not a client option"):
+        Target.azure("00000000-0000-0000-0000-000000000001", credential=FakeCredential(), base_url="https://x")
+
+
+def test_azureml_from_env() -> None:
+    env = {"HOROVOD_BATCHAI_TARGET": "azureml", "AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000001"}
+    with pytest.raises(TargetError, match="AZURE_RESOURCE_GROUP and AZUREML_WORKSPACE_NAME"):
+        Target.from_env(env)
+    target = Target.from_env({**env, "AZURE_RESOURCE_GROUP": "mlgroup", "AZUREML_WORKSPACE_NAME": "mlws"},
+                             credential=FakeCredential())  # type: ignore[arg-type]
+    assert (target.kind, target.resource_group, target.workspace) == ("azureml", "mlgroup", "mlws")
+    assert "mlws" in repr(target) and "credential" not in repr(target).lower()

@@ -1,11 +1,14 @@
 """Progress of uploads and downloads: a tqdm bar, a callback of the caller's, or nothing.
 
-``progress=None`` (the default) shows a bar only when stderr is a terminal; ``True`` always
-shows one; ``False`` never; a callable is called with ``(bytes_done, bytes_total)``.
+``progress=None`` (the default) shows a bar only when stderr is a terminal or the code runs in a
+Jupyter kernel; ``True`` always shows one; ``False`` never; a callable is called with
+``(bytes_done, bytes_total)``. In Jupyter, with ipywidgets installed, the bar is tqdm's notebook widget;
+without ipywidgets it is the text bar.
 Transfers run in several threads, so updates are serialised here.
 """
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any, Callable, Optional, Union
 
@@ -25,10 +28,10 @@ class Progress:
         self._callback: Optional[Callable[[int, int], None]] = progress if callable(progress) else None
         self._bar: Any = None
         if progress is not False and self._callback is None:
-            from tqdm import tqdm  # type: ignore[import-untyped]
-            # disable=None lets tqdm hide the bar when stderr is not a terminal
-            self._bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
-                             disable=None if progress is None else False, leave=False)
+            bar_class, in_notebook = _bar_class()
+            # disable=None lets tqdm hide the bar when stderr is not a terminal, as it is in a kernel
+            self._bar = bar_class(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=description,
+                                  disable=None if progress is None and not in_notebook else False, leave=False)
 
     def hook(self, key: str) -> Callable[[int, Optional[int]], None]:
         """A ``progress_hook`` for azure-storage, which reports ``(current, total)`` for one file."""
@@ -58,3 +61,25 @@ class Progress:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _bar_class() -> tuple[Any, bool]:
+    """tqdm's notebook widget inside a Jupyter kernel that can show it, else its text bar; and
+    whether this is a Jupyter kernel. tqdm.auto is not used: without ipywidgets its notebook bar
+    raises ImportError where the text bar would do."""
+    from tqdm import tqdm  # type: ignore[import-untyped]
+    if not _in_jupyter_kernel():
+        return tqdm, False
+    try:
+        import ipywidgets  # type: ignore[import-untyped]  # noqa: F401
+        from tqdm.notebook import tqdm as notebook_tqdm  # type: ignore[import-untyped]
+    except ImportError:
+        return tqdm, True
+    return notebook_tqdm, True
+
+
+def _in_jupyter_kernel() -> bool:
+    shell = sys.modules.get("IPython")
+    get_ipython = getattr(shell, "get_ipython", None)
+    instance = get_ipython() if get_ipython is not None else None
+    return instance is not None and "IPKernelApp" in getattr(instance, "config", {})

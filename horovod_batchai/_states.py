@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import enum
+import html
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Optional, Sequence
 
 from ._errors import ServiceErrorDetail
+from ._html import html_table
 
 __all__ = ["ExecutionState", "AllocationState", "NodeStateCounts", "ClusterStatus", "JobStatus"]
 
@@ -93,22 +95,30 @@ class ClusterStatus:
                 and self.node_state_counts.idle + self.node_state_counts.running >= wanted
                 and self.node_state_counts.preparing == 0 and self.node_state_counts.leaving == 0)
 
+    _HEADERS = ("Name", "Resource Group", "Workspace", "VM Size", "State", "Idle", "Running", "Preparing",
+                "Leaving", "Unusable")
+    _NUMERIC = frozenset(range(5, 10))
+
+    def _row(self) -> list[str]:
+        counts = self.node_state_counts
+        return [self.name, self.resource_group, self.workspace, self.vm_size.upper(), self.allocation_state.value,
+                str(counts.idle), str(counts.running), str(counts.preparing), str(counts.leaving),
+                str(counts.unusable)]
+
     def table(self) -> str:
         """The tutorial's ``--output table`` view of the cluster."""
-        counts = self.node_state_counts
-        headers = ["Name", "Resource Group", "Workspace", "VM Size", "State", "Idle", "Running",
-                   "Preparing", "Leaving", "Unusable"]
-        row = [self.name, self.resource_group, self.workspace, self.vm_size.upper(),
-               self.allocation_state.value, str(counts.idle), str(counts.running), str(counts.preparing),
-               str(counts.leaving), str(counts.unusable)]
-        numeric = set(range(5, 10))
-        widths = [max(len(h), len(v)) for h, v in zip(headers, row)]
+        row = self._row()
+        widths = [max(len(h), len(v)) for h, v in zip(self._HEADERS, row)]
 
         def line(cells: Sequence[str]) -> str:
-            return "  ".join(c.rjust(w) if i in numeric else c.ljust(w)
+            return "  ".join(c.rjust(w) if i in self._NUMERIC else c.ljust(w)
                              for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-        return "\n".join([line(headers), "  ".join("-" * w for w in widths), line(row)])
+        return "\n".join([line(self._HEADERS), "  ".join("-" * w for w in widths), line(row)])
+
+    def _repr_html_(self) -> str:
+        """The same table as :meth:`table`, for Jupyter; errors follow it as a list."""
+        return html_table(self._HEADERS, [self._row()], numeric=self._NUMERIC) + _errors_html(self.errors)
 
 
 @dataclass(frozen=True)
@@ -124,3 +134,20 @@ class JobStatus:
     end_time: Optional[datetime] = None
     #: where the service writes this job's outputs under stdOutErrPathPrefix / output directories
     output_directory_path_segment: Optional[str] = None
+
+    _HEADERS = ("Name", "State", "Exit code", "Created", "Started", "Ended")
+
+    def _repr_html_(self) -> str:
+        """The job's state, exit code and times as a table for Jupyter; errors follow it as a list."""
+        def when(moment: Optional[datetime]) -> str:
+            return "" if moment is None else moment.isoformat(timespec="seconds")
+        row = [self.name, self.execution_state.value, "" if self.exit_code is None else str(self.exit_code),
+               when(self.creation_time), when(self.start_time), when(self.end_time)]
+        return html_table(self._HEADERS, [row], numeric=frozenset({2})) + _errors_html(self.errors)
+
+
+def _errors_html(errors: Sequence[ServiceErrorDetail]) -> str:
+    if not errors:
+        return ""
+    return "<ul>" + "".join(f"<li><code>{html.escape(e.code)}</code>: {html.escape(e.message)}</li>"
+                            for e in errors) + "</ul>"

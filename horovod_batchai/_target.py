@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 from azure.core.credentials import TokenCredential
 
 from ._errors import TargetError
+from ._local_endpoint import LOOPBACK_HOSTS, FollowLocalService
 from ._names import check_subscription_id
 
 if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
@@ -165,6 +166,11 @@ class Target:
 
     def _local_info(self) -> "ServiceInfo":
         with self._lock:
+            if self._info is not None and self._service is None and not _alive(self._info.pid):
+                # The daemon this target found or started is gone: find the one running now for
+                # the same state directory, or start it again. Requests follow (FollowLocalService).
+                log.info("the local service at %s stopped; finding or starting it again", self._info.endpoint)
+                self._info = None
             if self._info is None:
                 from .local import LocalService, ensure_running
                 if isinstance(self._service, LocalService):
@@ -210,7 +216,7 @@ class Target:
         parsed = urlparse(url)
         if parsed.scheme != "https":
             raise TargetError(f"{what} must be an https URL; the service answered scheme {parsed.scheme!r}")
-        if self.is_local and parsed.hostname not in ("127.0.0.1", "localhost", "::1"):
+        if self.is_local and parsed.hostname not in LOOPBACK_HOSTS:
             raise TargetError(f"{what} points at {parsed.hostname!r}, not at the local service")
         return url
 
@@ -223,7 +229,13 @@ class Target:
             kwargs.update(connection_verify=self.connection_verify, retry_total=10, retry_backoff_factor=0.05,
                           retry_backoff_max=1.0, polling_interval=0.2)
         kwargs.update(self._client_options)  # the caller's options win over our defaults
+        if self.is_local:
+            kwargs["per_retry_policies"] = [*self._client_options.get("per_retry_policies", []),
+                                            self._follow_service()]
         return kwargs
+
+    def _follow_service(self) -> FollowLocalService:
+        return FollowLocalService(lambda: self._local_info().endpoint)
 
     def _client(self, key: str, factory: Any) -> Any:
         with self._lock:
@@ -261,6 +273,10 @@ class Target:
         if any(k.startswith("retry_") for k in options):
             kwargs.pop("retry_policy")  # the caller's retry options configure the storage client's own policy
         kwargs.update(options)
+        if self.is_local:
+            # azure-storage's clients take extra policies under this name and run them on every attempt
+            kwargs["_additional_pipeline_policies"] = [*options.get("_additional_pipeline_policies", []),
+                                                       self._follow_service()]
         return kwargs
 
     def data_plane_options(self) -> dict[str, Any]:
@@ -298,3 +314,13 @@ class Target:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, under another user
+        pass
+    return True

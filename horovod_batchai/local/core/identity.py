@@ -20,8 +20,6 @@ message. There is one identity, system-assigned: a request for a user-assigned o
 from __future__ import annotations
 
 import hmac
-import os
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from werkzeug.wrappers import Request, Response
 
 from .jwt_tokens import AUDIENCES, IDENTITY_CLIENT_ID, issue_token, normalize_audience
 from .routing import json_response
+from .tokens import ensure_random_secret_file
 
 __all__ = ["TOKEN_PATH", "API_VERSION", "IDENTITY_HEADER_FILE", "ensure_identity_header", "token_endpoint"]
 
@@ -40,17 +39,7 @@ _USER_ASSIGNED = ("client_id", "object_id", "mi_res_id", "principal_id")
 
 def ensure_identity_header(state_dir: Path) -> Path:
     """The file holding the identity header's value, created (0600, random) on first use."""
-    path = Path(state_dir) / IDENTITY_HEADER_FILE
-    if not path.exists():
-        Path(state_dir).mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass  # another process made it first; use theirs
-        else:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(secrets.token_hex(32))
-    return path
+    return ensure_random_secret_file(Path(state_dir) / IDENTITY_HEADER_FILE)
 
 
 def _error(status: int, message: str) -> Response:

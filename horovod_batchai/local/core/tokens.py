@@ -19,16 +19,16 @@ from azure.core.credentials import AccessToken, AccessTokenInfo
 from .jwt_tokens import DEFAULT_AUDIENCE, LIFETIME_S, issue_token, normalize_audience
 from .jwt_tokens import verify_token as verify_jwt
 
-__all__ = ["LocalCredential", "ensure_secret", "verify_token"]
+__all__ = ["LocalCredential", "ensure_secret", "ensure_random_secret_file", "verify_token"]
 
 SECRET_FILE = "token-secret"
 TOKEN_LIFETIME_S = LIFETIME_S
 
 
-def ensure_secret(state_dir: Path) -> bytes:
-    path = Path(state_dir) / SECRET_FILE
+def ensure_random_secret_file(path: Path) -> Path:
+    """``path``, holding 32 random bytes in hex, created 0600 on first use."""
     if not path.exists():
-        Path(state_dir).mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         try:
             fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -36,7 +36,11 @@ def ensure_secret(state_dir: Path) -> bytes:
         else:
             with os.fdopen(fd, "w") as fh:
                 fh.write(secrets.token_hex(32))
-    return bytes.fromhex(path.read_text().strip())
+    return path
+
+
+def ensure_secret(state_dir: Path) -> bytes:
+    return bytes.fromhex(ensure_random_secret_file(Path(state_dir) / SECRET_FILE).read_text().strip())
 
 
 def mint_token(secret: bytes, *, audience: str = DEFAULT_AUDIENCE, lifetime_s: int = TOKEN_LIFETIME_S,

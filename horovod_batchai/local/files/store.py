@@ -557,6 +557,63 @@ class FileShares:
                       smb=_smb_row({**row["smb"], **smb}, st, last_write))
         return self._entry(account, share, entry.disk_path, entry.path, st)
 
+    def rename_file(self, account: str, share: str, source: tuple[str, ...], dest: tuple[str, ...], *,
+                    replace: bool, ignore_readonly: bool = False, metadata: Optional[dict[str, str]] = None,
+                    content_type: Optional[str] = None, smb: Optional[dict[str, Any]] = None) -> EntryInfo:
+        """Rename File: move the file at ``source`` to ``dest`` in the same share, in one step, so
+        a reader sees the old name or the new one, never a half-moved file. An existing file at
+        ``dest`` is replaced only with ``replace`` (and, if it is ReadOnly, ``ignore_readonly``);
+        metadata, Content-Type and SMB properties given with the rename replace the file's."""
+        if not dest:
+            raise StorageError(400, "InvalidUri", "A file path is needed to rename a file to.")
+        old = self.get_entry(account, share, source)
+        if old.is_directory:
+            raise StorageError(409, "ResourceTypeMismatch",
+                               "The rename source is a directory: use Rename Directory (restype=directory).")
+        if metadata is not None:
+            metadata = validate_metadata(metadata)
+        base, path = self._locate(account, share, dest)
+        self._parent_ok(base, path)
+        existing = self._stat_inside(base, path)
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            raise StorageError(409, "ResourceTypeMismatch",
+                               "A directory with the same name already exists at the rename destination.")
+        src_rel, dst_rel = "/".join(source), "/".join(dest)
+        if src_rel == dst_rel:
+            return old
+        if existing is not None or os.path.islink(path):
+            if not replace:
+                raise StorageError(409, "ResourceAlreadyExists",
+                                   "The rename destination already exists; set x-ms-file-rename-replace-if-exists: "
+                                   "true to replace it.")
+            if not ignore_readonly and existing is not None and "ReadOnly" in self._entry(
+                    account, share, path, dst_rel, existing).attributes.split("|"):
+                raise StorageError(409, "ReadOnlyAttribute",
+                                   "The rename destination is ReadOnly; set x-ms-file-rename-ignore-readonly: true "
+                                   "to replace it.")
+            # rename(2) replaces in one step (a link at the name is replaced, never written through).
+            os.rename(old.disk_path, path)
+        else:
+            # link + unlink, not rename: a file that appears at the name meanwhile is not replaced.
+            try:
+                os.link(old.disk_path, path, follow_symlinks=False)
+            except FileExistsError:
+                raise StorageError(409, "ResourceAlreadyExists", "The rename destination already exists.") from None
+            os.unlink(old.disk_path)
+        st = os.lstat(path) if os.path.islink(path) else os.stat(path)
+        row = self._row(account, share, src_rel, st.st_ino) or {"metadata": {}, "content": {}, "smb": {}}
+        content = dict(row["content"])
+        if content_type is not None:
+            content["content_type"] = content_type
+        kept = {**row["smb"], **(smb or {})}
+        with self.store.transaction() as db:
+            db.execute("DELETE FROM files_entries WHERE account = ? AND share = ? AND path IN (?, ?)",
+                       (account.lower(), share, src_rel, dst_rel))
+        self._put_row(account, share, dst_rel, st.st_ino,
+                      metadata=row["metadata"] if metadata is None else metadata, content=content,
+                      smb=_smb_row(kept, st, int((smb or {}).get("last_write", _last_write_ns(row["smb"], st)))))
+        return self._entry(account, share, path, dst_rel, self._stat_inside(base, path) or st)
+
     # -- bytes ----------------------------------------------------------------------------------
 
     @staticmethod

@@ -136,6 +136,10 @@ class LocalService:
         self._scheduler.start()
         from .resources.api import resume_deletions
         resume_deletions(self.backend)  # resource groups a stopped service left half-deleted
+        from .files.store import remove_stale_uploads
+        stale = remove_stale_uploads(self.backend.files_root)  # uploads a crashed client left under a temp name
+        if stale:
+            log.info("removed %d unfinished upload(s) left by clients that stopped mid-way", len(stale))
         self._server.start()
 
     def _abort_start(self) -> None:

@@ -44,6 +44,7 @@ __all__ = [
     "ShareInfo", "EntryInfo", "ContentSettings", "FileShares", "FileBody",
     "validate_account_name", "validate_share_name", "validate_entry_name", "validate_metadata",
     "share_path", "delete_account_data", "shares_for", "content_md5",
+    "STALE_UPLOAD_RE", "STALE_UPLOAD_AGE_S", "remove_stale_uploads",
 ]
 
 #: quota of a share created without x-ms-share-quota, in GiB (a standard share's default).
@@ -66,6 +67,12 @@ _SHARE_RE = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}\Z")
 # Characters Azure Files refuses in file and directory names (besides control characters).
 _BAD_NAME_CHARS = set('"\\/:|<>*?')
 _METADATA_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+#: the temporary name horovod_batchai's uploads are written under before Rename File puts them in
+#: place (``.<name>.uploading-<12 hex digits>``, see UPLOAD_TEMP_MARK in horovod_batchai/_fileshare.py).
+STALE_UPLOAD_RE = re.compile(r"^\..+\.uploading-[0-9a-f]{12}\Z", re.DOTALL)
+#: seconds since its last write after which such a file is a crashed client's leftover, not an
+#: upload in progress (a client retrying across a service restart keeps its upload).
+STALE_UPLOAD_AGE_S = 3600.0
 
 # Stores whose schema this module has ensured (checked on every request, so kept cheap).
 
@@ -758,6 +765,30 @@ def delete_account_data(backend: "LocalBackend", account_name: str) -> None:
         shares_for(backend).delete_account(account_name)
     except StorageError:
         return  # a name no account can have holds no data
+
+
+def remove_stale_uploads(files_root: Path, *, older_than_s: float = STALE_UPLOAD_AGE_S,
+                         now: Optional[float] = None) -> list[Path]:
+    """Delete the temporary files of uploads a client never finished (it crashed or lost its
+    connection before renaming them into place): every file of every share named like
+    :data:`STALE_UPLOAD_RE` and not written for ``older_than_s``. Returns what was removed. Links
+    are not followed, so nothing outside the shares is touched."""
+    cutoff = (time.time() if now is None else now) - older_than_s
+    removed: list[Path] = []
+    for directory, dirnames, filenames in os.walk(files_root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".deleting-")]
+        for name in filenames:
+            if not STALE_UPLOAD_RE.match(name):
+                continue
+            path = Path(directory) / name
+            try:
+                st = os.lstat(path)
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
+                    os.unlink(path)  # its metadata row dies with the inode it was written for
+                    removed.append(path)
+            except OSError:
+                continue  # renamed or removed meanwhile
+    return removed
 
 
 def content_md5(data: bytes | memoryview) -> str:

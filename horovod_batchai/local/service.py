@@ -28,6 +28,7 @@ from .batchai.backend import BatchAIBackend
 from .core.tokens import LocalCredential
 from .core.backend import LocalBackend, ServiceSettings, default_state_dir
 from .core.http_server import HttpsServer
+from .core.permissions import secure_state_dir
 from .core.tls import ensure_certificate
 from .storage.api import delete_accounts_in_group
 
@@ -95,8 +96,8 @@ class LocalService:
         return LocalCredential(self.state_dir)
 
     def start(self) -> "LocalService":
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_fh = open(self.state_dir / LOCK_FILE, "a+")
+        secure_state_dir(self.state_dir)
+        self._lock_fh = open(os.open(self.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600), "a+")
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -175,7 +176,8 @@ class LocalService:
 
 def _write_info(state_dir: Path, info: ServiceInfo) -> None:
     tmp = state_dir / (INFO_FILE + ".tmp")
-    tmp.write_text(json.dumps({"endpoint": info.endpoint, "ca_cert": str(info.ca_cert), "pid": info.pid}))
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as fh:
+        fh.write(json.dumps({"endpoint": info.endpoint, "ca_cert": str(info.ca_cert), "pid": info.pid}))
     tmp.replace(state_dir / INFO_FILE)
 
 
@@ -211,9 +213,9 @@ def ensure_running(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -
     running = find_running(state_dir)
     if running is not None:
         return running
-    state_dir.mkdir(parents=True, exist_ok=True)
+    secure_state_dir(state_dir)
     log_path = state_dir / "service.log"
-    with open(log_path, "ab") as log_fh:
+    with open(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log_fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "horovod_batchai.local", "serve", "--host", "127.0.0.1", "--port", "0",
              "--state-dir", str(state_dir), "--quiet"],

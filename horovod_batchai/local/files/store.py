@@ -333,9 +333,9 @@ class FileShares:
         quota = DEFAULT_QUOTA_GIB if quota_gib is None else quota_gib
         metadata = validate_metadata(metadata or {})
         path = self.share_dir(account, share)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
-            path.mkdir()
+            path.mkdir(mode=0o700)  # users' files: this user's only, as the whole state directory
         except FileExistsError:
             raise StorageError(409, "ShareAlreadyExists", "The specified share already exists.") from None
         etag, now = _new_share_etag(), time.time()
@@ -445,7 +445,7 @@ class FileShares:
         base, path = self._locate(account, share, parts)
         self._parent_ok(base, path)
         try:
-            path.mkdir()
+            path.mkdir(mode=0o700)
         except FileExistsError:
             if path.is_dir():
                 raise StorageError(409, "ResourceAlreadyExists", "The specified resource already exists.") from None
@@ -511,7 +511,7 @@ class FileShares:
             # Creating replaces the file; never write through a link a job left at this name.
             os.unlink(path)
         # Create File replaces any file at the path with a new one of the declared size (sparse).
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             os.ftruncate(fd, size)
             st = os.fstat(fd)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import ipaddress
 import json
 import logging
 import os
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from .runner.scheduler import Scheduler
 
 __all__ = ["LocalService", "ServiceInfo", "ensure_running", "find_running", "stop_daemon",
-           "ServiceAlreadyRunning"]
+           "ServiceAlreadyRunning", "is_loopback"]
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +65,32 @@ class ServiceInfo:
         return f"{self.endpoint}/{account}"
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only: ``localhost`` or a loopback address."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 class LocalService:
     """The local service in this process (tests, notebooks). Use as a context manager or
-    call :meth:`start` / :meth:`stop`."""
+    call :meth:`start` / :meth:`stop`.
+
+    It listens on loopback only: another ``host`` is refused unless ``allow_remote=True``, because
+    whoever reaches the port can try its APIs, and the storage keys and job secrets it holds are
+    the machine's user's. (Its certificate names only ``localhost``, ``127.0.0.1`` and ``::1``.)"""
 
     def __init__(self, state_dir: Optional[Path] = None, *, host: str = "127.0.0.1", port: int = 0,
-                 settings: Optional[ServiceSettings] = None) -> None:
+                 settings: Optional[ServiceSettings] = None, allow_remote: bool = False) -> None:
+        if not isinstance(host, str) or not host:
+            raise ValueError(f"host must be a loopback address such as '127.0.0.1', got {host!r}")
+        if not allow_remote and not is_loopback(host):
+            raise ValueError(f"host={host!r} is not a loopback address: the local service listens on this machine "
+                             "only (127.0.0.1, localhost or ::1); pass allow_remote=True to bind another address "
+                             "on purpose")
         self.state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
         self.host = host
         self.port = port

@@ -2,6 +2,10 @@
 
 The account key is fetched with ``listKeys`` when first needed and held only by this object
 and its ``ShareServiceClient``; it never appears in a log line, ``repr`` or exception.
+
+No reader sees a torn file: uploads are written under a temporary name and renamed into place
+when complete and verified; downloads are written to ``<name>.partial`` and renamed. Whatever
+fails or is interrupted removes its temporary file.
 """
 from __future__ import annotations
 
@@ -310,7 +314,15 @@ class FileShare:
                     progress: ProgressArg = None, verify: bool = True) -> ShareItem:
         """Upload the local file ``source`` to ``path`` in the share (parent directories are
         created), in parallel 4 MiB ranges. With ``verify`` the file is read back and its MD5
-        compared with the local one; a difference raises :class:`TransferError`."""
+        compared with the local one; a difference raises :class:`TransferError`.
+
+        The file appears at ``path`` complete or not at all: it is written to
+        ``.<name>.uploading-<random>`` in the same directory, verified there, and renamed into
+        place (Azure Files' Rename File, replacing any file of that name in one step). A reader or
+        a job never sees a part-written file under ``path``. If the upload fails or is
+        interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
+        it held; one a crashed process leaves behind is named by that pattern (the local service
+        removes such leftovers when it starts)."""
         source = Path(source)
         path = check_share_path(path)
         if not source.is_file():
@@ -458,7 +470,9 @@ class FileShare:
 
     def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
                            progress: ProgressArg = None) -> List[Path]:
-        """Download the tree under ``path`` into the local directory ``dest`` (created if missing)."""
+        """Download the tree under ``path`` into the local directory ``dest`` (created if missing).
+        Each file appears complete or not at all (see :meth:`download_file`); Ctrl-C stops the
+        transfer within about a second, leaving the files already complete and no partial one."""
         path = check_share_path(path, allow_root=True)
         dest = local_directory(dest)
         items = self.list(path, recursive=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import secrets
 import stat
 import threading
@@ -52,6 +53,7 @@ DEFAULT_FILE_CONCURRENCY = 4
 #: (The local service removes such leftovers of a crashed client when it starts; keep in step
 #: with ``STALE_UPLOAD_RE`` in horovod_batchai/local/files/store.py.)
 UPLOAD_TEMP_MARK = ".uploading-"
+_UPLOAD_TEMP_RE = re.compile(r"\..+\.uploading-[0-9a-f]{12}", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -480,7 +482,8 @@ class FileShare:
         for item in items:
             if item.is_directory:
                 local_path_under(dest, item.path[len(prefix):]).mkdir(parents=True, exist_ok=True)
-        files = [item for item in items if not item.is_directory]
+        # Another client's uploads in flight are not content yet (they appear under their name when done).
+        files = [item for item in items if not item.is_directory and not _UPLOAD_TEMP_RE.fullmatch(item.name)]
         total = sum(item.size or 0 for item in files)
         targets = [local_path_under(dest, item.path[len(prefix):]) for item in files]
         with Progress(progress, total, dest.name) as bar:

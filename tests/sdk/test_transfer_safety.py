@@ -59,7 +59,13 @@ def test_a_reader_never_sees_the_name_before_the_upload_is_complete(share: FileS
     def look(done: int, total: int) -> None:  # runs between the upload's ranges
         seen.append([i.name for i in share.list("cifar")])
 
-    share.upload_file(source, "cifar/weights.bin", progress=look, max_concurrency=1)
+    def download_meanwhile(done: int, total: int) -> None:
+        look(done, total)
+        if len(seen) == 2:  # a directory download during the upload takes what is complete only
+            copied = share.download_directory("cifar", tmp_path / "copy", progress=False)
+            assert [p.name for p in copied] == []
+
+    share.upload_file(source, "cifar/weights.bin", progress=download_meanwhile, max_concurrency=1)
     assert len(seen) >= 3
     for names in seen:
         assert "weights.bin" not in names

@@ -53,8 +53,9 @@ def mounts_to_rest(mounts: Sequence[Mount], *, reveal_secrets: bool = True) -> O
                 relative_mount_path=mount.relative_mount_path, mount_options=mount.mount_options)]
         else:
             volumes.unmanaged_file_systems = (volumes.unmanaged_file_systems or []) + [
-                models.UnmanagedFileSystemReference(mount_command=mount.mount_command,
-                                                    relative_mount_path=mount.relative_mount_path)]
+                models.UnmanagedFileSystemReference(
+                    mount_command=mount.mount_command if reveal_secrets else _SECRET_PLACEHOLDER,
+                    relative_mount_path=mount.relative_mount_path)]
     return volumes
 
 

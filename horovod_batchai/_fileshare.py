@@ -2,17 +2,24 @@
 
 The account key is fetched with ``listKeys`` when first needed and held only by this object
 and its ``ShareServiceClient``; it never appears in a log line, ``repr`` or exception.
+
+No reader sees a torn file: uploads are written under a temporary name and renamed into place
+when complete and verified; downloads are written to ``<name>.partial`` and renamed. Whatever
+fails or is interrupted removes its temporary file.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
 import os
+import re
+import secrets
+import stat
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Union
+from typing import TYPE_CHECKING, Callable, List, Optional, Union
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
@@ -20,6 +27,7 @@ from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_error
 from ._mounts import AzureFileShareMount, azure_file_url
 from ._names import (check_location, check_resource_group, check_share_name, check_share_path, check_storage_account,
                      local_destination, local_directory)
+from ._parallel import check_stop, run_parallel
 from ._progress import Progress, ProgressArg
 from ._backends import backend_for
 from ._backends.arm import ensure_resource_group
@@ -40,6 +48,12 @@ SKUS = ("Standard_LRS", "Standard_GRS", "Standard_RAGRS", "Standard_ZRS", "Premi
 _CHUNK = 4 * 1024 * 1024
 #: files uploaded or downloaded side by side by the directory methods (each in parallel ranges)
 DEFAULT_FILE_CONCURRENCY = 4
+#: an upload is written to ``.<name>.uploading-<random>`` beside its final name and renamed into
+#: place once complete and verified, so no reader ever sees a part-written file under its name.
+#: (The local service removes such leftovers of a crashed client when it starts; keep in step
+#: with ``STALE_UPLOAD_RE`` in horovod_batchai/local/files/store.py.)
+UPLOAD_TEMP_MARK = ".uploading-"
+_UPLOAD_TEMP_RE = re.compile(r"\..+\.uploading-[0-9a-f]{12}", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -55,15 +69,33 @@ class ShareItem:
         return self.path.rsplit("/", 1)[-1]
 
 
-def hash_file(path: Path) -> tuple[int, bytes]:
+def hash_file(path: Path, *, _stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
     """(size, MD5 digest) of a local file, read in chunks."""
     digest = hashlib.md5(usedforsecurity=False)
     size = 0
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            check_stop(_stop)
             digest.update(chunk)
             size += len(chunk)
     return size, digest.digest()
+
+
+def upload_temp_path(path: str) -> str:
+    """Where an upload to ``path`` is written before it is renamed into place (same directory)."""
+    directory, _, name = path.rpartition("/")
+    # Cut long names so the temporary one stays within Azure's 255 characters.
+    temp = f".{name[:200]}{UPLOAD_TEMP_MARK}{secrets.token_hex(6)}"
+    return f"{directory}/{temp}" if directory else temp
+
+
+def _stoppable(hook: Callable[[int, Optional[int]], None],
+               stop: Optional[threading.Event]) -> Callable[[int, Optional[int]], None]:
+    # azure-storage calls the progress hook after every range: the place to notice a stop request.
+    def update(current: int, total: Optional[int] = None) -> None:
+        check_stop(stop)
+        hook(current, total)
+    return update
 
 
 class FileShare:
@@ -284,7 +316,15 @@ class FileShare:
                     progress: ProgressArg = None, verify: bool = True) -> ShareItem:
         """Upload the local file ``source`` to ``path`` in the share (parent directories are
         created), in parallel 4 MiB ranges. With ``verify`` the file is read back and its MD5
-        compared with the local one; a difference raises :class:`TransferError`."""
+        compared with the local one; a difference raises :class:`TransferError`.
+
+        The file appears at ``path`` complete or not at all: it is written to
+        ``.<name>.uploading-<random>`` in the same directory, verified there, and renamed into
+        place (Azure Files' Rename File, replacing any file of that name in one step). A reader or
+        a job never sees a part-written file under ``path``. If the upload fails or is
+        interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
+        it held; one a crashed process leaves behind is named by that pattern (the local service
+        removes such leftovers when it starts)."""
         source = Path(source)
         path = check_share_path(path)
         if not source.is_file():
@@ -296,26 +336,65 @@ class FileShare:
             self._upload_one(source, path, max_concurrency=max_concurrency, bar=bar, verify=verify)
         return ShareItem(path=path, is_directory=False, size=size)
 
-    def _upload_one(self, source: Path, path: str, *, max_concurrency: int, bar: Progress, verify: bool) -> None:
+    def _upload_one(self, source: Path, path: str, *, max_concurrency: int, bar: Progress, verify: bool,
+                    stop: Optional[threading.Event] = None) -> None:
+        """Upload to a temporary name beside ``path``, verify it there, then rename it into place
+        (replacing any file of that name in one step); on any failure or interruption the
+        temporary file is deleted, so ``path`` holds either its old content or the new, whole."""
         from azure.storage.fileshare import ContentSettings
-        size, md5 = hash_file(source)
-        client = self._file_client(path)
-        log.debug("uploading %s (%d bytes) to %s", source, size, self._where(path))
-        with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh:
-            client.upload_file(fh, length=size, max_concurrency=max(1, max_concurrency),
-                               content_settings=ContentSettings(content_md5=bytearray(md5)),
-                               progress_hook=bar.hook(path))
-        if verify:
-            remote_size, remote_md5 = self._hash_remote(client, path, max_concurrency)
-            if (remote_size, remote_md5) != (size, md5):
-                raise TransferError(f"{self._where(path)} differs from {source} after upload "
-                                    f"({remote_size} bytes in the share, {size} locally)")
+        size, md5 = hash_file(source, _stop=stop)
+        temp = upload_temp_path(path)
+        client = self._file_client(temp)
+        log.debug("uploading %s (%d bytes) to %s by way of %s", source, size, self._where(path), temp)
+        try:
+            with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh:
+                client.upload_file(fh, length=size, max_concurrency=max(1, max_concurrency),
+                                   content_settings=ContentSettings(content_md5=bytearray(md5)),
+                                   progress_hook=_stoppable(bar.hook(path), stop))
+            if verify:
+                remote_size, remote_md5 = self._hash_remote(client, path, max_concurrency, stop)
+                if (remote_size, remote_md5) != (size, md5):
+                    raise TransferError(f"{self._where(path)} differs from {source} after upload "
+                                        f"({remote_size} bytes in the share, {size} locally); nothing was replaced")
+            check_stop(stop)
+            self._rename_into_place(client, path, size, md5)
+        except BaseException:
+            self._discard(client, temp)
+            raise
 
-    def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int) -> tuple[int, bytes]:
+    def _rename_into_place(self, client: "ShareFileClient", path: str, size: int, md5: bytes) -> None:
+        try:
+            with azure_errors("renaming the finished upload to", self._where(path)):
+                client.rename_file(path, overwrite=True)
+        except NotFoundError:
+            # A rename whose answer was lost is retried and finds its source gone: done if the
+            # file in place is the one we uploaded.
+            try:
+                props = self._file_client(path).get_file_properties()
+            except Exception:  # noqa: BLE001 -- the rename's own error says more
+                raise NotFoundError(f"{self._where(path)}: the upload vanished before it was renamed into "
+                                    "place", resource=self._where(path)) from None
+            held = props.content_settings.content_md5
+            if props.size != size or not held or bytes(held) != md5:
+                raise
+
+    def _discard(self, client: "ShareFileClient", temp: str) -> None:
+        """Delete a temporary upload; best effort (the caller is already failing or interrupted)."""
+        try:
+            client.delete_file(timeout=10)
+        except ResourceNotFoundError:
+            pass
+        except BaseException as err:  # noqa: B036 -- a second Ctrl-C or a dead connection: say what is left
+            log.warning("could not delete the unfinished upload %s (%s); delete it by hand (the local service "
+                        "removes such leftovers when it starts)", self._where(temp), type(err).__name__)
+
+    def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int,
+                     stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
         digest = hashlib.md5(usedforsecurity=False)
         size = 0
         with azure_errors("reading back", self._where(path)):
             for chunk in client.download_file(max_concurrency=max(1, max_concurrency)).chunks():
+                check_stop(stop)
                 digest.update(chunk)
                 size += len(chunk)
         return size, digest.digest()
@@ -323,35 +402,32 @@ class FileShare:
     def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
                          progress: ProgressArg = None, verify: bool = True) -> List[ShareItem]:
         """Upload the tree under ``source`` to ``path`` in the share: directories first, then files,
-        ``DEFAULT_FILE_CONCURRENCY`` at a time, each in ``max_concurrency`` parallel ranges."""
+        ``DEFAULT_FILE_CONCURRENCY`` at a time, each in ``max_concurrency`` parallel ranges, each
+        appearing under its name only once complete (see :meth:`upload_file`).
+
+        Only what is inside the tree is sent. A symbolic link to a file inside ``source`` is
+        uploaded as that file's content; a link that leads out of the tree, a broken link and a
+        link to a directory are skipped, and so are FIFOs, sockets and devices -- each with a
+        :class:`UserWarning` naming it. Ctrl-C stops the transfer within about a second: files
+        already complete stay, the ones in flight are removed."""
         source = Path(source)
         path = check_share_path(path, allow_root=True)
         if not source.is_dir():
             raise InvalidSpecError("source", f"{str(source)!r} is not a directory", "an existing local directory")
-        directories: list[str] = []
-        files: list[tuple[Path, str]] = []
-        for root, dirnames, filenames in os.walk(source):
-            dirnames.sort()
-            rel = Path(root).relative_to(source).as_posix()
-            remote_root = "/".join(p for p in (path, "" if rel == "." else rel) if p)
-            if remote_root:
-                directories.append(remote_root)
-            for name in sorted(filenames):
-                local = Path(root) / name
-                if local.is_file():
-                    files.append((local, f"{remote_root}/{name}" if remote_root else name))
+        directories, files = _walk_tree(source, path)
         for _, remote in files:
             check_share_path(remote, "source (a file name in the tree)")
-        total = sum(local.stat().st_size for local, _ in files)
+        sizes = {remote: local.stat().st_size for local, remote in files}
+        total = sum(sizes.values())
         for directory in directories:
             self.create_directory(directory)
-        with Progress(progress, total, source.name) as bar, ThreadPoolExecutor(DEFAULT_FILE_CONCURRENCY) as pool:
-            futures = [pool.submit(self._upload_one, local, remote, max_concurrency=max_concurrency, bar=bar,
-                                   verify=verify) for local, remote in files]
-            for future in futures:
-                future.result()
+        with Progress(progress, total, source.name) as bar:
+            def task(local: Path, remote: str) -> Callable[[threading.Event], None]:
+                return lambda stop: self._upload_one(local, remote, max_concurrency=max_concurrency, bar=bar,
+                                                     verify=verify, stop=stop)
+            run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY)
         log.info("uploaded %d file(s), %d bytes, to %s", len(files), total, self._where(path))
-        return [ShareItem(path=remote, is_directory=False, size=local.stat().st_size) for local, remote in files]
+        return [ShareItem(path=remote, is_directory=False, size=sizes[remote]) for _, remote in files]
 
     # -- download -------------------------------------------------------------------------------
     def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
@@ -371,7 +447,8 @@ class FileShare:
         return dest
 
     def _download_one(self, client: "ShareFileClient", path: str, dest: Path, *, max_concurrency: int,
-                      bar: Progress, expected_md5: Optional[Union[bytes, bytearray]]) -> None:
+                      bar: Progress, expected_md5: Optional[Union[bytes, bytearray]],
+                      stop: Optional[threading.Event] = None) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         partial = dest.with_name(dest.name + ".partial")
         digest = hashlib.md5(usedforsecurity=False)
@@ -380,6 +457,7 @@ class FileShare:
             with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh:
                 # chunks() never calls a progress_hook (readinto() does), so progress is counted here.
                 for chunk in client.download_file(max_concurrency=max(1, max_concurrency)).chunks():
+                    check_stop(stop)
                     digest.update(chunk)
                     fh.write(chunk)
                     received += len(chunk)
@@ -394,7 +472,9 @@ class FileShare:
 
     def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
                            progress: ProgressArg = None) -> List[Path]:
-        """Download the tree under ``path`` into the local directory ``dest`` (created if missing)."""
+        """Download the tree under ``path`` into the local directory ``dest`` (created if missing).
+        Each file appears complete or not at all (see :meth:`download_file`); Ctrl-C stops the
+        transfer within about a second, leaving the files already complete and no partial one."""
         path = check_share_path(path, allow_root=True)
         dest = local_directory(dest)
         items = self.list(path, recursive=True)
@@ -402,19 +482,65 @@ class FileShare:
         for item in items:
             if item.is_directory:
                 local_path_under(dest, item.path[len(prefix):]).mkdir(parents=True, exist_ok=True)
-        files = [item for item in items if not item.is_directory]
+        # Another client's uploads in flight are not content yet (they appear under their name when done).
+        files = [item for item in items if not item.is_directory and not _UPLOAD_TEMP_RE.fullmatch(item.name)]
         total = sum(item.size or 0 for item in files)
         targets = [local_path_under(dest, item.path[len(prefix):]) for item in files]
-        with Progress(progress, total, dest.name) as bar, ThreadPoolExecutor(DEFAULT_FILE_CONCURRENCY) as pool:
-            def fetch(item: ShareItem, local: Path) -> None:
-                client = self._file_client(item.path)
-                with azure_errors("reading", self._where(item.path)):
-                    md5 = client.get_file_properties().content_settings.content_md5
-                self._download_one(client, item.path, local, max_concurrency=max_concurrency, bar=bar,
-                                   expected_md5=md5)
-            for future in [pool.submit(fetch, item, local) for item, local in zip(files, targets)]:
-                future.result()
+        with Progress(progress, total, dest.name) as bar:
+            def task(item: ShareItem, local: Path) -> Callable[[threading.Event], None]:
+                def fetch(stop: threading.Event) -> None:
+                    client = self._file_client(item.path)
+                    with azure_errors("reading", self._where(item.path)):
+                        md5 = client.get_file_properties().content_settings.content_md5
+                    self._download_one(client, item.path, local, max_concurrency=max_concurrency, bar=bar,
+                                       expected_md5=md5, stop=stop)
+                return fetch
+            run_parallel([task(item, local) for item, local in zip(files, targets)], workers=DEFAULT_FILE_CONCURRENCY)
         return targets
+
+
+def _walk_tree(source: Path, path: str) -> tuple[list[str], list[tuple[Path, str]]]:
+    """(share directories to create, (local file, share path) pairs) for the tree under ``source``.
+    Links are followed only to files inside the tree; anything else that is not a regular file or
+    a directory is skipped with a warning naming it."""
+    root = os.path.realpath(source)
+    directories: list[str] = []
+    files: list[tuple[Path, str]] = []
+
+    def skip(local: Path, why: str) -> None:
+        warnings.warn(f"upload_directory: skipped {str(local)!r}: {why}", UserWarning, stacklevel=4)
+
+    for current, dirnames, filenames in os.walk(source):  # never descends into linked directories
+        rel = Path(current).relative_to(source).as_posix()
+        remote_root = "/".join(p for p in (path, "" if rel == "." else rel) if p)
+        if remote_root:
+            directories.append(remote_root)
+        for name in [d for d in dirnames if os.path.islink(os.path.join(current, d))]:
+            dirnames.remove(name)
+            skip(Path(current) / name, "it is a symbolic link to a directory (links to directories are not followed)")
+        dirnames.sort()
+        for name in sorted(filenames):
+            local = Path(current) / name
+            try:
+                mode = os.lstat(local).st_mode
+            except OSError:
+                continue  # removed while we walked
+            if stat.S_ISLNK(mode):
+                real = os.path.realpath(local)
+                if not real.startswith(root + os.sep):
+                    skip(local, "it is a symbolic link that leads out of the uploaded tree")
+                    continue
+                if not os.path.isfile(real):
+                    skip(local, "it is a broken symbolic link, or one to something other than a regular file")
+                    continue
+                local, mode = Path(real), os.stat(real).st_mode
+            if not stat.S_ISREG(mode):
+                kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                        else "a device" if stat.S_ISBLK(mode) or stat.S_ISCHR(mode) else "not a regular file")
+                skip(local, f"it is {kind}")
+                continue
+            files.append((local, f"{remote_root}/{name}" if remote_root else name))
+    return directories, files
 
 
 def _file_endpoint(account: object) -> Optional[str]:

@@ -1,7 +1,9 @@
 """What a job or cluster mounts: Azure file shares, blob containers, file servers, other file systems.
 
-Mount specs are frozen values. Account keys are held (the service needs them in the request) but
-never shown: they are left out of ``repr`` and of :meth:`to_dict` unless asked for.
+Mount specs are frozen values. Account keys and the mount command of an unmanaged file system
+(which commonly carries a password: ``mount -t cifs ... -o password=...``) are held, because the
+service needs them in the request, but never shown: they are left out of ``repr`` and replaced by
+placeholders in ``HorovodJob.to_dict()``.
 """
 from __future__ import annotations
 
@@ -180,9 +182,11 @@ class FileServerMount:
 
 @dataclass(frozen=True, kw_only=True)
 class UnmanagedMount:
-    """Any other file system, mounted by ``mount_command`` (the service appends the mount path)."""
+    """Any other file system, mounted by ``mount_command`` (the service appends the mount path).
+    The command is sent to the service as given but treated as a secret: it is not in ``repr``
+    and ``HorovodJob.to_dict()`` shows ``<SECRET>`` in its place."""
 
-    mount_command: str
+    mount_command: str = field(repr=False)
     relative_mount_path: str
 
     def __post_init__(self) -> None:

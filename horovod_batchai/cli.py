@@ -319,6 +319,53 @@ def _read_public_key(path: Path) -> str:
                                "the path of an OpenSSH public key file such as ~/.ssh/id_rsa.pub") from None
 
 
+_PROMPT = object()  # --password given without a value: ask on the terminal
+_PASSWORD_WAYS = "--password-file PATH (a file only you can read), --password-file - (read from stdin) " \
+                 "or --password with no value (asked on the terminal)"
+
+
+def _admin_password(args: argparse.Namespace) -> Optional[str]:
+    """The admin password from a file, stdin or a prompt: never from the command line, where
+    every user of the machine sees it (``ps``) and the shell keeps it in its history."""
+    if args.password is not None and args.password is not _PROMPT:
+        raise UsageError("--password: a password on the command line is visible to other users and kept in "
+                         f"shell history, so it was not used; give it with {_PASSWORD_WAYS}")
+    if args.password is _PROMPT:
+        if not sys.stdin.isatty():
+            raise UsageError("--password: asks for the password on a terminal, and stdin is not one; in a "
+                             "pipeline use --password-file PATH or --password-file -")
+        import getpass
+        password = getpass.getpass("Admin password: ")
+        if getpass.getpass("Admin password again: ") != password:
+            raise UsageError("--password: the two passwords typed differ; nothing was created")
+    elif args.password_file is not None:
+        password = _read_password_file(args.password_file)
+    else:
+        return None
+    if not password:
+        raise UsageError(f"--password{'-file' if args.password_file is not None else ''}: the password is empty")
+    return password
+
+
+def _read_password_file(path: str) -> str:
+    if path == "-":
+        text = sys.stdin.readline()
+    else:
+        where = Path(path).expanduser()
+        try:
+            with open(where, encoding="utf-8") as fh:
+                mode = os.fstat(fh.fileno()).st_mode
+                if mode & 0o077:
+                    raise UsageError(f"--password-file: {path!r} can be read by other users (mode "
+                                     f"{mode & 0o777:o}); make it yours only (chmod 600) or pipe it through "
+                                     "--password-file -")
+                text = fh.readline()
+        except (OSError, UnicodeDecodeError) as err:
+            raise InvalidSpecError("--password-file", f"cannot read {path!r} ({type(err).__name__})",
+                                   "a file holding the password on its first line") from None
+    return text.rstrip("\r\n")  # the line's end, not spaces a password may hold
+
+
 def _wait_for_cluster(ctx: Context, cluster: GpuCluster) -> ClusterStatus:
     def progress(status: ClusterStatus) -> None:
         counts = status.node_state_counts
@@ -333,12 +380,13 @@ def cluster_create(ctx: Context) -> Result:
     if target_nodes is None and auto_scale is None:
         target_nodes = 1
     ssh_key = _read_public_key(args.ssh_key_file) if args.ssh_key_file else None
-    if not (ssh_key or args.password or args.generate_ssh_keys):
-        raise UsageError("--generate-ssh-keys: the admin user needs --generate-ssh-keys, --ssh-key-file PATH "
-                         "or --password")
+    password = _admin_password(args)
+    if not (ssh_key or password or args.generate_ssh_keys):
+        raise UsageError("--generate-ssh-keys: the admin user needs --generate-ssh-keys, --ssh-key-file PATH, "
+                         "--password-file PATH or --password (asked on the terminal)")
     cluster = ctx.workspace().create_cluster(
         args.name, vm_size=args.vm_size, vm_priority=args.vm_priority, target_node_count=target_nodes,
-        auto_scale=auto_scale, admin_user_name=args.admin_user, ssh_public_key=ssh_key, admin_password=args.password,
+        auto_scale=auto_scale, admin_user_name=args.admin_user, ssh_public_key=ssh_key, admin_password=password,
         generate_ssh_keys=args.generate_ssh_keys)
     status = _wait_for_cluster(ctx, cluster) if args.wait else cluster.status()
     return Result(cluster_data(cluster, status), cluster_table([status]))
@@ -775,7 +823,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--generate-ssh-keys", action="store_true",
                    help="use ~/.ssh/id_rsa.pub for the admin user, creating the key pair when missing")
     p.add_argument("--ssh-key-file", type=Path, default=None, help="an OpenSSH public key file for the admin user")
-    p.add_argument("-p", "--password", default=None, help="admin password (never printed)")
+    secret = p.add_mutually_exclusive_group()
+    secret.add_argument("--password-file", default=None, metavar="PATH",
+                        help="read the admin password from the first line of PATH (mode 600), or of stdin for '-'")
+    secret.add_argument("-p", "--password", nargs="?", const=_PROMPT, default=None, metavar="",
+                        help="ask for the admin password on the terminal (a value here is refused: the command "
+                             "line is visible to other users)")
     p = command(sub, "show", cluster_show, "show a cluster: state and node counts")
     ws(p)
     name(p, "cluster")

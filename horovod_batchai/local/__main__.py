@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -53,6 +54,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        # Everything the daemon and its jobs create (shares, outputs, logs) is this user's only.
+        os.umask(0o077)
         service = LocalService(state_dir, host=args.host, port=args.port, settings=settings)
         try:
             service.start()

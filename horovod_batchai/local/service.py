@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import ipaddress
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ from .batchai.backend import BatchAIBackend
 from .core.tokens import LocalCredential
 from .core.backend import LocalBackend, ServiceSettings, default_state_dir
 from .core.http_server import HttpsServer
+from .core.permissions import secure_state_dir
 from .core.tls import ensure_certificate
 from .storage.api import delete_accounts_in_group
 
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from .runner.scheduler import Scheduler
 
 __all__ = ["LocalService", "ServiceInfo", "ensure_running", "find_running", "stop_daemon",
-           "ServiceAlreadyRunning"]
+           "ServiceAlreadyRunning", "is_loopback"]
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +65,32 @@ class ServiceInfo:
         return f"{self.endpoint}/{account}"
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only: ``localhost`` or a loopback address."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 class LocalService:
     """The local service in this process (tests, notebooks). Use as a context manager or
-    call :meth:`start` / :meth:`stop`."""
+    call :meth:`start` / :meth:`stop`.
+
+    It listens on loopback only: another ``host`` is refused unless ``allow_remote=True``, because
+    whoever reaches the port can try its APIs, and the storage keys and job secrets it holds are
+    the machine's user's. (Its certificate names only ``localhost``, ``127.0.0.1`` and ``::1``.)"""
 
     def __init__(self, state_dir: Optional[Path] = None, *, host: str = "127.0.0.1", port: int = 0,
-                 settings: Optional[ServiceSettings] = None) -> None:
+                 settings: Optional[ServiceSettings] = None, allow_remote: bool = False) -> None:
+        if not isinstance(host, str) or not host:
+            raise ValueError(f"host must be a loopback address such as '127.0.0.1', got {host!r}")
+        if not allow_remote and not is_loopback(host):
+            raise ValueError(f"host={host!r} is not a loopback address: the local service listens on this machine "
+                             "only (127.0.0.1, localhost or ::1); pass allow_remote=True to bind another address "
+                             "on purpose")
         self.state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
         self.host = host
         self.port = port
@@ -95,8 +117,8 @@ class LocalService:
         return LocalCredential(self.state_dir)
 
     def start(self) -> "LocalService":
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_fh = open(self.state_dir / LOCK_FILE, "a+")
+        secure_state_dir(self.state_dir)
+        self._lock_fh = open(os.open(self.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600), "a+")
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -136,6 +158,10 @@ class LocalService:
         self._scheduler.start()
         from .resources.api import resume_deletions
         resume_deletions(self.backend)  # resource groups a stopped service left half-deleted
+        from .files.store import remove_stale_uploads
+        stale = remove_stale_uploads(self.backend.files_root)  # uploads a crashed client left under a temp name
+        if stale:
+            log.info("removed %d unfinished upload(s) left by clients that stopped mid-way", len(stale))
         self._server.start()
 
     def _abort_start(self) -> None:
@@ -171,7 +197,8 @@ class LocalService:
 
 def _write_info(state_dir: Path, info: ServiceInfo) -> None:
     tmp = state_dir / (INFO_FILE + ".tmp")
-    tmp.write_text(json.dumps({"endpoint": info.endpoint, "ca_cert": str(info.ca_cert), "pid": info.pid}))
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as fh:
+        fh.write(json.dumps({"endpoint": info.endpoint, "ca_cert": str(info.ca_cert), "pid": info.pid}))
     tmp.replace(state_dir / INFO_FILE)
 
 
@@ -207,9 +234,9 @@ def ensure_running(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -
     running = find_running(state_dir)
     if running is not None:
         return running
-    state_dir.mkdir(parents=True, exist_ok=True)
+    secure_state_dir(state_dir)
     log_path = state_dir / "service.log"
-    with open(log_path, "ab") as log_fh:
+    with open(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log_fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "horovod_batchai.local", "serve", "--host", "127.0.0.1", "--port", "0",
              "--state-dir", str(state_dir), "--quiet"],

@@ -121,10 +121,13 @@ def test_cluster_resize_auto_scale_list_delete(cli: Cli, workspace: str, tmp_pat
     assert [c["name"] for c in cli("cluster", "list", *CLUSTER, "--json").json()] == ["small"]
 
 
-def test_cluster_password_is_never_printed(cli: Cli, workspace: str) -> None:
+def test_cluster_password_is_never_printed(cli: Cli, workspace: str, tmp_path) -> None:
     password = "Pa55-word-not-to-print!"
-    runs = [cli("cluster", "create", *CLUSTER, "-n", "pwd", "--target", "0", "-u", "demo", "--password", password,
-                "-o", "json"),
+    secret = tmp_path / "admin-password"
+    secret.write_text(password + "\n")
+    secret.chmod(0o600)
+    runs = [cli("cluster", "create", *CLUSTER, "-n", "pwd", "--target", "0", "-u", "demo", "--password-file",
+                str(secret), "-o", "json"),
             cli("cluster", "show", *CLUSTER, "-n", "pwd", "-o", "json"),
             cli("-v", "cluster", "show", *CLUSTER, "-n", "pwd")]
     for run in runs:
@@ -132,11 +135,51 @@ def test_cluster_password_is_never_printed(cli: Cli, workspace: str) -> None:
         assert password not in run.out + run.err
 
 
+def test_a_password_on_the_command_line_is_refused_unused(cli: Cli, workspace: str) -> None:
+    password = "Pa55-word-on-argv!"
+    for flag in ("--password", "-p"):
+        run = cli("cluster", "create", *CLUSTER, "-n", "pwd", "--target", "0", "-u", "demo", flag, password)
+        assert run.code == EXIT_USAGE and password not in run.out + run.err
+        assert "--password-file" in run.err and "visible to other users" in run.err
+    assert cli("cluster", "list", *CLUSTER, "-o", "json").json() == []
+
+
+def test_a_password_file_others_can_read_is_refused(cli: Cli, workspace: str, tmp_path) -> None:
+    secret = tmp_path / "admin-password"
+    secret.write_text("Pa55-word!\n")
+    secret.chmod(0o644)
+    run = cli("cluster", "create", *CLUSTER, "-n", "pwd", "--target", "0", "-u", "demo", "--password-file", str(secret))
+    assert run.code == EXIT_USAGE and "--password-file" in run.err and "chmod 600" in run.err
+    assert "Pa55-word!" not in run.out + run.err
+    missing = cli("cluster", "create", *CLUSTER, "-n", "pwd", "--target", "0", "--password-file", str(tmp_path / "no"))
+    assert missing.code == EXIT_USAGE and "--password-file" in missing.err
+    assert cli("cluster", "list", *CLUSTER, "-o", "json").json() == []
+
+
+def test_the_password_can_come_from_stdin_or_a_prompt(cli: Cli, workspace: str, monkeypatch) -> None:
+    import getpass
+    import io
+    import sys
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Pa55 with spaces \n"))
+    assert cli("cluster", "create", *CLUSTER, "-n", "piped", "--target", "0", "-u", "demo",
+               "--password-file", "-").code == 0
+    answers = iter(["typed-Pa55", "typed-Pa55", "typed-Pa55", "typo"])
+    monkeypatch.setattr(getpass, "getpass", lambda prompt="": next(answers))
+    monkeypatch.setattr(sys, "stdin", type("Tty", (io.StringIO,), {"isatty": lambda self: True})())
+    assert cli("cluster", "create", *CLUSTER, "-n", "typed", "--target", "0", "-u", "demo", "--password").code == 0
+    differ = cli("cluster", "create", *CLUSTER, "-n", "typo", "--target", "0", "-u", "demo", "-p")
+    assert differ.code == EXIT_USAGE and "differ" in differ.err
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    no_tty = cli("cluster", "create", *CLUSTER, "-n", "typo", "--target", "0", "-u", "demo", "-p")
+    assert no_tty.code == EXIT_USAGE and "--password-file" in no_tty.err
+    assert sorted(c["name"] for c in cli("cluster", "list", *CLUSTER, "-o", "json").json()) == ["piped", "typed"]
+
+
 @pytest.mark.parametrize("args, names", [
     (["workspace", "create", "-g", RG, "-n", "bad name!"], ["workspace", "'bad name!'", "valid"]),
     (["workspace", "create", "-g", RG, "-n", WS, "-l", "East US 2!"], ["location", "region"]),
     (["cluster", "create", *CLUSTER, "-n", "c", "--target", "2"], ["--generate-ssh-keys", "--ssh-key-file",
-                                                                    "--password"]),
+                                                                    "--password-file", "--password"]),
     (["cluster", "create", *CLUSTER, "-n", "c", "--target", "2", "--min", "0", "--max", "2", "--generate-ssh-keys"],
      ["--target", "--min"]),
     (["cluster", "create", *CLUSTER, "-n", "c", "--min", "1", "--generate-ssh-keys"], ["--min", "--max"]),

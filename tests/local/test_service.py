@@ -523,3 +523,16 @@ def test_a_newline_in_a_path_cannot_forge_a_log_line(raw, caplog):
     assert any("rg\\nGET forged -> 200 -> 404" in m for m in messages), messages
     assert any("file\\r\\nforged.txt ->" in m for m in messages), messages
     assert not any("\n" in m or "\r" in m for m in messages)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.5", "example.com", ""])
+def test_a_non_loopback_host_is_refused_unless_allowed(tmp_path: Path, host: str):
+    with pytest.raises(ValueError) as err:
+        LocalService(tmp_path / "state", host=host)
+    assert "host" in str(err.value)
+    if host:
+        assert "allow_remote=True" in str(err.value)
+        assert LocalService(tmp_path / "state", host=host, allow_remote=True).host == host
+    assert not (tmp_path / "state").exists()  # refused before anything was made
+    for loopback in ("127.0.0.1", "127.0.0.2", "localhost", "::1"):
+        assert LocalService(tmp_path / "state", host=loopback).host == loopback

@@ -68,6 +68,19 @@ def test_from_file_with_explicit_account_and_key() -> None:
         HorovodJob.from_file(TUTORIAL_JOB, storage_account_key=KEY)
 
 
+def test_an_unmanaged_mount_command_is_sent_but_never_shown() -> None:
+    command = "mount -t cifs //fs/data -o username=me,password=Pa55-not-shown"
+    mount = UnmanagedMount(mount_command=command, relative_mount_path="data")
+    spec = HorovodJob.from_file(TUTORIAL_JOB, storage=FakeStorage()).replace(mounts=(share_mount(), mount))
+    for shown in (repr(mount), repr(spec), json.dumps(spec.to_dict()), str(spec.to_dict())):
+        assert "Pa55-not-shown" not in shown
+    assert spec.to_dict()["properties"]["mountVolumes"]["unmanagedFileSystems"][0]["mountCommand"] == "<SECRET>"
+    # The request sent to the service carries the real command.
+    from horovod_batchai._conversions import job_to_rest
+    sent = job_to_rest(spec, cluster_id=None).serialize()["properties"]["mountVolumes"]
+    assert sent["unmanagedFileSystems"][0]["mountCommand"] == command and mount.mount_command == command
+
+
 def test_to_dict_round_trips_and_validates_again(tmp_path: Path) -> None:
     spec = HorovodJob.from_file(TUTORIAL_JOB, storage=FakeStorage()).replace(
         environment_variables={"EPOCHS": "2"}, secrets={"TOKEN": "hunter2"}, max_wall_clock_time=timedelta(hours=2))

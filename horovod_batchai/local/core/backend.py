@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .permissions import private_dir, secure_state_dir
 from .tokens import ensure_secret
 from .store import Store, resource_key
 
@@ -66,7 +67,8 @@ class ServiceSettings:
 class LocalBackend:
     """State shared by every handler and by the job scheduler.
 
-    Layout of the state directory::
+    Layout of the state directory (0700; what the service writes in it is this user's only, see
+    ``permissions.py``)::
 
         state.db          resources, operations, nodes, file metadata (SQLite)
         files/<account>/<share>/...   Azure Files share contents, as ordinary files
@@ -96,9 +98,9 @@ class LocalBackend:
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.files_root.mkdir(exist_ok=True)
-        self.jobs_root.mkdir(exist_ok=True)
+        secure_state_dir(self.state_dir)  # 0700: it holds keys, passwords, secrets and users' files
+        private_dir(self.files_root)
+        private_dir(self.jobs_root)
         self.store = Store(self.state_dir / "state.db")
         self.token_secret = ensure_secret(self.state_dir)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -42,6 +43,9 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Made 0600 before SQLite opens it: it holds keys and passwords, and SQLite gives the
+        # -wal and -shm files it creates the database file's mode.
+        os.close(os.open(str(self.path), os.O_RDWR | os.O_CREAT, 0o600))
         self._lock = threading.RLock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row

@@ -665,6 +665,69 @@ def list_ranges(ctx: Ctx) -> Response:
     return response
 
 
+# -- rename -------------------------------------------------------------------------------------
+
+def _bool_header(ctx: Ctx, name: str) -> bool:
+    value = (ctx.header(name) or "false").strip().lower()
+    if value not in ("true", "false"):
+        raise StorageError(400, "InvalidHeaderValue", f"The header '{name}' must be 'true' or 'false'.",
+                           HeaderName=name, HeaderValue=value[:40])
+    return value == "true"
+
+
+def _rename_source(ctx: Ctx) -> tuple[str, ...]:
+    """The path in this share of the file ``x-ms-file-rename-source`` names (its full URL, as the SDK
+    sends it), checked to be one the caller may move away."""
+    name = "x-ms-file-rename-source"
+    value = (ctx.header(name) or "").strip()
+    if not value:
+        raise StorageError(400, "MissingRequiredHeader",
+                           f"Rename File needs '{name}: <the full URL of the file to rename>'.", HeaderName=name)
+    split = urlsplit(value)
+    raw_path = split.path
+    if _VIRTUAL_HOST_RE.match(split.netloc):  # https://<account>.file.core.windows.net/<share>/<path>
+        raw_path = "/" + split.netloc.split(".", 1)[0] + raw_path
+    if split.scheme not in ("http", "https") or not split.netloc:
+        raise StorageError(400, "InvalidHeaderValue",
+                           f"The header '{name}' must be the full URL of a file of this share, e.g. "
+                           f"{ctx.call.base_url}/{ctx.account}/{ctx.share}/<path>.", HeaderName=name)
+    try:
+        source = parse_target(raw_path)
+    except StorageError as err:
+        raise StorageError(400, "InvalidHeaderValue", f"The header '{name}' does not name a file: {err.message}",
+                           HeaderName=name) from None
+    if source.account != ctx.account or source.share != ctx.share or not source.parts:
+        raise StorageError(400, "InvalidHeaderValue",
+                           f"The header '{name}' must name a file in the share being renamed into "
+                           f"({ctx.account}/{ctx.share}): a file is renamed within its share.", HeaderName=name)
+    grant = ctx.grant
+    if grant.scheme == "SAS":
+        # The source may carry a SAS of its own (a file SAS reaches one file); else the request's must reach it.
+        pairs = _parse_query(split.query)
+        if any(k == "sig" for k, _ in pairs):
+            signed = SignedRequest(method=ctx.signed.method, raw_path=raw_path, query=pairs, headers=[],
+                                   scheme=ctx.signed.scheme, remote_addr=ctx.signed.remote_addr)
+            grant = authenticate(signed, source.account, source.share, source.parts,
+                                 account_keys(ctx.call.backend.store, source.account))
+        authorize(grant, level="file", needs="d", share=source.share, parts=source.parts)
+    return source.parts
+
+
+def rename_file(ctx: Ctx) -> Response:
+    """Rename File (version 2021-04-10 on): the file named by x-ms-file-rename-source takes this URL's name."""
+    source = _rename_source(ctx)
+    content_type = ctx.header("x-ms-content-type")
+    if content_type is not None and _printable(content_type) is None:
+        raise StorageError(400, "InvalidHeaderValue", "The header 'x-ms-content-type' must be printable ASCII.",
+                           HeaderName="x-ms-content-type")
+    entry = ctx.shares.rename_file(
+        ctx.account, ctx.share, source, ctx.parts,
+        replace=_bool_header(ctx, "x-ms-file-rename-replace-if-exists"),
+        ignore_readonly=_bool_header(ctx, "x-ms-file-rename-ignore-readonly"),
+        metadata=ctx.metadata() or None, content_type=content_type, smb=_smb_request(ctx))
+    return _respond(ctx, 200, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
+
+
 OPERATIONS: list[FilesOperation] = [
     FilesOperation("service", "GET", "list", list_shares),
     FilesOperation("share", "PUT", "", create_share),
@@ -689,6 +752,7 @@ OPERATIONS: list[FilesOperation] = [
     FilesOperation("file", "PUT", "properties", set_file_properties, "w"),
     FilesOperation("file", "PUT", "metadata", set_file_metadata, "w"),
     FilesOperation("file", "GET", "rangelist", list_ranges, "r"),
+    FilesOperation("file", "PUT", "rename", rename_file, "cw"),
 ]
 _BY_KEY = {(op.level, op.method, op.comp): op for op in OPERATIONS}
 

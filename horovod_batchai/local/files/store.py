@@ -44,6 +44,7 @@ __all__ = [
     "ShareInfo", "EntryInfo", "ContentSettings", "FileShares", "FileBody",
     "validate_account_name", "validate_share_name", "validate_entry_name", "validate_metadata",
     "share_path", "delete_account_data", "shares_for", "content_md5",
+    "STALE_UPLOAD_RE", "STALE_UPLOAD_AGE_S", "remove_stale_uploads",
 ]
 
 #: quota of a share created without x-ms-share-quota, in GiB (a standard share's default).
@@ -66,6 +67,12 @@ _SHARE_RE = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}\Z")
 # Characters Azure Files refuses in file and directory names (besides control characters).
 _BAD_NAME_CHARS = set('"\\/:|<>*?')
 _METADATA_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+#: the temporary name horovod_batchai's uploads are written under before Rename File puts them in
+#: place (``.<name>.uploading-<12 hex digits>``, see UPLOAD_TEMP_MARK in horovod_batchai/_fileshare.py).
+STALE_UPLOAD_RE = re.compile(r"^\..+\.uploading-[0-9a-f]{12}\Z", re.DOTALL)
+#: seconds since its last write after which such a file is a crashed client's leftover, not an
+#: upload in progress (a client retrying across a service restart keeps its upload).
+STALE_UPLOAD_AGE_S = 3600.0
 
 # Stores whose schema this module has ensured (checked on every request, so kept cheap).
 
@@ -326,9 +333,9 @@ class FileShares:
         quota = DEFAULT_QUOTA_GIB if quota_gib is None else quota_gib
         metadata = validate_metadata(metadata or {})
         path = self.share_dir(account, share)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
-            path.mkdir()
+            path.mkdir(mode=0o700)  # users' files: this user's only, as the whole state directory
         except FileExistsError:
             raise StorageError(409, "ShareAlreadyExists", "The specified share already exists.") from None
         etag, now = _new_share_etag(), time.time()
@@ -438,7 +445,7 @@ class FileShares:
         base, path = self._locate(account, share, parts)
         self._parent_ok(base, path)
         try:
-            path.mkdir()
+            path.mkdir(mode=0o700)
         except FileExistsError:
             if path.is_dir():
                 raise StorageError(409, "ResourceAlreadyExists", "The specified resource already exists.") from None
@@ -504,7 +511,7 @@ class FileShares:
             # Creating replaces the file; never write through a link a job left at this name.
             os.unlink(path)
         # Create File replaces any file at the path with a new one of the declared size (sparse).
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             os.ftruncate(fd, size)
             st = os.fstat(fd)
@@ -556,6 +563,63 @@ class FileShares:
                       content=row["content"] if content is None else content.to_json(),
                       smb=_smb_row({**row["smb"], **smb}, st, last_write))
         return self._entry(account, share, entry.disk_path, entry.path, st)
+
+    def rename_file(self, account: str, share: str, source: tuple[str, ...], dest: tuple[str, ...], *,
+                    replace: bool, ignore_readonly: bool = False, metadata: Optional[dict[str, str]] = None,
+                    content_type: Optional[str] = None, smb: Optional[dict[str, Any]] = None) -> EntryInfo:
+        """Rename File: move the file at ``source`` to ``dest`` in the same share, in one step, so
+        a reader sees the old name or the new one, never a half-moved file. An existing file at
+        ``dest`` is replaced only with ``replace`` (and, if it is ReadOnly, ``ignore_readonly``);
+        metadata, Content-Type and SMB properties given with the rename replace the file's."""
+        if not dest:
+            raise StorageError(400, "InvalidUri", "A file path is needed to rename a file to.")
+        old = self.get_entry(account, share, source)
+        if old.is_directory:
+            raise StorageError(409, "ResourceTypeMismatch",
+                               "The rename source is a directory: use Rename Directory (restype=directory).")
+        if metadata is not None:
+            metadata = validate_metadata(metadata)
+        base, path = self._locate(account, share, dest)
+        self._parent_ok(base, path)
+        existing = self._stat_inside(base, path)
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            raise StorageError(409, "ResourceTypeMismatch",
+                               "A directory with the same name already exists at the rename destination.")
+        src_rel, dst_rel = "/".join(source), "/".join(dest)
+        if src_rel == dst_rel:
+            return old
+        if existing is not None or os.path.islink(path):
+            if not replace:
+                raise StorageError(409, "ResourceAlreadyExists",
+                                   "The rename destination already exists; set x-ms-file-rename-replace-if-exists: "
+                                   "true to replace it.")
+            if not ignore_readonly and existing is not None and "ReadOnly" in self._entry(
+                    account, share, path, dst_rel, existing).attributes.split("|"):
+                raise StorageError(409, "ReadOnlyAttribute",
+                                   "The rename destination is ReadOnly; set x-ms-file-rename-ignore-readonly: true "
+                                   "to replace it.")
+            # rename(2) replaces in one step (a link at the name is replaced, never written through).
+            os.rename(old.disk_path, path)
+        else:
+            # link + unlink, not rename: a file that appears at the name meanwhile is not replaced.
+            try:
+                os.link(old.disk_path, path, follow_symlinks=False)
+            except FileExistsError:
+                raise StorageError(409, "ResourceAlreadyExists", "The rename destination already exists.") from None
+            os.unlink(old.disk_path)
+        st = os.lstat(path) if os.path.islink(path) else os.stat(path)
+        row = self._row(account, share, src_rel, st.st_ino) or {"metadata": {}, "content": {}, "smb": {}}
+        content = dict(row["content"])
+        if content_type is not None:
+            content["content_type"] = content_type
+        kept = {**row["smb"], **(smb or {})}
+        with self.store.transaction() as db:
+            db.execute("DELETE FROM files_entries WHERE account = ? AND share = ? AND path IN (?, ?)",
+                       (account.lower(), share, src_rel, dst_rel))
+        self._put_row(account, share, dst_rel, st.st_ino,
+                      metadata=row["metadata"] if metadata is None else metadata, content=content,
+                      smb=_smb_row(kept, st, int((smb or {}).get("last_write", _last_write_ns(row["smb"], st)))))
+        return self._entry(account, share, path, dst_rel, self._stat_inside(base, path) or st)
 
     # -- bytes ----------------------------------------------------------------------------------
 
@@ -701,6 +765,30 @@ def delete_account_data(backend: "LocalBackend", account_name: str) -> None:
         shares_for(backend).delete_account(account_name)
     except StorageError:
         return  # a name no account can have holds no data
+
+
+def remove_stale_uploads(files_root: Path, *, older_than_s: float = STALE_UPLOAD_AGE_S,
+                         now: Optional[float] = None) -> list[Path]:
+    """Delete the temporary files of uploads a client never finished (it crashed or lost its
+    connection before renaming them into place): every file of every share named like
+    :data:`STALE_UPLOAD_RE` and not written for ``older_than_s``. Returns what was removed. Links
+    are not followed, so nothing outside the shares is touched."""
+    cutoff = (time.time() if now is None else now) - older_than_s
+    removed: list[Path] = []
+    for directory, dirnames, filenames in os.walk(files_root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".deleting-")]
+        for name in filenames:
+            if not STALE_UPLOAD_RE.match(name):
+                continue
+            path = Path(directory) / name
+            try:
+                st = os.lstat(path)
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
+                    os.unlink(path)  # its metadata row dies with the inode it was written for
+                    removed.append(path)
+            except OSError:
+                continue  # renamed or removed meanwhile
+    return removed
 
 
 def content_md5(data: bytes | memoryview) -> str:

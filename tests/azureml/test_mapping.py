@@ -14,7 +14,7 @@ import pytest
 from horovod_batchai import ExecutionState, HorovodJob, InputDirectory
 from horovod_batchai._backends.azureml.command import node_command, output_placeholder
 from horovod_batchai._backends.azureml.conversions import read_spec_property, spec_property
-from horovod_batchai._backends.azureml.environment import DOCKERFILE, build_context
+from horovod_batchai._backends.azureml.environment import CONTEXT_NAME, DOCKERFILE, build_context
 from horovod_batchai._backends.azureml.states import JOB_STATES, execution_state
 
 from replay import REFERENCE
@@ -118,12 +118,14 @@ def test_the_dockerfile_pins_what_setup_py_pins() -> None:
 def test_the_build_context_holds_the_dockerfile_and_training(tmp_path: Path) -> None:
     context = build_context()
     try:
+        assert context.name == CONTEXT_NAME  # the same upload path for the same content, run after run
+        assert sorted(p.name for p in context.parent.iterdir()) == [CONTEXT_NAME]
         assert (context / "Dockerfile").read_bytes() == DOCKERFILE.read_bytes()
         assert (context / "training" / "train.py").is_file()
         assert not list(context.rglob("__pycache__"))
     finally:
         import shutil
-        shutil.rmtree(context)
+        shutil.rmtree(context.parent)
 
 
 def test_the_dockerfile_ships_in_the_package() -> None:

@@ -390,9 +390,10 @@ class AzureMLBackend:
             environment = Environment(image=spec.container_image)
         else:
             from azure.ai.ml.entities import BuildContext, Environment
-            from .environment import build_context
+            from .environment import DOCKERFILE, build_context
             context = build_context()
-            environment = Environment(build=BuildContext(path=str(context)))
+            # Named although it is the service's default: the build is the package's Dockerfile.
+            environment = Environment(build=BuildContext(path=str(context), dockerfile_path=DOCKERFILE.name))
         entity = command_job_entity(spec, job_name=ref.name, experiment=ref.experiment, compute=cluster.name,
                                     environment=environment)
         log.info("submitting Azure ML job %s to %s (%d node(s) x %d process(es))", ref.name, cluster.name,
@@ -402,7 +403,7 @@ class AzureMLBackend:
                 created = self.ml.jobs.create_or_update(entity)
         finally:
             if context is not None:
-                shutil.rmtree(context, ignore_errors=True)
+                shutil.rmtree(context.parent, ignore_errors=True)
         return self._job_record(ref, created)
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]:

@@ -124,6 +124,17 @@ def test_resize_options_aml_compute_does_not_have(target: Target, transport: Rep
     assert transport.requests == []
 
 
+@pytest.mark.parametrize("timeout, problem", [(float("nan"), "is NaN"), (-5, "is negative"), (True, "not a number")])
+def test_a_scale_timeout_is_checked_naming_it(target: Target, transport: ReplayTransport, timeout: object,
+                                              problem: str) -> None:
+    with pytest.raises(InvalidSpecError, match=problem) as resized:
+        _cluster(target).resize(0, timeout=timeout)  # type: ignore[arg-type]
+    with pytest.raises(InvalidSpecError, match=problem) as scaled:
+        _cluster(target).auto_scale(0, 4, timeout=timeout)  # type: ignore[arg-type]
+    assert resized.value.field == scaled.value.field == "timeout"
+    assert transport.requests == []
+
+
 def test_another_workspace_than_the_targets(target: Target, transport: ReplayTransport) -> None:
     with pytest.raises(InvalidSpecError, match="not the target's Azure ML workspace") as caught:
         Workspace.get(target, S.RG, "otherworkspace")

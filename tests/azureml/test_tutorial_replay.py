@@ -92,7 +92,7 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
 
     # Resize to 0, delete the jobs and the cluster.
     transport.add(*S.cluster_resize(0))
-    status = cluster.resize(0)
+    status = cluster.resize(0, timeout=120)
     assert status.target_node_count == 0 and status.node_state_counts.total == 0
     transport.add(S.job_delete("cifar_cancelled"), S.job_delete(S.JOB))
     doomed.delete()
@@ -174,6 +174,34 @@ def test_the_tutorials_azure_ml_job_runs_in_the_shipped_environment(target: Targ
     environment_id = submitted.sent["properties"]["environmentId"]
     assert "/environments/CliV2AnonymousEnvironment/versions/" in environment_id
     assert S.TUTORIAL_IMAGE not in str(submitted.sent)
+
+
+def test_a_resize_waits_no_longer_than_its_timeout(target: Target, transport: ReplayTransport) -> None:
+    """The compute update is a long-running operation: resize(timeout=) bounds the wait for it
+    (it was a fixed hour). The service is held at its first status poll until the wait is over."""
+    import threading
+    import time
+
+    from horovod_batchai import WaitTimeoutError
+    held, release = threading.Event(), threading.Event()
+    exchanges = S.cluster_resize(0)[:5]  # the last one is this package's GET after the wait
+    status = exchanges[2]
+
+    def hold(request: object, body: object) -> None:  # a check that finds nothing wrong, after a while
+        held.set()
+        release.wait(30)
+
+    status.check = hold
+    transport.add(*exchanges)
+    started = time.monotonic()
+    with pytest.raises(WaitTimeoutError, match="updating cluster .* had not finished after 0.2s"):
+        _steady_cluster(target).resize(0, timeout=0.2)
+    assert time.monotonic() - started < 10 and held.is_set()
+    release.set()  # azure-core's poller finishes in the background: the update itself goes on
+    deadline = time.monotonic() + 30
+    while len(transport.served) < len(exchanges) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    transport.verify()
 
 
 def test_sources_are_named_for_every_exchange() -> None:

@@ -269,8 +269,9 @@ class AzureMLBackend:
 
     def scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
                       auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
-                      known: Optional[ClusterRecord] = None) -> ClusterRecord:
-        """AmlCompute has one scale setting, (min, max): a fixed size is min = max."""
+                      known: Optional[ClusterRecord] = None, timeout: Optional[float]) -> ClusterRecord:
+        """AmlCompute has one scale setting, (min, max): a fixed size is min = max. The update is
+        a long-running operation, waited on for at most ``timeout`` seconds."""
         self._check_scope(ref.resource_group, ref.workspace)
         if deallocation_option is not None:
             raise InvalidSpecError("deallocation_option", "AmlCompute only ever removes idle nodes; it cannot "
@@ -287,7 +288,7 @@ class AzureMLBackend:
             else:
                 entity.min_instances = entity.max_instances = int(target_node_count or 0)
             poller = self.ml.compute.begin_update(entity)
-        MappedPoller(poller, lambda _: None, action="updating cluster", resource=resource).result(DEFAULT_LRO_TIMEOUT)
+        MappedPoller(poller, lambda _: None, action="updating cluster", resource=resource).result(timeout)
         return self.get_cluster(ref)
 
     def remote_logins(self, ref: ClusterRef) -> List[RemoteLogin]:

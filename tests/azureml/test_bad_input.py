@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from horovod_batchai import (AutoScale, FileShare, GpuCluster, HorovodJob, InvalidSpecError, SetupTask, Target,
-                             Workspace)
+from horovod_batchai import (AutoScale, AzureFileShareMount, FileShare, GpuCluster, HorovodJob, ImageReference,
+                             InvalidSpecError, SetupTask, Target, Workspace)
 from horovod_batchai._backends.base import ClusterRecord
 from horovod_batchai._states import AllocationState, ClusterStatus, NodeStateCounts
 
@@ -55,6 +55,9 @@ def test_unknown_vm_sizes(target: Target, transport: ReplayTransport, vm_size: s
     ({"setup_task": SetupTask(command_line="echo hi", std_out_err_path_prefix="$AZ_BATCHAI_MOUNT_ROOT/x")},
      "setup_task"),
     ({"auto_scale": AutoScale(minimum=0, maximum=4, initial=2), "target_node_count": None}, "auto_scale.initial"),
+    ({"mounts": (AzureFileShareMount(account_name=S.ACCOUNT, azure_file_url=f"https://{S.FILE_HOST}/{S.SHARE}",
+                                     relative_mount_path="cluster_share", account_key=S.ACCOUNT_KEY),)}, "mounts"),
+    ({"image": ImageReference(publisher="Canonical", offer="UbuntuServer", sku="16.04-LTS")}, "image"),
 ])
 def test_cluster_fields_aml_compute_cannot_express(target: Target, transport: ReplayTransport,
                                                    options: dict, field: str) -> None:
@@ -63,6 +66,7 @@ def test_cluster_fields_aml_compute_cannot_express(target: Target, transport: Re
     with pytest.raises(InvalidSpecError) as caught:
         _workspace(target).create_cluster(S.CLUSTER, **settings)  # type: ignore[arg-type]
     assert caught.value.field == field
+    assert S.ACCOUNT_KEY not in str(caught.value)
     assert transport.requests == []
 
 

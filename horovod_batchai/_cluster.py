@@ -18,7 +18,7 @@ from ._errors import ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError
 from ._lro import DEFAULT_LRO_TIMEOUT
 from ._mounts import Mount
 from ._names import check_batchai_name
-from ._polling import Polling, poll_until
+from ._polling import Polling, check_seconds, poll_until
 from ._states import ClusterStatus
 from ._values import RemoteLogin
 
@@ -153,27 +153,38 @@ class GpuCluster:
                               f"{s.node_state_counts}", last_state=s))
 
     # -- scale ----------------------------------------------------------------------------------
-    def resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None) -> ClusterStatus:
+    def resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
+               timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
         """Set a fixed size (0 releases every node). ``deallocation_option`` says what happens to
-        jobs on removed nodes: requeue (Batch AI's default) | terminate | waitforjobcompletion."""
+        jobs on removed nodes: requeue (Batch AI's default) | terminate | waitforjobcompletion.
+
+        Waits at most ``timeout`` seconds (None: no limit) for the service to accept the new
+        size -- on Azure ML, the compute update's long-running operation -- and raises
+        :class:`WaitTimeoutError` after that; :meth:`wait_until_ready` then waits for the nodes."""
         if not isinstance(target_node_count, int) or isinstance(target_node_count, bool) or target_node_count < 0:
             raise InvalidSpecError("target_node_count", f"{target_node_count!r} is not a node count", "an integer >= 0")
         if deallocation_option is not None and deallocation_option not in DEALLOCATION_OPTIONS:
             raise InvalidSpecError("deallocation_option", f"{deallocation_option!r} is not an option",
                                    " | ".join(DEALLOCATION_OPTIONS))
+        seconds = check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
         log.info("resizing cluster %s to %d node(s)", self.id, target_node_count)
         self._record = self._backend.scale_cluster(self._ref, target_node_count=target_node_count,
-                                                   deallocation_option=deallocation_option, known=self._record)
+                                                   deallocation_option=deallocation_option, known=self._record,
+                                                   timeout=seconds)
         return self._record.status
 
     def auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
-                   idle_time_before_scale_down: Optional[timedelta] = None) -> ClusterStatus:
+                   idle_time_before_scale_down: Optional[timedelta] = None,
+                   timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
         """Let the service scale between ``minimum`` and ``maximum`` nodes with the job queue
-        (on Azure ML, nodes idle for ``idle_time_before_scale_down`` are released)."""
+        (on Azure ML, nodes idle for ``idle_time_before_scale_down`` are released). Waits at
+        most ``timeout`` seconds, as :meth:`resize` does."""
         settings = AutoScale(minimum=minimum, maximum=maximum, initial=initial,
                              idle_time_before_scale_down=idle_time_before_scale_down)
+        seconds = check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
         log.info("cluster %s auto-scales between %d and %d node(s)", self.id, minimum, maximum)
-        self._record = self._backend.scale_cluster(self._ref, auto_scale=settings, known=self._record)
+        self._record = self._backend.scale_cluster(self._ref, auto_scale=settings, known=self._record,
+                                                   timeout=seconds)
         return self._record.status
 
     def remote_login_info(self) -> List[RemoteLogin]:

@@ -133,10 +133,12 @@ class Workspace:
 
         Without ``ssh_public_key`` or ``admin_password``, ``generate_ssh_keys`` uses
         ``~/.ssh/id_rsa.pub`` (or ``ssh_key_path + '.pub'``), creating the pair when missing.
-        An existing cluster with other settings (its VM size, admin user, password, key, image,
-        setup task or mounts; not its node count, which :meth:`GpuCluster.resize` changes) is a
-        :class:`ConflictError` naming them. Fields the target cannot express are refused here,
-        before any request.
+        When the cluster exists, what is compared depends on the target (never the node count,
+        which :meth:`GpuCluster.resize` changes): on Batch AI (local or Azure), other settings --
+        its VM size, admin user, password, key, image, setup task or mounts -- are a
+        :class:`ConflictError` naming them; on Azure ML only another VM size is a conflict, and
+        the existing AmlCompute keeps its own scale and admin user. Fields the target cannot
+        express are refused here, before any request.
         """
         if spec is None:
             if isinstance(auto_scale, tuple):

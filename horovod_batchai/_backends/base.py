@@ -144,7 +144,10 @@ class Backend(Protocol):
 
     def scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
                       auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
-                      known: Optional[ClusterRecord] = None) -> ClusterRecord: ...
+                      known: Optional[ClusterRecord] = None, timeout: Optional[float]) -> ClusterRecord:
+        """Set the scale; wait at most ``timeout`` seconds (None: no limit) for the service to
+        accept it, then raise WaitTimeoutError."""
+        ...
 
     def remote_logins(self, ref: ClusterRef) -> List[RemoteLogin]: ...
 

@@ -6,6 +6,7 @@ Both targets get byte-for-byte the same requests; only the endpoint and the cred
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence
 
 from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
@@ -15,7 +16,7 @@ from .._cluster_spec import AutoScale, ClusterSpec
 from .._conversions import (CLUSTER_SECRET_FIELDS, SECRET_FIELDS, cluster_differences, cluster_maximum_nodes,
                             cluster_status_from_rest, cluster_to_rest, conflict_from_service, job_from_rest,
                             job_status_from_rest, job_to_rest, mounts_from_rest, scale_to_rest)
-from .._errors import ConflictError, InvalidSpecError, azure_errors
+from .._errors import ConflictError, InvalidSpecError, WaitTimeoutError, azure_errors
 from .._job_spec import HorovodJob
 from .._lro import DEFAULT_LRO_TIMEOUT, DonePoller, MappedPoller
 from .._mounts import AzureFileShareMount
@@ -251,7 +252,9 @@ class BatchAIBackend:
 
     def scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
                       auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
-                      known: Optional[ClusterRecord] = None) -> ClusterRecord:
+                      known: Optional[ClusterRecord] = None, timeout: Optional[float]) -> ClusterRecord:
+        """One PATCH, answered at once (nodes then come and go: GpuCluster.wait_until_ready);
+        ``timeout`` bounds it as azure-core's per-operation timeout, retries included."""
         if auto_scale is not None and auto_scale.idle_time_before_scale_down is not None:
             raise InvalidSpecError("auto_scale.idle_time_before_scale_down", "Batch AI has no such setting",
                                    "None (Batch AI scales down as the job queue empties)")
@@ -260,12 +263,18 @@ class BatchAIBackend:
             raise InvalidSpecError("deallocation_option", f"{option!r} is not an option",
                                    " | ".join(DEALLOCATION_OPTIONS))
         scale = scale_to_rest(target_node_count=target_node_count, auto_scale=auto_scale, deallocation_option=option)
+        from azure.core.exceptions import ServiceRequestTimeoutError, ServiceResponseTimeoutError
         from azure.mgmt.batchai import models
-        with azure_errors("updating cluster", self.cluster_id(ref)):
-            # A scale PATCH sets absolute values, so repeating it after a dropped connection is safe.
-            model = self._client.clusters.update(ref.resource_group, ref.workspace, ref.name,
-                                                 models.ClusterUpdateParameters(scale_settings=scale),
-                                                 **IDEMPOTENT_POST)
+        bounded = {} if timeout is None or math.isinf(timeout) else {"timeout": timeout}
+        resource = self.cluster_id(ref)
+        with azure_errors("updating cluster", resource):
+            try:
+                # A scale PATCH sets absolute values, so repeating it after a dropped connection is safe.
+                model = self._client.clusters.update(ref.resource_group, ref.workspace, ref.name,
+                                                     models.ClusterUpdateParameters(scale_settings=scale),
+                                                     **IDEMPOTENT_POST, **bounded)
+            except (ServiceRequestTimeoutError, ServiceResponseTimeoutError) as err:
+                raise WaitTimeoutError(f"updating cluster {resource} had not finished after {timeout:g}s") from err
         return self._cluster_record(model, ref)
 
     def remote_logins(self, ref: ClusterRef) -> List[RemoteLogin]:

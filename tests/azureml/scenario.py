@@ -194,6 +194,17 @@ def datastore_put() -> list[Exchange]:
     return [put]
 
 
+def datastore_get() -> Exchange:
+    """The share's datastore, looked up before a submit by a process that did not register it
+    (recording 2's GET)."""
+    entries = recording(DATASTORE_FILE)
+    exchange = recorded(entries, 1, DATASTORE_FILE, names={**SCOPE, "test_180231763309": DATASTORE},
+                        api_version=DATASTORES)
+    exchange.response = patched(exchange.response, {"properties.accountName": ACCOUNT,
+                                                    "properties.fileShareName": SHARE})
+    return exchange
+
+
 def _datastore_body(request: Any, body: Any) -> Optional[str]:
     props = body["properties"]
     if (props["datastoreType"], props["accountName"], props["fileShareName"]) != ("AzureFile", ACCOUNT, SHARE):
@@ -248,6 +259,69 @@ TUTORIAL_IMAGE = "tensorflow/tensorflow:1.8.0-gpu"
 def _environment_image(request: Any, body: Any) -> Optional[str]:
     image = body["properties"].get("image")
     return None if image == TUTORIAL_IMAGE else f"environment image {image!r}, expected {TUTORIAL_IMAGE!r}"
+
+
+# -- the shipped environment: a Docker build context instead of an image ----------------------------
+#: the workspace's default blob datastore, where azure-ai-ml uploads a build context
+BLOBSTORE_ACCOUNT = "wsstoragebatchaidev"
+BLOBSTORE_CONTAINER = "azureml-blobstore-8e7dad76-df37-472b-b882-0c1c58adfcf9"
+BUILD_WHY = ("neither the recordings (their environments name an image and a conda file) nor the spec "
+             "extract (it has no environment definitions) hold a build context: recording "
+             f"{CANCEL_FILE}#0's request and response with image and condaFile replaced by azure-ai-ml "
+             "1.35.2's BuildContext (contextUri, dockerfilePath), echoed back as the service echoes a definition")
+
+
+def default_datastore() -> list[Exchange]:
+    """azure-ai-ml reads the workspace's default blob datastore and asks it for a SAS token
+    before it uploads a local artifact (recording 3's first two entries, made for its data upload).
+    The upload itself goes through azure-storage-blob clients azure-ai-ml builds without the
+    target's transport: the test stubs it."""
+    entries = recording(JOB_FILE)
+    account = {"properties.accountName": BLOBSTORE_ACCOUNT}
+    return [recorded(entries, 0, JOB_FILE, names=SCOPE, api_version=DATASTORES, response_changes=account),
+            recorded(entries, 1, JOB_FILE, names=SCOPE, api_version=DATASTORES)]
+
+
+def build_context_uri(remote_path: str) -> str:
+    """Where azure-ai-ml says an upload to ``remote_path`` of the blob datastore's container is."""
+    return f"https://{BLOBSTORE_ACCOUNT}.blob.core.windows.net/{BLOBSTORE_CONTAINER}/{remote_path}/"
+
+
+def environment_build_put(context_uri: Any) -> Exchange:
+    """The anonymous environment azure-ai-ml registers for a build context. ``context_uri()``
+    says where the (stubbed) upload put the context, once it has happened."""
+    entries = recording(CANCEL_FILE)
+    exchange = recorded(entries, 0, CANCEL_FILE, names=SCOPE, api_version=ENVIRONMENTS,
+                        check=lambda request, body: _environment_build(body, context_uri()))
+    exchange.source = f"built:{BUILD_WHY}"
+    exchange.path = f"{WS_PATH}/environments/CliV2AnonymousEnvironment/versions/{ANY_SEGMENT}"
+    recorded_body = exchange.body["properties"]
+    exchange.body = {"properties": {**{k: v for k, v in recorded_body.items() if k not in ("image", "condaFile")},
+                                    "build": {"contextUri": "", "dockerfilePath": ""}}}
+    exchange.missing_ok = ("properties.description",)
+    exchange.response = patched(exchange.response, {"properties.image": None, "properties.condaFile": None,
+                                                    "properties.isAnonymous": True, "properties.description": None})
+    exchange.response["id"] = exchange.path
+    exchange.headers = {}
+
+    def echo(response: Any, body: Any) -> Any:
+        response["properties"]["build"] = body["properties"]["build"]
+        return response
+
+    exchange.adapt = echo
+    return exchange
+
+
+def _environment_build(body: Any, context_uri: str) -> Optional[str]:
+    props = body["properties"]
+    if "image" in props:
+        return f"the environment names an image ({props['image']!r}) as well as a build context"
+    build = props.get("build") or {}
+    if build.get("dockerfilePath") != "Dockerfile":
+        return f"build.dockerfilePath {build.get('dockerfilePath')!r}, expected 'Dockerfile'"
+    if build.get("contextUri") != context_uri:
+        return f"build.contextUri {build.get('contextUri')!r}, expected the uploaded context {context_uri!r}"
+    return None
 
 
 class SubmittedJob:
@@ -457,6 +531,14 @@ def job_submit(submitted: SubmittedJob, name: str = JOB) -> list[Exchange]:
     """Submitting a job: is the name free (404), the image's environment, the job."""
     return [not_found(f"{WS_PATH}/jobs/{name}", JOB_GET, "UserError", "the job does not exist yet"),
             environment_put(), job_put(submitted, name)]
+
+
+def job_submit_built(submitted: SubmittedJob, context_uri: Any, name: str = JOB) -> list[Exchange]:
+    """Submitting a job whose spec names no image: is the name free (404), the default datastore
+    and its SAS (for the build context's upload, stubbed), the environment built from the
+    uploaded context, the job."""
+    return [not_found(f"{WS_PATH}/jobs/{name}", JOB_GET, "UserError", "the job does not exist yet"),
+            *default_datastore(), environment_build_put(context_uri), job_put(submitted, name)]
 
 
 def job_list(*jobs: tuple[str, str], api_version: str) -> Exchange:

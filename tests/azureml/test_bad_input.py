@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from horovod_batchai import (AutoScale, FileShare, GpuCluster, HorovodJob, InvalidSpecError, SetupTask, Target,
-                             Workspace)
+from horovod_batchai import (AutoScale, AzureFileShareMount, FileShare, GpuCluster, HorovodJob, ImageReference,
+                             InvalidSpecError, SetupTask, Target, Workspace)
 from horovod_batchai._backends.base import ClusterRecord
 from horovod_batchai._states import AllocationState, ClusterStatus, NodeStateCounts
 
@@ -55,6 +55,9 @@ def test_unknown_vm_sizes(target: Target, transport: ReplayTransport, vm_size: s
     ({"setup_task": SetupTask(command_line="echo hi", std_out_err_path_prefix="$AZ_BATCHAI_MOUNT_ROOT/x")},
      "setup_task"),
     ({"auto_scale": AutoScale(minimum=0, maximum=4, initial=2), "target_node_count": None}, "auto_scale.initial"),
+    ({"mounts": (AzureFileShareMount(account_name=S.ACCOUNT, azure_file_url=f"https://{S.FILE_HOST}/{S.SHARE}",
+                                     relative_mount_path="cluster_share", account_key=S.ACCOUNT_KEY),)}, "mounts"),
+    ({"image": ImageReference(publisher="Canonical", offer="UbuntuServer", sku="16.04-LTS")}, "image"),
 ])
 def test_cluster_fields_aml_compute_cannot_express(target: Target, transport: ReplayTransport,
                                                    options: dict, field: str) -> None:
@@ -63,6 +66,7 @@ def test_cluster_fields_aml_compute_cannot_express(target: Target, transport: Re
     with pytest.raises(InvalidSpecError) as caught:
         _workspace(target).create_cluster(S.CLUSTER, **settings)  # type: ignore[arg-type]
     assert caught.value.field == field
+    assert S.ACCOUNT_KEY not in str(caught.value)
     assert transport.requests == []
 
 
@@ -121,6 +125,17 @@ def test_resize_options_aml_compute_does_not_have(target: Target, transport: Rep
     assert caught.value.field == "deallocation_option"
     with pytest.raises(InvalidSpecError):
         _cluster(target).auto_scale(0, 4, initial=2)
+    assert transport.requests == []
+
+
+@pytest.mark.parametrize("timeout, problem", [(float("nan"), "is NaN"), (-5, "is negative"), (True, "not a number")])
+def test_a_scale_timeout_is_checked_naming_it(target: Target, transport: ReplayTransport, timeout: object,
+                                              problem: str) -> None:
+    with pytest.raises(InvalidSpecError, match=problem) as resized:
+        _cluster(target).resize(0, timeout=timeout)  # type: ignore[arg-type]
+    with pytest.raises(InvalidSpecError, match=problem) as scaled:
+        _cluster(target).auto_scale(0, 4, timeout=timeout)  # type: ignore[arg-type]
+    assert resized.value.field == scaled.value.field == "timeout"
     assert transport.requests == []
 
 

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from horovod_batchai import ExecutionState, HorovodJob, InputDirectory
 from horovod_batchai._backends.azureml.command import node_command, output_placeholder
 from horovod_batchai._backends.azureml.conversions import read_spec_property, spec_property
-from horovod_batchai._backends.azureml.environment import DOCKERFILE, build_context
+from horovod_batchai._backends.azureml.environment import CONTEXT_NAME, DOCKERFILE, build_context
 from horovod_batchai._backends.azureml.states import JOB_STATES, execution_state
 
 from replay import REFERENCE
@@ -118,14 +119,64 @@ def test_the_dockerfile_pins_what_setup_py_pins() -> None:
 def test_the_build_context_holds_the_dockerfile_and_training(tmp_path: Path) -> None:
     context = build_context()
     try:
+        assert context.name == CONTEXT_NAME  # the same upload path for the same content, run after run
+        assert sorted(p.name for p in context.parent.iterdir()) == [CONTEXT_NAME]
         assert (context / "Dockerfile").read_bytes() == DOCKERFILE.read_bytes()
         assert (context / "training" / "train.py").is_file()
         assert not list(context.rglob("__pycache__"))
     finally:
         import shutil
-        shutil.rmtree(context)
+        shutil.rmtree(context.parent)
 
 
 def test_the_dockerfile_ships_in_the_package() -> None:
     source = (ROOT / "setup.py").read_text(encoding="utf-8")
     assert "_backends/azureml/environment/Dockerfile" in source
+
+
+# -- what the entities carry (what azure-ai-ml then sends) -------------------------------------------
+SSH_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDWm/4TTHMZdzZVJcob2aFRWDmIyJLxk028 tutorial@example"
+
+
+@pytest.mark.parametrize("priority, tier, wire", [("dedicated", "dedicated", "Dedicated"),
+                                                  ("lowpriority", "low_priority", "LowPriority")])
+def test_vm_priority_is_the_compute_tier(priority: str, tier: str, wire: str) -> None:
+    from horovod_batchai import ClusterSpec
+    from horovod_batchai._backends.azureml.conversions import compute_entity
+    spec = ClusterSpec(vm_size="Standard_NC6s_v3", vm_priority=priority, target_node_count=2,
+                       admin_user_name="azureuser", ssh_public_key=SSH_KEY)
+    entity = compute_entity("nc6cluster", spec)
+    assert entity.tier == tier
+    assert entity._to_rest_object().properties.properties.vm_priority == wire
+
+
+def _job(**changes: object) -> tuple[object, dict]:
+    """The command job entity for job.json with ``changes``, and the REST body azure-ai-ml makes of it."""
+    from azure.ai.ml.entities import Environment
+
+    from horovod_batchai._backends.azureml.conversions import command_job_entity
+    spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name="mystorageaccount", account_key="a2V5")
+    spec = spec.replace(node_count=2, **changes)
+    entity = command_job_entity(spec, job_name="cifar_distributed", experiment="cifar", compute="nc6cluster",
+                                environment=Environment(image="tensorflow/tensorflow:1.8.0-gpu"))
+    return entity, entity._to_job()._to_rest_object().as_dict()["properties"]  # the job PUT body
+
+
+@pytest.mark.parametrize("wall_clock, seconds, wire", [
+    (timedelta(hours=2), 7200, "PT2H"),
+    (timedelta(days=7), 604800, "P7D"),
+    (None, None, None),
+])
+def test_max_wall_clock_time_is_the_job_limit(wall_clock: object, seconds: object, wire: object) -> None:
+    entity, body = _job(max_wall_clock_time=wall_clock)
+    assert getattr(entity.limits, "timeout", None) == seconds
+    assert (body.get("limits") or {}).get("timeout") == wire
+    if wire is not None:
+        assert body["limits"]["jobLimitsType"] == "Command"
+
+
+@pytest.mark.parametrize("variables", [{"NCCL_DEBUG": "INFO"}, {"A": "1", "B": "two words", "EMPTY": ""}, {}])
+def test_environment_variables_are_the_jobs(variables: dict) -> None:
+    entity, body = _job(environment_variables=variables)
+    assert dict(entity.environment_variables or {}) == variables
+    assert (body.get("environmentVariables") or {}) == variables

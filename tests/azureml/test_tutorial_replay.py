@@ -1,15 +1,22 @@
 """The tutorial on Azure ML, through the public classes, against replayed traffic.
 
-Every request the SDK sends is checked against a recorded (or spec-derived, or -- for logs and
-storage -- built) one by the replay transport, in order; see scenario.py for where each comes from.
+Every request the SDK sends is checked against a recorded (or spec-derived, or -- for logs,
+storage and the environment built from a Docker context -- built) one by the replay transport, in
+order; see scenario.py for where each comes from. One call is stubbed instead of replayed: the
+upload of the Docker build context, which azure-ai-ml sends through blob clients of its own that
+do not take the target's transport (see StubbedUpload).
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from horovod_batchai import (AllocationState, ExecutionState, FileShare, HorovodJob, JobStatus, Target, Workspace)
+from horovod_batchai import (AllocationState, ExecutionState, FileShare, GpuCluster, HorovodJob, JobStatus, Target,
+                             Workspace)
+from horovod_batchai._backends.base import ClusterRecord
+from horovod_batchai._states import ClusterStatus, NodeStateCounts
 
 import scenario as S
 from replay import ReplayTransport
@@ -85,7 +92,7 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
 
     # Resize to 0, delete the jobs and the cluster.
     transport.add(*S.cluster_resize(0))
-    status = cluster.resize(0)
+    status = cluster.resize(0, timeout=120)
     assert status.target_node_count == 0 and status.node_state_counts.total == 0
     transport.add(S.job_delete("cifar_cancelled"), S.job_delete(S.JOB))
     doomed.delete()
@@ -97,17 +104,121 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
     assert all(duration >= 0 for duration in transport.sleeps)  # LRO polls waited through the transport
 
 
+def _steady_cluster(target: Target) -> GpuCluster:
+    """The tutorial's cluster as wait_until_ready left it (2 idle nodes)."""
+    status = ClusterStatus(name=S.CLUSTER, resource_group=S.RG, workspace=S.WS, vm_size=S.VM_SIZE,
+                           allocation_state=AllocationState.STEADY, current_node_count=2,
+                           node_state_counts=NodeStateCounts(idle=2), target_node_count=2,
+                           auto_scale=None, provisioning_state="succeeded")
+    record = ClusterRecord(name=S.CLUSTER, id=S.COMPUTE_PATH, vm_size=S.VM_SIZE, maximum_node_count=2,
+                           mounts=(), status=status)
+    return GpuCluster(Workspace(target, S.RG, S.WS), S.CLUSTER, _record=record)
+
+
+class StubbedUpload:
+    """Stands in for exactly one thing: azure-ai-ml's ``BlobStorageClient.upload``, which sends
+    the build context to the workspace's blob datastore through azure-storage-blob clients it
+    builds itself, without the target's transport (so the replay cannot see or answer them).
+    Everything before it (the datastore and its SAS) and after it (the environment that names
+    the uploaded context, the job) goes through the replay. It keeps what it was given to upload
+    (the context is deleted after the submit) and answers as the real method does."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, object]] = []
+
+    def __call__(self, client: Any, source: str, name: str, version: str, ignore_file: object = None,
+                 asset_hash: str = "", show_progress: bool = True) -> dict[str, object]:
+        from azure.ai.ml._utils._asset_utils import generate_asset_id
+        folder = Path(source)
+        files = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        # where the real method puts a folder: LocalUpload/<hash>/<the folder's name>
+        dest = f"{generate_asset_id(asset_hash, include_directory=True)}/{folder.name}"
+        self.calls.append({"account": getattr(client, "account_name", None), "container": client.container,
+                           "source": folder.name, "dest": dest, "files": files})
+        return {"remote path": dest, "name": name, "version": version, "indicator file": None}
+
+    def context_uri(self) -> str:
+        assert self.calls, "the build context was never uploaded"
+        return S.build_context_uri(str(self.calls[-1]["dest"]))
+
+
+def test_the_tutorials_azure_ml_job_runs_in_the_shipped_environment(target: Target, transport: ReplayTransport,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """What examples/tutorial.py submits on Azure ML: job.json without its TensorFlow 1.8 image and
+    its job preparation, so that Azure ML builds the environment from the package's Dockerfile."""
+    from azure.ai.ml._artifacts._blob_storage_helper import BlobStorageClient
+
+    from horovod_batchai._backends.azureml.environment import CONTEXT_NAME, DOCKERFILE
+    from horovod_batchai._experiment import Experiment
+    upload = StubbedUpload()
+    monkeypatch.setattr(BlobStorageClient, "upload", lambda client, *args, **kwargs: upload(client, *args, **kwargs))
+    experiment = Experiment(Workspace(target, S.RG, S.WS), S.EXPERIMENT)
+    cluster = _steady_cluster(target)
+    share_spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)
+    # examples/tutorial.py, --target azureml: the same replace() it makes
+    spec = share_spec.replace(node_count=2, container_image=None, job_preparation=None)
+    submitted = S.SubmittedJob()
+    # The share was registered by an earlier process: its datastore is looked up (a read).
+    transport.add(S.datastore_get(), *S.job_submit_built(submitted, upload.context_uri))
+    job = experiment.submit(S.JOB, spec, cluster=cluster)
+    assert job.execution_state is ExecutionState.QUEUED
+    transport.verify()
+
+    (call,) = upload.calls
+    assert (call["account"], call["container"]) == (S.BLOBSTORE_ACCOUNT, S.BLOBSTORE_CONTAINER)
+    assert call["source"] == CONTEXT_NAME  # so the same context is the same upload path run after run
+    files = call["files"]
+    assert isinstance(files, dict) and files["Dockerfile"] == DOCKERFILE.read_bytes()
+    assert "training/train.py" in files
+    assert submitted.sent is not None
+    environment_id = submitted.sent["properties"]["environmentId"]
+    assert "/environments/CliV2AnonymousEnvironment/versions/" in environment_id
+    assert S.TUTORIAL_IMAGE not in str(submitted.sent)
+
+
+def test_a_resize_waits_no_longer_than_its_timeout(target: Target, transport: ReplayTransport) -> None:
+    """The compute update is a long-running operation: resize(timeout=) bounds the wait for it
+    (it was a fixed hour). The service is held at its first status poll until the wait is over."""
+    import threading
+    import time
+
+    from horovod_batchai import WaitTimeoutError
+    held, release = threading.Event(), threading.Event()
+    exchanges = S.cluster_resize(0)[:5]  # the last one is this package's GET after the wait
+    status = exchanges[2]
+
+    def hold(request: object, body: object) -> None:  # a check that finds nothing wrong, after a while
+        held.set()
+        release.wait(30)
+
+    status.check = hold
+    transport.add(*exchanges)
+    started = time.monotonic()
+    with pytest.raises(WaitTimeoutError, match="updating cluster .* had not finished after 0.2s"):
+        _steady_cluster(target).resize(0, timeout=0.2)
+    assert time.monotonic() - started < 10 and held.is_set()
+    release.set()  # azure-core's poller finishes in the background: the update itself goes on
+    deadline = time.monotonic() + 30
+    while len(transport.served) < len(exchanges) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    transport.verify()
+
+
 def test_sources_are_named_for_every_exchange() -> None:
     """Each exchange says where its response came from; only logs and storage are built."""
     submitted = S.SubmittedJob()
     exchanges = [*S.workspace_get(), *S.cluster_create(), *S.cluster_ready(), *S.share_create("v", "v"),
                  *S.job_submit(submitted), S.job_get(submitted, "Running"), *S.discovery(), S.run_details("Running"),
-                 *S.job_cancel(S.JOB), *S.cluster_resize(0), *S.cluster_delete(), S.job_delete(S.JOB)]
+                 *S.job_cancel(S.JOB), *S.cluster_resize(0), *S.cluster_delete(), S.job_delete(S.JOB),
+                 S.datastore_get(), *S.job_submit_built(submitted, lambda: "")]
     kinds = {e.source.split(":", 1)[0] for e in exchanges}
     assert kinds == {"recording", "spec", "built"}
     built = [e for e in exchanges if e.source.startswith("built:")]
     assert all(("UNVERIFIED" in e.source or "storage" in e.source or "does not exist" in e.source
-                or "not recorded" in e.source) for e in built), [e.source for e in built]
+                or "not recorded" in e.source or "hold a build context" in e.source) for e in built), [
+        e.source for e in built]
+    # the default datastore and its SAS, which precede the build context's upload, are recorded
+    assert [e.source.split("#")[0] for e in S.default_datastore()] == [f"recording:{S.JOB_FILE}"] * 2
 
 
 def test_a_failed_job_reports_the_service_error_and_the_tail_of_its_log(target: Target,

@@ -121,3 +121,26 @@ def test_wait_until_ready_raises_on_cluster_errors(workspace: Workspace) -> None
     assert any(e.code == "SetupTaskFailed" for e in info.value.errors)
     assert "broken" in str(info.value)
     assert cluster.status().node_state_counts.unusable == 1
+
+
+@pytest.mark.parametrize("timeout, problem", [(float("nan"), "is NaN"), (-1, "is negative"), ("60", "not a number")])
+def test_a_scale_timeout_is_checked_naming_it(offline_target: Target, timeout: object, problem: str) -> None:
+    """Refused before any request: the offline target's endpoint refuses connections."""
+    cluster = GpuCluster(Workspace(offline_target, RG, "batchaidev"), "c1")
+    with pytest.raises(InvalidSpecError, match=problem) as resized:
+        cluster.resize(0, timeout=timeout)  # type: ignore[arg-type]
+    with pytest.raises(InvalidSpecError, match=problem) as scaled:
+        cluster.auto_scale(0, 2, timeout=timeout)  # type: ignore[arg-type]
+    assert resized.value.field == scaled.value.field == "timeout"
+
+
+def test_a_scale_timeout_bounds_the_batch_ai_request(workspace: Workspace) -> None:
+    """Batch AI answers a scale PATCH at once: the timeout bounds that request (azure-core's
+    per-operation timeout), and a timeout already spent is a WaitTimeoutError, not a hang."""
+    cluster = workspace.create_cluster("c1", vm_size="Standard_NC6", target_node_count=0, admin_user_name="demo",
+                                       ssh_public_key=SSH_KEY)
+    assert cluster.resize(1, timeout=60).target_node_count == 1
+    assert cluster.auto_scale(0, 2, timeout=None).auto_scale == (0, 2)
+    with pytest.raises(WaitTimeoutError, match="updating cluster .* had not finished after 0s"):
+        cluster.resize(0, timeout=0)
+    assert cluster.refresh().maximum_node_count == 2  # the refused resize changed nothing

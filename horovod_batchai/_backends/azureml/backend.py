@@ -269,8 +269,9 @@ class AzureMLBackend:
 
     def scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
                       auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
-                      known: Optional[ClusterRecord] = None) -> ClusterRecord:
-        """AmlCompute has one scale setting, (min, max): a fixed size is min = max."""
+                      known: Optional[ClusterRecord] = None, timeout: Optional[float]) -> ClusterRecord:
+        """AmlCompute has one scale setting, (min, max): a fixed size is min = max. The update is
+        a long-running operation, waited on for at most ``timeout`` seconds."""
         self._check_scope(ref.resource_group, ref.workspace)
         if deallocation_option is not None:
             raise InvalidSpecError("deallocation_option", "AmlCompute only ever removes idle nodes; it cannot "
@@ -287,7 +288,7 @@ class AzureMLBackend:
             else:
                 entity.min_instances = entity.max_instances = int(target_node_count or 0)
             poller = self.ml.compute.begin_update(entity)
-        MappedPoller(poller, lambda _: None, action="updating cluster", resource=resource).result(DEFAULT_LRO_TIMEOUT)
+        MappedPoller(poller, lambda _: None, action="updating cluster", resource=resource).result(timeout)
         return self.get_cluster(ref)
 
     def remote_logins(self, ref: ClusterRef) -> List[RemoteLogin]:
@@ -390,9 +391,10 @@ class AzureMLBackend:
             environment = Environment(image=spec.container_image)
         else:
             from azure.ai.ml.entities import BuildContext, Environment
-            from .environment import build_context
+            from .environment import DOCKERFILE, build_context
             context = build_context()
-            environment = Environment(build=BuildContext(path=str(context)))
+            # Named although it is the service's default: the build is the package's Dockerfile.
+            environment = Environment(build=BuildContext(path=str(context), dockerfile_path=DOCKERFILE.name))
         entity = command_job_entity(spec, job_name=ref.name, experiment=ref.experiment, compute=cluster.name,
                                     environment=environment)
         log.info("submitting Azure ML job %s to %s (%d node(s) x %d process(es))", ref.name, cluster.name,
@@ -402,7 +404,7 @@ class AzureMLBackend:
                 created = self.ml.jobs.create_or_update(entity)
         finally:
             if context is not None:
-                shutil.rmtree(context, ignore_errors=True)
+                shutil.rmtree(context.parent, ignore_errors=True)
         return self._job_record(ref, created)
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]:

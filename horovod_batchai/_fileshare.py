@@ -337,7 +337,7 @@ class FileShare:
         return ShareItem(path=path, is_directory=False, size=size)
 
     def _upload_one(self, source: Path, path: str, *, max_concurrency: int, bar: Progress, verify: bool,
-                    stop: Optional[threading.Event] = None) -> None:
+                    stop: Optional[threading.Event] = None, in_flight: Optional[set[str]] = None) -> None:
         """Upload to a temporary name beside ``path``, verify it there, then rename it into place
         (replacing any file of that name in one step); on any failure or interruption the
         temporary file is deleted, so ``path`` holds either its old content or the new, whole."""
@@ -346,6 +346,8 @@ class FileShare:
         temp = upload_temp_path(path)
         client = self._file_client(temp)
         log.debug("uploading %s (%d bytes) to %s by way of %s", source, size, self._where(path), temp)
+        if in_flight is not None:
+            in_flight.add(temp)
         try:
             with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh:
                 client.upload_file(fh, length=size, max_concurrency=max(1, max_concurrency),
@@ -361,6 +363,9 @@ class FileShare:
         except BaseException:
             self._discard(client, temp)
             raise
+        finally:
+            if in_flight is not None:
+                in_flight.discard(temp)
 
     def _rename_into_place(self, client: "ShareFileClient", path: str, size: int, md5: bytes) -> None:
         try:
@@ -421,11 +426,19 @@ class FileShare:
         total = sum(sizes.values())
         for directory in directories:
             self.create_directory(directory)
+        in_flight: set[str] = set()  # temporary names of the uploads under way
         with Progress(progress, total, source.name) as bar:
             def task(local: Path, remote: str) -> Callable[[threading.Event], None]:
                 return lambda stop: self._upload_one(local, remote, max_concurrency=max_concurrency, bar=bar,
-                                                     verify=verify, stop=stop)
-            run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY)
+                                                     verify=verify, stop=stop, in_flight=in_flight)
+            try:
+                run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY)
+            except BaseException:
+                # A task still busy after the stop grace (a slow range under load) is abandoned, and
+                # the process may exit under it: its temporary file is deleted from here.
+                for temp in set(in_flight):
+                    self._discard(self._file_client(temp), temp)
+                raise
         log.info("uploaded %d file(s), %d bytes, to %s", len(files), total, self._where(path))
         return [ShareItem(path=remote, is_directory=False, size=sizes[remote]) for _, remote in files]
 
@@ -495,7 +508,15 @@ class FileShare:
                     self._download_one(client, item.path, local, max_concurrency=max_concurrency, bar=bar,
                                        expected_md5=md5, stop=stop)
                 return fetch
-            run_parallel([task(item, local) for item, local in zip(files, targets)], workers=DEFAULT_FILE_CONCURRENCY)
+            try:
+                run_parallel([task(item, local) for item, local in zip(files, targets)],
+                             workers=DEFAULT_FILE_CONCURRENCY)
+            except BaseException:
+                # A task still busy after the stop grace is abandoned, and the process may exit under
+                # it: its partial file is removed from here (finished files have none).
+                for local in targets:
+                    local.with_name(local.name + ".partial").unlink(missing_ok=True)
+                raise
         return targets
 
 

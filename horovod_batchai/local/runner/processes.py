@@ -3,7 +3,10 @@
 Every process of a run carries a random tag in its environment (``HOROVOD_BATCHAI_RUN``) and
 starts its own session; stopping a run signals both the process groups it started and every
 process carrying its tag, because horovodrun starts its ranks in sessions of their own. No
-process outlives its run."""
+process outlives its run.
+
+Standard library only: the run's supervisor (``supervisor.py``), which runs as a file outside the
+package, imports it too."""
 from __future__ import annotations
 
 import logging

@@ -30,7 +30,7 @@ from ..batchai.outputs import record_output_dirs
 from ..core.backend import LocalBackend
 from .gpus import detect_gpus, vm_gpus
 from .environment import base_environment
-from .job_plan import EXECUTION_LOG_ENV, JobPlan, JobStartError, Machine, Step, plan_job
+from .job_plan import EXECUTION_LOG_ENV, RANK_SECRETS_FILE, JobPlan, JobStartError, Machine, Step, plan_job
 from .mounts import Mount, MountError, apply_mounts, hold_mirrors, plan_mounts, release_mirrors, remove_mounts
 from .node_setup import NodeSlot
 from .paths import cluster_dir, digest, job_dir, job_mount_root, job_prep_log_names
@@ -38,7 +38,8 @@ from .processes import RUN_TAG_ENV, STOP_GRACE_S, signal_tagged, stop_tagged, ta
 from .states import ExecutionState, job_error, utc_now
 from .supervisor import EXIT_FILE, PID_FILE, RUN_FILE, STARTED_FILE, write_json_atomically
 
-__all__ = ["StopReason", "RunResult", "JobRun", "RUN_DIR_ENV", "run_dir_of", "run_has_started"]
+__all__ = ["StopReason", "RunResult", "JobRun", "RUN_DIR_ENV", "run_dir_of", "run_has_started",
+           "discard_run_secrets"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,16 @@ SUPERVISOR_EXTRA_S = 10.0
 def run_dir_of(backend: LocalBackend, job_id: str, tag: str) -> Path:
     """The private directory of one run of a job (``JobPlan.run_dir``)."""
     return job_dir(backend, job_id) / "runs" / tag
+
+
+def discard_run_secrets(run_dir: Path) -> None:
+    """Remove the files of a run that hold the job's secrets (its supervisor removes them itself,
+    unless it never started or was killed)."""
+    for name in (RUN_FILE, RANK_SECRETS_FILE):
+        try:
+            (run_dir / name).unlink()
+        except FileNotFoundError:
+            pass
 
 
 def run_has_started(run_dir: Path) -> bool:
@@ -84,19 +95,26 @@ class RunResult:
 class _NodeLog:
     """The node's execution log: what the node did, never a secret value."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, required: bool = True) -> None:
         self.path = path
-        self._fh = open(path, "a", buffering=1, encoding="utf-8")
+        self._fh: Optional[Any] = None
+        try:
+            self._fh = open(path, "a", buffering=1, encoding="utf-8")
+        except OSError:
+            if required:
+                raise
+            log.warning("cannot open the execution log %s", path)  # a re-attached run goes on without it
         self._lock = threading.Lock()
 
     def write(self, message: str) -> None:
         with self._lock:
-            if not self._fh.closed:
+            if self._fh is not None and not self._fh.closed:
                 self._fh.write(f"{utc_now()} {message}\n")
 
     def close(self) -> None:
         with self._lock:
-            self._fh.close()
+            if self._fh is not None:
+                self._fh.close()
 
 
 class JobRun:
@@ -171,6 +189,7 @@ class JobRun:
             stop_tagged(self.tag, [], grace=0 if self.stop_reason is None else STOP_GRACE_S)
             if self._supervisor is not None and self._supervisor.poll() is None:
                 self._supervisor.wait()
+            discard_run_secrets(self.run_dir)
             if self.stop_reason is not None and result is not None:
                 self._log_all(f"stopped: {self.stop_reason.value}")
                 result = self._stopped_result(result.exit_code)
@@ -283,7 +302,7 @@ class JobRun:
 
     def _open_logs(self, plan: JobPlan) -> None:
         for node_plan in plan.nodes:
-            self._logs[node_plan.node.node_id] = _NodeLog(node_plan.execution_log)
+            self._logs[node_plan.node.node_id] = _NodeLog(node_plan.execution_log, required=not self.reattached)
 
     # -- the supervisor -------------------------------------------------------------------------
 
@@ -355,6 +374,12 @@ class JobRun:
         return self._result(plan, _read_json(self.run_dir / EXIT_FILE, None))
 
     def _reattach(self, plan: JobPlan) -> RunResult:
+        # Mounted again (links are idempotent): a service killed just after the run ended had
+        # already unmounted the job's volumes, which hold its logs; they go again at the end.
+        try:
+            apply_mounts([*plan.cluster_mounts, *plan.job_mounts])
+        except MountError as exc:
+            log.warning("job %s: the restarted service could not mount the job's volumes again: %s", self.job_id, exc)
         self._job_mounts = list(plan.job_mounts)
         self._held_mirrors = hold_mirrors(self.backend, [*plan.cluster_mounts, *plan.job_mounts])
         self._open_logs(plan)

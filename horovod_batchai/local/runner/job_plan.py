@@ -41,9 +41,11 @@ from .processes import RUN_TAG_ENV
 from .states import job_error
 
 __all__ = ["Machine", "NodePlan", "Step", "JobPlan", "JobStartError", "plan_job", "EXECUTION_LOG_ENV",
-           "DEFAULT_WALL_CLOCK_S"]
+           "DEFAULT_WALL_CLOCK_S", "RANK_SECRETS_FILE"]
 
 
+#: the file in a run's directory from which each Horovod rank reads the job's secrets (``rank_exec.py``).
+RANK_SECRETS_FILE = "rank-secrets.json"
 #: where a node's execution log is, for the package-manager stand-ins of container jobs.
 EXECUTION_LOG_ENV = "HOROVOD_BATCHAI_EXECUTION_LOG"
 #: constraints.maxWallClockTime when the job says none (Batch AI's default, 7 days).
@@ -275,7 +277,7 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
     master_env["CUDA_VISIBLE_DEVICES"] = ",".join(all_gpus)
     run_dir = job_dir / "runs" / run_tag
     horovod = bool(props.get("horovodSettings"))
-    secrets_file = run_dir / "rank-secrets.json" if horovod and job_secrets else None
+    secrets_file = run_dir / RANK_SECRETS_FILE if horovod and job_secrets else None
     argv = _toolkit_argv(props, process_count, machine, secrets_file, sorted(job_secrets))
     toolkit = Step(argv, master_env, master_root / "wd", stdouterr / "stdout.txt", stdouterr / "stderr.txt",
                    split_ranks=stdouterr / "ranks" if horovod else None, rank_count=process_count if horovod else 0)

@@ -56,7 +56,7 @@ from typing import Any, Optional
 from .states import (AllocationState, ExecutionState, IllegalTransition, JobGone, NodeState, job_error,
                          transition_job, utc_now)
 from .nodes import NodeTable
-from .job_executor import JobRun, RunResult, StopReason, run_dir_of, run_has_started
+from .job_executor import JobRun, RunResult, StopReason, discard_run_secrets, run_dir_of, run_has_started
 from .node_setup import NodeSlot, prepare_node
 from .paths import cluster_dir, job_dir, node_id_for
 from .processes import stop_tagged, tagged_pids
@@ -167,6 +167,8 @@ class Scheduler:
                 continue
             if tag:
                 stop_tagged(tag, [], grace=0)
+            if run_dir:
+                discard_run_secrets(run_dir)
             try:
                 if tag and run_dir and run_has_started(run_dir):
                     transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[SERVICE_KILLED])
@@ -509,11 +511,13 @@ class Scheduler:
         with self._lock:
             if self._runs.get(key) is run:
                 del self._runs[key]
+            # In this order, so that a service killed in between still finds the run when it
+            # starts again, until the job's end is stored (then it has nothing left to find).
+            if result.stop_reason is not StopReason.FORGET:
+                self._settle(run.job_id, result)
             self._free_nodes(key)
             with self.store.transaction() as db:
                 db.execute("DELETE FROM run_tags WHERE owner = ? AND tag = ?", (key, run.tag))
-            if result.stop_reason is not StopReason.FORGET:
-                self._settle(run.job_id, result)
         self.notify()
 
     def _settle(self, job_id: str, result: RunResult) -> None:

@@ -174,6 +174,41 @@ def test_a_job_whose_put_was_answered_runs_exactly_once_whenever_the_service_is_
         service.stop()
 
 
+def test_limits_and_terminate_hold_across_a_kill(tmp_path: Path):
+    """The wall-clock limit is enforced while the service is down (by the run's supervisor), and a
+    job re-attached after the restart can be terminated like any other."""
+    state = tmp_path / "state"
+    info = _start_daemon(state)
+    try:
+        with _daemon_client(info) as batchai:
+            lab = make_lab(_DaemonView(info), batchai)  # type: ignore[arg-type]
+            lab.create_cluster(nodes=2)
+            lab.submit("limited", {"customToolkitSettings": {"commandLine": "sleep 300"},
+                                   "constraints": {"maxWallClockTime": "PT2S"}})
+            lab.submit("endless", {"customToolkitSettings": {"commandLine": "sleep 300"}})
+            lab.wait_state("limited", "running")
+            lab.wait_state("endless", "running")
+    finally:
+        _kill(info)
+    wait_for(lambda: list(state.glob("jobs/*/runs/*/exit.json")), 30, what="the limited job to be stopped")
+
+    service = LocalService(state, settings=FAST).start()
+    try:
+        with _client(service) as batchai:
+            lab = Lab(service, batchai, lab.account, lab.key)
+            limited = lab.wait_state("limited")
+            assert limited.execution_state == "failed"
+            assert limited.execution_info.errors[0].code == "MaxWallClockTimeExceeded"
+            assert lab.job("endless").execution_state == "running"
+            batchai.jobs.begin_terminate(RG, WS, EXP, "endless").result()
+            endless = lab.wait_state("endless")
+            assert endless.execution_state == "failed"
+            assert endless.execution_info.errors[0].code == "JobTerminated"
+            wait_for(lambda: tagged_processes(state) == [], 30, what="the terminated job's processes to go")
+    finally:
+        service.stop()
+
+
 def test_a_job_whose_processes_died_with_the_service_fails_saying_so(tmp_path: Path):
     state = tmp_path / "state"
     info = _start_daemon(state)

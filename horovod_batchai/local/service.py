@@ -156,6 +156,7 @@ class LocalService:
                                         functools.partial(delete_accounts_in_group, self.backend)]
         self._scheduler = batchai.scheduler = Scheduler(self.backend)
         self._scheduler.start()
+        batchai.finish_interrupted_operations()  # operations a killed service left InProgress
         from .resources.api import resume_deletions
         resume_deletions(self.backend)  # resource groups a stopped service left half-deleted
         from .files.store import remove_stale_uploads

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
 import uuid
 from typing import Any, Callable, Optional
@@ -23,6 +24,8 @@ from .operations import LongRunningOperation, finish_operation, iso_time, start_
 from .scheduling import JobScheduler, NoScheduler
 from .validation import TOOLKITS, Parsed, check_job_node_count, check_name
 from .vm_sizes import VM_SIZES, lookup_vm_size
+
+log = logging.getLogger(__name__)
 
 __all__ = ["BatchAIBackend", "WORKSPACE_TYPE", "EXPERIMENT_TYPE", "CLUSTER_TYPE", "JOB_TYPE", "FILE_SERVER_TYPE"]
 
@@ -140,6 +143,65 @@ class BatchAIBackend:
         if done is not False:
             op = finish_operation(self.context, op.id)
         return op
+
+    def finish_interrupted_operations(self) -> None:
+        """Settle the operations a killed service left ``InProgress`` (called at start-up, once the
+        scheduler has taken back its jobs, before any request): every piece of work an operation
+        does is idempotent, so a delete is carried out to its end and a create succeeds if its
+        resource was stored; a create whose resource was not stored fails, saying to send the
+        request again. An operation with a completion check (a terminate) ends when its check says
+        so, as always."""
+        for op in operations.unfinished_operations(self.context):
+            if operations.has_completion_check(op.kind):
+                operations.refresh_operation(self.context, op)
+                continue
+            error: Optional[dict[str, Any]] = None
+            try:
+                if op.kind.endswith("/delete"):
+                    self._finish_delete(op.kind, op.resource_id)
+                elif op.kind.endswith("/create"):
+                    doc = self.store.get(op.resource_id)
+                    if doc is None:
+                        error = {"code": "OperationInterrupted",
+                                 "message": "The local service stopped before the operation finished and nothing "
+                                            "was created; send the request again."}
+                    elif doc["properties"].get("provisioningState") == "creating":
+                        self._finish_file_server(op.resource_id)
+                else:
+                    error = {"code": "OperationInterrupted",
+                             "message": "The local service stopped before the operation finished."}
+            except Exception:  # a bug of ours: the operation fails rather than stays InProgress
+                log.exception("finishing the interrupted operation %s (%s) failed", op.id, op.kind)
+                error = {"code": "InternalServerError", "message": "The local service failed to complete the "
+                                                                   "operation."}
+            finish_operation(self.context, op.id, error=error)
+
+    def _finish_delete(self, kind: str, resource_id: str) -> None:
+        """What a delete of ``kind`` does once it has been accepted; doing it again is harmless."""
+        doc = self.store.get(resource_id)
+        if doc is None:
+            return
+        if kind == "workspaces/delete":
+            self.delete_workspace_tree(resource_id)
+        elif kind == "experiments/delete":
+            for job in self.store.list("microsoft.batchai/workspaces/experiments/jobs", parent=resource_id):
+                self._stop_job(job["id"])
+            self.store.delete(resource_id, recursive=True)
+        elif kind == "clusters/delete":
+            def deleting(body: dict[str, Any]) -> None:
+                body["properties"]["provisioningState"] = "deleting"
+                body["properties"]["provisioningStateTransitionTime"] = iso_time()
+            self.store.update(resource_id, deleting)
+            self.scheduler.forget_cluster(resource_id)
+            self.store.delete(resource_id)
+        elif kind == "jobs/delete":
+            self.scheduler.forget_job(resource_id)
+            self.store.delete(resource_id, recursive=True)
+        elif kind == "fileservers/delete":
+            shutil.rmtree(self.context.fileserver_dir(resource_id), ignore_errors=True)
+            self.store.delete(resource_id)
+        else:
+            raise ValueError(f"unknown delete operation {kind!r}")
 
     # -- lookups --------------------------------------------------------------------------------
 
@@ -339,11 +401,8 @@ class BatchAIBackend:
         if existing is None:
             return None
 
-        def work() -> None:
-            for job in self.store.list("microsoft.batchai/workspaces/experiments/jobs", parent=existing["id"]):
-                self._stop_job(job["id"])
-            self.store.delete(existing["id"], recursive=True)
-        return self.run_operation(existing["id"], "experiments/delete", work)
+        return self.run_operation(existing["id"], "experiments/delete",
+                                  lambda: self._finish_delete("experiments/delete", existing["id"]))
 
     # -- clusters -------------------------------------------------------------------------------
 
@@ -398,14 +457,7 @@ class BatchAIBackend:
                            f"The cluster '{doc['name']}' cannot be deleted while jobs run on it ({names}); "
                            "terminate or delete those jobs first.")
 
-        def work() -> None:
-            def deleting(body: dict[str, Any]) -> None:
-                body["properties"]["provisioningState"] = "deleting"
-                body["properties"]["provisioningStateTransitionTime"] = iso_time()
-            self.store.update(doc["id"], deleting)
-            self.scheduler.forget_cluster(doc["id"])
-            self.store.delete(doc["id"])
-        return self.run_operation(doc["id"], "clusters/delete", work)
+        return self.run_operation(doc["id"], "clusters/delete", lambda: self._finish_delete("clusters/delete", doc["id"]))
 
     def cluster_logins(self, cluster: dict[str, Any]) -> list[dict[str, Any]]:
         """One entry per node the cluster has or is getting (nodes being added are not counted while it
@@ -486,10 +538,7 @@ class BatchAIBackend:
         if doc is None:
             return None
 
-        def work() -> None:
-            self.scheduler.forget_job(doc["id"])
-            self.store.delete(doc["id"], recursive=True)
-        return self.run_operation(doc["id"], "jobs/delete", work)
+        return self.run_operation(doc["id"], "jobs/delete", lambda: self._finish_delete("jobs/delete", doc["id"]))
 
     def _job_ended(self, job_id: str) -> bool:
         job = self.store.get(job_id)
@@ -529,26 +578,27 @@ class BatchAIBackend:
             doc = {"id": fs_id, "name": name, "type": FILE_SERVER_TYPE, "properties": props}
             self.store.put(fs_id, "microsoft.batchai/workspaces/fileservers", workspace["id"], doc,
                            private=parsed.private)
-            # A local file server is a directory; its "export" is ready once the directory exists.
-            self.context.fileserver_dir(fs_id).mkdir(parents=True, exist_ok=True)
-
-            def ready(body: dict[str, Any]) -> None:
-                body["properties"]["provisioningState"] = "succeeded"
-                body["properties"]["provisioningStateTransitionTime"] = iso_time()
-                body["properties"]["mountSettings"] = {"mountPoint": "/mnt/data", "fileServerPublicIP": "127.0.0.1",
-                                                       "fileServerInternalIP": "127.0.0.1"}
-            self.store.update(fs_id, ready)
+            self._finish_file_server(fs_id)
         return self.run_operation(fs_id, "fileservers/create", work)
+
+    def _finish_file_server(self, fs_id: str) -> None:
+        """A local file server is a directory; its "export" is ready once the directory exists."""
+        self.context.fileserver_dir(fs_id).mkdir(parents=True, exist_ok=True)
+
+        def ready(body: dict[str, Any]) -> None:
+            body["properties"]["provisioningState"] = "succeeded"
+            body["properties"]["provisioningStateTransitionTime"] = iso_time()
+            body["properties"]["mountSettings"] = {"mountPoint": "/mnt/data", "fileServerPublicIP": "127.0.0.1",
+                                                   "fileServerInternalIP": "127.0.0.1"}
+        self.store.update(fs_id, ready)
 
     def delete_file_server(self, sub: str, rg: str, ws: str, name: str) -> Optional[LongRunningOperation]:
         _, _, doc = self.file_server(sub, rg, ws, name, must_exist=False)
         if doc is None:
             return None
 
-        def work() -> None:
-            shutil.rmtree(self.context.fileserver_dir(doc["id"]), ignore_errors=True)
-            self.store.delete(doc["id"])
-        return self.run_operation(doc["id"], "fileservers/delete", work)
+        return self.run_operation(doc["id"], "fileservers/delete",
+                                  lambda: self._finish_delete("fileservers/delete", doc["id"]))
 
 
 def _terminate_done(context: LocalBackend,

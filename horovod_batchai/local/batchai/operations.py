@@ -13,7 +13,9 @@ resource (PUT) or the ``Location`` URL (POST), so ``operationstatuses/{id}`` ans
 Operations live in their own SQLite table, so a client polling across a restart of the service
 still gets its answer. Most operations finish inside the request that starts them; one whose end
 depends on something else (a job being terminated) registers a completion check that each poll
-runs until it reports an outcome.
+runs until it reports an outcome. An operation that a killed service left ``InProgress`` is
+settled when the service starts again (``BatchAIBackend.finish_interrupted_operations``), so no
+poll waits forever.
 """
 from __future__ import annotations
 
@@ -32,8 +34,9 @@ if TYPE_CHECKING:
     from ..core.backend import LocalBackend
 
 __all__ = ["LongRunningOperation", "start_operation", "finish_operation", "get_operation", "accepted_response",
-           "operation_body", "register_completion_check", "dollar_resource_id", "iso_time", "ROUTES",
-           "API_VERSION", "PROVIDER", "POLL_AFTER_S"]
+           "operation_body", "register_completion_check", "has_completion_check", "refresh_operation",
+           "unfinished_operations", "dollar_resource_id", "iso_time", "ROUTES", "API_VERSION", "PROVIDER",
+           "POLL_AFTER_S"]
 
 API_VERSION = "2018-05-01"
 PROVIDER = "Microsoft.BatchAI"
@@ -118,9 +121,24 @@ def get_operation(backend: "LocalBackend", op_id: str) -> Optional[LongRunningOp
     return _row_to_op(rows[0]) if rows else None
 
 
+def unfinished_operations(backend: "LocalBackend") -> list[LongRunningOperation]:
+    """Operations still ``InProgress``, oldest first."""
+    rows = backend.store.query("SELECT * FROM batchai_operations WHERE status = 'InProgress' ORDER BY start_time")
+    return [_row_to_op(row) for row in rows]
+
+
 def register_completion_check(kind: str, check: CompletionCheck) -> None:
     """Have polls of unfinished ``kind`` operations ask ``check`` whether they are done."""
     _checks[kind] = check
+
+
+def has_completion_check(kind: str) -> bool:
+    return kind in _checks
+
+
+def refresh_operation(backend: "LocalBackend", op: LongRunningOperation) -> LongRunningOperation:
+    """The operation, finished if its completion check says it is done."""
+    return _refresh(backend, op)
 
 
 def _refresh(backend: "LocalBackend", op: LongRunningOperation) -> LongRunningOperation:

@@ -1,15 +1,22 @@
 """One run of a job on its nodes, in a thread of its own: it carries out the run's plan
-(``job_plan.py``) -- directories, mounts, logs, job preparation on every node, then the toolkit on
-the master node -- watches the processes, enforces ``maxWallClockTime``, and stops everything it
-started when asked to (see ``processes.py``). ``stdout.txt`` and ``stderr.txt`` are appended by the
-processes themselves, unbuffered, so streaming sees lines as they come.
+(``job_plan.py``) -- directories, mounts, logs --, then hands the processes (job preparation on
+every node, then the toolkit on the master node) to the run's supervisor (``supervisor.py``), a
+process detached from the service that also enforces ``maxWallClockTime`` and records how the run
+ended in the run's directory. The run waits for it, and stops it when asked to (see
+``processes.py``). ``stdout.txt`` and ``stderr.txt`` are appended as lines come, so streaming sees
+them at once.
+
+A service started again after it was killed re-attaches to the runs its predecessor left
+(:meth:`JobRun.reattach`): it waits for the same supervisor, or reads the result it recorded.
 """
 from __future__ import annotations
 
 import enum
+import json
 import logging
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -22,20 +29,50 @@ from typing import Any, Callable, Optional
 from ..batchai.outputs import record_output_dirs
 from ..core.backend import LocalBackend
 from .gpus import detect_gpus, vm_gpus
-from .job_plan import EXECUTION_LOG_ENV, JobPlan, JobStartError, Machine, Step, plan_job
+from .environment import base_environment
+from .job_plan import EXECUTION_LOG_ENV, RANK_SECRETS_FILE, JobPlan, JobStartError, Machine, Step, plan_job
 from .mounts import Mount, MountError, apply_mounts, hold_mirrors, plan_mounts, release_mirrors, remove_mounts
 from .node_setup import NodeSlot
 from .paths import cluster_dir, digest, job_dir, job_mount_root, job_prep_log_names
-from .processes import STOP_GRACE_S, exit_code, stop_tagged
+from .processes import RUN_TAG_ENV, STOP_GRACE_S, signal_tagged, stop_tagged, tagged_pids
 from .states import ExecutionState, job_error, utc_now
+from .supervisor import EXIT_FILE, PID_FILE, RUN_FILE, STARTED_FILE, write_json_atomically
 
-__all__ = ["StopReason", "RunResult", "JobRun"]
+__all__ = ["StopReason", "RunResult", "JobRun", "RUN_DIR_ENV", "run_dir_of", "run_has_started",
+           "discard_run_secrets"]
 
 log = logging.getLogger(__name__)
 
 
 #: package managers that the container image, not the host, was meant to run (see _write_shims).
 INSTALLER_SHIMS = ("apt", "apt-get", "pip", "pip3", "conda")
+#: the supervisor's own variable: its run directory (the run's other processes do not have it).
+RUN_DIR_ENV = "HOROVOD_BATCHAI_RUN_DIR"
+SUPERVISOR = Path(__file__).with_name("supervisor.py")
+RANK_EXEC = Path(__file__).with_name("rank_exec.py")
+#: how long a stopped supervisor may take beyond the grace it gives the job's processes.
+SUPERVISOR_EXTRA_S = 10.0
+
+
+def run_dir_of(backend: LocalBackend, job_id: str, tag: str) -> Path:
+    """The private directory of one run of a job (``JobPlan.run_dir``)."""
+    return job_dir(backend, job_id) / "runs" / tag
+
+
+def discard_run_secrets(run_dir: Path) -> None:
+    """Remove the files of a run that hold the job's secrets (its supervisor removes them itself,
+    unless it never started or was killed)."""
+    for name in (RUN_FILE, RANK_SECRETS_FILE):
+        try:
+            (run_dir / name).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def run_has_started(run_dir: Path) -> bool:
+    """Whether the run's supervisor started any process of the job (or ended): a run that did not
+    can be started afresh without running anything twice."""
+    return (run_dir / STARTED_FILE).exists() or (run_dir / EXIT_FILE).exists()
 
 
 class StopReason(enum.Enum):
@@ -58,19 +95,26 @@ class RunResult:
 class _NodeLog:
     """The node's execution log: what the node did, never a secret value."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, required: bool = True) -> None:
         self.path = path
-        self._fh = open(path, "a", buffering=1, encoding="utf-8")
+        self._fh: Optional[Any] = None
+        try:
+            self._fh = open(path, "a", buffering=1, encoding="utf-8")
+        except OSError:
+            if required:
+                raise
+            log.warning("cannot open the execution log %s", path)  # a re-attached run goes on without it
         self._lock = threading.Lock()
 
     def write(self, message: str) -> None:
         with self._lock:
-            if not self._fh.closed:
+            if self._fh is not None and not self._fh.closed:
                 self._fh.write(f"{utc_now()} {message}\n")
 
     def close(self) -> None:
         with self._lock:
-            self._fh.close()
+            if self._fh is not None:
+                self._fh.close()
 
 
 class JobRun:
@@ -81,22 +125,30 @@ class JobRun:
     """
 
     def __init__(self, backend: LocalBackend, job_id: str, nodes: list[NodeSlot],
-                 on_done: Callable[["JobRun", RunResult], None]) -> None:
+                 on_done: Callable[["JobRun", RunResult], None], *, reattach_tag: Optional[str] = None) -> None:
         self.backend = backend
         self.job_id = job_id
         self.nodes = nodes
         self.on_done = on_done
-        self.tag = f"{digest(job_id)}-{uuid.uuid4().hex[:12]}"
-        self.pgids: list[int] = []
+        #: a run a previous service started, whose supervisor this one waits for
+        self.reattached = reattach_tag is not None
+        self.tag = reattach_tag or f"{digest(job_id)}-{uuid.uuid4().hex[:12]}"
+        self.run_dir = run_dir_of(backend, job_id, self.tag)
         self.stop_reason: Optional[StopReason] = None
         self._stop_event = threading.Event()
         self._lock = threading.Lock()
-        self._procs: list[subprocess.Popen[bytes]] = []
+        self._supervisor: Optional[subprocess.Popen[bytes]] = None
         self._thread = threading.Thread(target=self._main, name=f"job-run-{self.tag}", daemon=True)
         self._logs: dict[str, _NodeLog] = {}
-        self._stopped_exit_code: Optional[int] = None  # how the process that was running when stopped ended
         self._held_mirrors: list[Any] = []  # mounted blob containers kept in step while the run lasts
         self._job_mounts: list[Mount] = []  # unmounted when the run ends
+
+    @classmethod
+    def reattach(cls, backend: LocalBackend, job_id: str, nodes: list[NodeSlot], tag: str,
+                 on_done: Callable[["JobRun", RunResult], None]) -> "JobRun":
+        """The run ``tag`` of a job that a service which is gone started: waits for its supervisor
+        (or reads what it recorded) instead of starting anything."""
+        return cls(backend, job_id, nodes, on_done, reattach_tag=tag)
 
     # -- control ------------------------------------------------------------------------------
 
@@ -133,13 +185,14 @@ class JobRun:
             result = RunResult(ExecutionState.FAILED, errors=[job_error(
                 "InternalError", f"The local service could not run the job: {type(exc).__name__}")])
         finally:
-            stop_tagged(self.tag, self.pgids, grace=0 if self.stop_reason is None else STOP_GRACE_S)
-            for proc in self._procs:
-                if proc.poll() is None:
-                    proc.wait()
+            # Whatever the supervisor left (it stops the job's processes itself) goes now.
+            stop_tagged(self.tag, [], grace=0 if self.stop_reason is None else STOP_GRACE_S)
+            if self._supervisor is not None and self._supervisor.poll() is None:
+                self._supervisor.wait()
+            discard_run_secrets(self.run_dir)
             if self.stop_reason is not None and result is not None:
-                result = self._stopped_result(self._stopped_exit_code if result.exit_code is None
-                                              else result.exit_code)
+                self._log_all(f"stopped: {self.stop_reason.value}")
+                result = self._stopped_result(result.exit_code)
             # Everything the job wrote to a mounted container is there before it is reported finished.
             release_mirrors(self.backend, self._held_mirrors, self._log_all)
             # The job's own volumes are unmounted when it ends, as Batch AI did; the cluster's stay.
@@ -199,21 +252,26 @@ class JobRun:
             job_mounts = plan_mounts(self.backend, props.get("mountVolumes"), job_private, job_mount_root(root),
                                      where="mountVolumes")
         except MountError as exc:
-            raise JobStartError("MountFailed", f"Mounting volumes failed: {exc}") from None
+            if self.reattached:  # the job runs already; what it mounted stays until it ends
+                log.warning("job %s: the restarted service could not check the job's mounts: %s", self.job_id, exc)
+                cluster_mounts, job_mounts = [], []
+            else:
+                raise JobStartError("MountFailed", f"Mounting volumes failed: {exc}") from None
         vm_size = str(cluster_props.get("vmSize") or "")
         machine = Machine(python=sys.executable, horovodrun=str(Path(sys.executable).parent / "horovodrun"),
-                          environment=dict(os.environ), gpus=detect_gpus())
-        if props.get("horovodSettings") and not Path(machine.horovodrun).exists():
+                          rank_exec=str(RANK_EXEC), environment=base_environment(), gpus=detect_gpus())
+        if props.get("horovodSettings") and not Path(machine.horovodrun).exists() and not self.reattached:
             raise JobStartError("HorovodNotInstalled",
                                 f"horovodrun was not found next to {machine.python}; install horovod "
                                 "into the local service's Python environment")
         plan = plan_job(job=job, job_private=job_private, cluster=cluster, nodes=self.nodes, run_tag=self.tag,
                         job_dir=root, mount_root=mount_root, cluster_mounts=cluster_mounts, job_mounts=job_mounts,
                         size_gpus=vm_gpus(vm_size), machine=machine)
+        if self.reattached:
+            return self._reattach(plan)
         return self._execute(plan)
 
     def _execute(self, plan: JobPlan) -> RunResult:
-        deadline = time.monotonic() + plan.wall_clock_s
         outputs = {path for _, path in plan.outputs}
         for path in plan.directories:
             if path in outputs:
@@ -233,90 +291,144 @@ class JobRun:
                                 f"Creating the output directory {exc.filename} failed: {exc.strerror}") from None
         record_output_dirs(self.backend, self.job_id, list(plan.outputs))
         plan.host_file.write_text(plan.host_file_text)
+        self._open_logs(plan)
         for node_plan in plan.nodes:
-            node_log = _NodeLog(node_plan.execution_log)
-            self._logs[node_plan.node.node_id] = node_log
             for line in node_plan.log_lines:
-                node_log.write(line)
+                self._logs[node_plan.node.node_id].write(line)
         if plan.shims is not None and plan.container:
             _write_shims(plan.shims, plan.container)
+        self._start_supervisor(plan)
+        return self._wait_supervisor(plan)
 
-        # Job preparation, on every node at once.
-        if plan.preparation:
-            failed = self._run_job_preparation(plan, deadline)
+    def _open_logs(self, plan: JobPlan) -> None:
+        for node_plan in plan.nodes:
+            self._logs[node_plan.node.node_id] = _NodeLog(node_plan.execution_log, required=not self.reattached)
+
+    # -- the supervisor -------------------------------------------------------------------------
+
+    def _start_supervisor(self, plan: JobPlan) -> None:
+        """Write the run's directory (0700) and files (0600), then start its supervisor in a session
+        of its own: the job's processes are its children, not the service's."""
+        run_dir = plan.run_dir
+        run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir.chmod(0o700)
+        if plan.rank_secrets_file is not None:
+            write_json_atomically(plan.rank_secrets_file, dict(plan.rank_secrets))
+        logs = {n.node.node_id: str(n.execution_log) for n in plan.nodes}
+        shims = " (package installs for the container image are skipped)" if plan.shims is not None else ""
+        preparation = [dict(_step_spec(step), log=str(node_plan.execution_log),
+                            log_start="running job preparation" + shims)
+                       for node_plan, step in zip(plan.nodes, plan.preparation)]
+        spec = {"tag": self.tag, "deadline": time.time() + plan.wall_clock_s, "grace": STOP_GRACE_S,
+                "preparation": preparation,
+                "toolkit": dict(_step_spec(plan.toolkit), log=logs[plan.nodes[0].node.node_id],
+                                log_start=plan.toolkit_summary),
+                "rank_secrets_file": str(plan.rank_secrets_file) if plan.rank_secrets_file else None}
+        write_json_atomically(run_dir / RUN_FILE, spec)
+        env = dict(base_environment())
+        env.update({RUN_TAG_ENV: self.tag, RUN_DIR_ENV: str(run_dir)})
+        with self._lock:
             if self.stop_reason is not None:
-                return RunResult(ExecutionState.FAILED)
-            if failed:
-                node, code = failed
-                out_name, err_name = job_prep_log_names(node.node_id, len(plan.nodes))
-                return RunResult(ExecutionState.FAILED, exit_code=code, errors=[job_error(
-                    "JobPreparationFailed",
-                    f"Job preparation failed on node {node.node_id} with exit code {code}; see {err_name} and "
-                    f"{out_name} in the stdouterr output directory.")])
+                raise _Stopped()
+            with open(run_dir / "supervisor.log", "ab") as out:
+                self._supervisor = subprocess.Popen(
+                    [sys.executable, str(SUPERVISOR), str(run_dir)], env=env, cwd=str(run_dir),
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, close_fds=True)
 
-        # The toolkit, on the master node.
-        master_log = self._logs[plan.nodes[0].node.node_id]
-        master_log.write(plan.toolkit_summary)
-        returncode = self._wait(self._spawn(plan.toolkit), deadline)
-        if returncode is None:
-            master_log.write(f"stopped: {self.stop_reason.value if self.stop_reason else 'unknown'}")
-            return RunResult(ExecutionState.FAILED)
-        code = exit_code(returncode)
-        master_log.write(f"the job's command exited with code {code}")
+    def _supervisor_alive(self) -> bool:
+        if self._supervisor is not None:
+            return self._supervisor.poll() is None
+        # Re-attached: not our child. Its processes carry the run's tag; when none is left, it is over.
+        return bool(tagged_pids(self.tag))
+
+    def _signal_supervisor(self, sig: int) -> None:
+        if self._supervisor is not None:
+            try:
+                self._supervisor.send_signal(sig)
+            except ProcessLookupError:
+                pass
+            return
+        pid = _read_json(self.run_dir / PID_FILE, {}).get("pid")
+        if isinstance(pid, int) and pid in tagged_pids(self.tag):  # the pid is still that supervisor's
+            os.kill(pid, sig)
+        else:
+            signal_tagged(self.tag, [], sig)
+
+    def _wait_supervisor(self, plan: JobPlan) -> RunResult:
+        """Wait until the supervisor is gone (stopping it when asked to), then read its result."""
+        asked_at: Optional[float] = None
+        while self._supervisor_alive() and not (self._supervisor is None and (self.run_dir / EXIT_FILE).exists()):
+            if self._stop_event.is_set():
+                if asked_at is None:
+                    asked_at = time.monotonic()
+                    self._signal_supervisor(signal.SIGTERM)
+                elif time.monotonic() - asked_at > STOP_GRACE_S + SUPERVISOR_EXTRA_S:
+                    break  # the backstop in _main kills what is left
+            if self._supervisor is not None:
+                try:
+                    self._supervisor.wait(timeout=0.1)
+                except subprocess.TimeoutExpired:
+                    pass
+            else:
+                self._stop_event.wait(0.2)
+        return self._result(plan, _read_json(self.run_dir / EXIT_FILE, None))
+
+    def _reattach(self, plan: JobPlan) -> RunResult:
+        # Mounted again (links are idempotent): a service killed just after the run ended had
+        # already unmounted the job's volumes, which hold its logs; they go again at the end.
+        try:
+            apply_mounts([*plan.cluster_mounts, *plan.job_mounts])
+        except MountError as exc:
+            log.warning("job %s: the restarted service could not mount the job's volumes again: %s", self.job_id, exc)
+        self._job_mounts = list(plan.job_mounts)
+        self._held_mirrors = hold_mirrors(self.backend, [*plan.cluster_mounts, *plan.job_mounts])
+        self._open_logs(plan)
+        self._logs[plan.nodes[0].node.node_id].write("the local service started again and re-attached to the job")
+        return self._wait_supervisor(plan)
+
+    def _result(self, plan: JobPlan, ended: Optional[dict[str, Any]]) -> RunResult:
+        """What the supervisor recorded, as the job's result (the stop reason, if any, is applied later)."""
+        if ended is None:
+            return RunResult(ExecutionState.FAILED, errors=[job_error(
+                "JobProcessesLost", "The job's processes ended without recording how (its supervisor was killed); "
+                                    "the job's exit code is unknown.")])
+        code = ended.get("exit_code")
+        if ended.get("stopped") == "wall_clock" and self.stop_reason is None:
+            self.stop_reason = StopReason.WALL_CLOCK
+        if self.stop_reason is not None:
+            return RunResult(ExecutionState.FAILED, exit_code=code)
+        if ended.get("stopped"):
+            return RunResult(ExecutionState.FAILED, exit_code=code, errors=[job_error(
+                "JobStopped", "The job's processes were stopped by a signal from outside the service.")])
+        if ended.get("error"):
+            return RunResult(ExecutionState.FAILED, exit_code=code, errors=[job_error(
+                "JobStartFailed", f"A process of the job could not start: {ended['error']}")])
+        if ended.get("phase") == "preparation":
+            node = plan.nodes[int(ended.get("node") or 0)].node
+            out_name, err_name = job_prep_log_names(node.node_id, len(plan.nodes))
+            return RunResult(ExecutionState.FAILED, exit_code=code, errors=[job_error(
+                "JobPreparationFailed",
+                f"Job preparation failed on node {node.node_id} with exit code {code}; see {err_name} and "
+                f"{out_name} in the stdouterr output directory.")])
         if code == 0:
             return RunResult(ExecutionState.SUCCEEDED, exit_code=0)
         return RunResult(ExecutionState.FAILED, exit_code=code, errors=[job_error(
             "JobFailed", f"The job's command exited with exit code {code}; see stderr.txt and stdout.txt in the "
                          "stdouterr output directory.")])
 
-    def _spawn(self, step: Step) -> "subprocess.Popen[bytes]":
-        with self._lock:
-            if self.stop_reason is not None:
-                raise _Stopped()
-            with open(step.stdout, "ab", buffering=0) as out, open(step.stderr, "ab", buffering=0) as err:
-                proc = subprocess.Popen(list(step.argv), env=dict(step.env), cwd=str(step.cwd),
-                                        stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
-                                        close_fds=True)
-            self._procs.append(proc)
-            self.pgids.append(proc.pid)
-        return proc
 
-    def _wait(self, proc: "subprocess.Popen[bytes]", deadline: float) -> Optional[int]:
-        """The process's return code, or None if the run was stopped (or ran out of time) first."""
-        while True:
-            try:
-                return proc.wait(timeout=0.1)
-            except subprocess.TimeoutExpired:
-                pass
-            if time.monotonic() >= deadline:
-                self.stop(StopReason.WALL_CLOCK)
-            if self._stop_event.is_set():
-                stop_tagged(self.tag, self.pgids)
-                self._stopped_exit_code = exit_code(proc.wait())
-                return None
+def _step_spec(step: Step) -> dict[str, Any]:
+    return {"argv": list(step.argv), "env": dict(step.env), "cwd": str(step.cwd), "stdout": str(step.stdout),
+            "stderr": str(step.stderr), "split_ranks": str(step.split_ranks) if step.split_ranks else None,
+            "rank_count": step.rank_count}
 
-    def _run_job_preparation(self, plan: JobPlan, deadline: float) -> Optional[tuple[NodeSlot, int]]:
-        """Run jobPreparation on every node; the first node that failed and its exit code, if any."""
-        procs = []
-        for node_plan, step in zip(plan.nodes, plan.preparation):
-            self._logs[node_plan.node.node_id].write("running job preparation"
-                                                     + (" (package installs for the container image are skipped)"
-                                                        if plan.shims is not None else ""))
-            try:
-                proc = self._spawn(step)
-            except _Stopped:
-                return None
-            procs.append((node_plan.node, proc))
-        failed: Optional[tuple[NodeSlot, int]] = None
-        for node, proc in procs:
-            returncode = self._wait(proc, deadline)
-            if returncode is None:
-                return None
-            code = exit_code(returncode)
-            self._logs[node.node_id].write(f"job preparation exited with code {code}")
-            if code != 0 and failed is None:
-                failed = (node, code)
-        return failed
+
+def _read_json(path: Path, default: Any) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return default
 
 
 class _Stopped(Exception):

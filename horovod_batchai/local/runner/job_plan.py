@@ -14,6 +14,12 @@ on this machine, so a job's nodes share one file system:
   ``horovodrun -np <processCount> -H localhost:<processCount> --gloo <python> <script> <args>`` for
   Horovod, or the command line under ``/bin/bash -c`` for custom MPI and custom toolkit jobs.
   Command lines reach a shell untouched, so ``$AZ_BATCHAI_*`` variables are expanded on the node.
+- Every process starts from a clean environment (``environment.py``), never the service's. The
+  job's secrets are in the environments of its processes and nowhere else: horovodrun, which
+  copies its environment onto each rank's command line, runs without them (``env -u``), and each
+  rank gets them from a 0600 file in the run's directory through ``rank_exec.py``. horovodrun's
+  ``[<rank>]<stdout>:`` tags are taken off the lines of ``stdout.txt`` and ``stderr.txt``; each
+  rank's own lines also go to ``ranks/rank.<rank>/`` in the stdouterr directory.
 
 The plan is data: directories to create, mounts, every node's environment, the exact argv of each
 process, the execution logs' opening lines. ``job_executor.py`` carries it out.
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -35,9 +41,11 @@ from .processes import RUN_TAG_ENV
 from .states import job_error
 
 __all__ = ["Machine", "NodePlan", "Step", "JobPlan", "JobStartError", "plan_job", "EXECUTION_LOG_ENV",
-           "DEFAULT_WALL_CLOCK_S"]
+           "DEFAULT_WALL_CLOCK_S", "RANK_SECRETS_FILE"]
 
 
+#: the file in a run's directory from which each Horovod rank reads the job's secrets (``rank_exec.py``).
+RANK_SECRETS_FILE = "rank-secrets.json"
 #: where a node's execution log is, for the package-manager stand-ins of container jobs.
 EXECUTION_LOG_ENV = "HOROVOD_BATCHAI_EXECUTION_LOG"
 #: constraints.maxWallClockTime when the job says none (Batch AI's default, 7 days).
@@ -57,7 +65,8 @@ class Machine:
     """What a plan needs to know of this machine."""
     python: str                      # the interpreter jobs run with (the service's)
     horovodrun: str                  # horovodrun next to it
-    environment: Mapping[str, str]   # what the job's processes start from
+    rank_exec: str                   # rank_exec.py: starts a rank with the job's secrets from a file
+    environment: Mapping[str, str]   # what the job's processes start from (environment.base_environment)
     gpus: int                        # NVIDIA GPUs this machine has
 
 
@@ -65,16 +74,20 @@ class Machine:
 class Step:
     """One process to start."""
     argv: tuple[str, ...]
-    env: Mapping[str, str]
+    env: Mapping[str, str] = field(repr=False)   # holds the job's secrets
     cwd: Path
     stdout: Path
     stderr: Path
+    #: horovodrun's output: lines go to stdout/stderr without their ``[<rank>]<stream>:`` tags, and
+    #: each rank's also to ``<split_ranks>/rank.<rank>/stdout.txt`` / ``stderr.txt`` (None: as they come)
+    split_ranks: Optional[Path] = None
+    rank_count: int = 0
 
 
 @dataclass(frozen=True)
 class NodePlan:
     node: NodeSlot
-    env: Mapping[str, str]
+    env: Mapping[str, str] = field(repr=False)   # holds the job's secrets
     execution_log: Path
     log_lines: tuple[str, ...]       # what its execution log says before anything runs
 
@@ -94,6 +107,10 @@ class JobPlan:
     toolkit: Step                    # the toolkit's command, on the master node
     toolkit_summary: str             # for the master node's execution log
     wall_clock_s: float
+    run_dir: Path                    # the run's private directory (0700): its supervisor's files
+    #: the secrets each Horovod rank adds to its environment (``rank_exec.py``), and where they go
+    rank_secrets_file: Optional[Path] = None
+    rank_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 def _process_count(props: Mapping[str, Any], node_count: int) -> int:
@@ -104,14 +121,21 @@ def _process_count(props: Mapping[str, Any], node_count: int) -> int:
     return node_count
 
 
-def _toolkit_argv(props: Mapping[str, Any], process_count: int, machine: Machine) -> tuple[str, ...]:
+def _toolkit_argv(props: Mapping[str, Any], process_count: int, machine: Machine,
+                  secrets_file: Optional[Path], secret_names: Sequence[str]) -> tuple[str, ...]:
     horovod = props.get("horovodSettings")
     if horovod:
         python = horovod.get("pythonInterpreterPath") or shlex.quote(machine.python)
+        # horovodrun writes its environment into every rank's command line, so it runs without the
+        # secrets (env -u takes names, never values) and each rank reads them from a 0600 file.
+        unset = "".join(f"-u {shlex.quote(name)} " for name in secret_names)
+        start = (f"env {unset}" if unset else "") + shlex.quote(machine.horovodrun)
+        rank = (f"{shlex.quote(machine.python)} {shlex.quote(machine.rank_exec)} {shlex.quote(str(secrets_file))} -- "
+                if secrets_file is not None else "")
         # The script path and arguments go to the shell as written, so that the shell expands
         # $AZ_BATCHAI_* variables and splits the arguments, as it did on a Batch AI node.
-        command = (f"exec {shlex.quote(machine.horovodrun)} -np {process_count} -H localhost:{process_count} "
-                   f"--gloo {python} {horovod['pythonScriptFilePath']} {horovod.get('commandLineArgs') or ''}")
+        command = (f"exec {start} -np {process_count} -H localhost:{process_count} --gloo "
+                   f"{rank}{python} {horovod['pythonScriptFilePath']} {horovod.get('commandLineArgs') or ''}")
         return ("/bin/bash", "-c", command.rstrip())
     for name in ("customMpiSettings", "customToolkitSettings"):
         settings = props.get(name)
@@ -161,10 +185,11 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
     for variable in props.get("environmentVariables") or []:
         env[str(variable["name"])] = str(variable.get("value", ""))
     secrets = job_private.get("secrets") or {}
+    job_secrets: dict[str, str] = {}
     for variable in props.get("secrets") or []:
         name = str(variable["name"])
         if name in secrets:
-            env[name] = str(secrets[name])
+            env[name] = job_secrets[name] = str(secrets[name])
     env.update({
         "AZ_BATCHAI_MOUNT_ROOT": str(mount_root),
         "AZ_BATCHAI_JOB_MOUNT_ROOT": str(job_mount_root),
@@ -211,7 +236,7 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
         execution_log = stdouterr / execution_log_name(node.node_id, node_count)
         node_env = dict(env)
         node_env["AZ_BATCHAI_TASK_INDEX"] = str(position)
-        node_env["AZ_BATCHAI_JOB_TEMP"] = str(node_root / "temp")
+        node_env["AZ_BATCHAI_JOB_TEMP"] = node_env["TMPDIR"] = str(node_root / "temp")
         node_env[EXECUTION_LOG_ENV] = str(execution_log)
         gpus: list[str] = []
         if machine.gpus and size_gpus:
@@ -250,8 +275,12 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
     # The toolkit, on the master node.
     master_env = dict(node_plans[0].env)
     master_env["CUDA_VISIBLE_DEVICES"] = ",".join(all_gpus)
-    argv = _toolkit_argv(props, process_count, machine)
-    toolkit = Step(argv, master_env, master_root / "wd", stdouterr / "stdout.txt", stdouterr / "stderr.txt")
+    run_dir = job_dir / "runs" / run_tag
+    horovod = bool(props.get("horovodSettings"))
+    secrets_file = run_dir / RANK_SECRETS_FILE if horovod and job_secrets else None
+    argv = _toolkit_argv(props, process_count, machine, secrets_file, sorted(job_secrets))
+    toolkit = Step(argv, master_env, master_root / "wd", stdouterr / "stdout.txt", stdouterr / "stderr.txt",
+                   split_ranks=stdouterr / "ranks" if horovod else None, rank_count=process_count if horovod else 0)
     summary = f"starting {props.get('toolType') or 'the job'}: " + (argv[-1] if argv[0] == "/bin/bash"
                                                                      else " ".join(argv))
     return JobPlan(
@@ -260,4 +289,5 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
         host_file_text="".join(f"localhost slots={per_node}\n" for _ in nodes), nodes=tuple(node_plans),
         container=container, shims=shims, preparation=tuple(preparation), toolkit=toolkit,
         toolkit_summary=summary,
-        wall_clock_s=limit if limit is not None else DEFAULT_WALL_CLOCK_S)
+        wall_clock_s=limit if limit is not None else DEFAULT_WALL_CLOCK_S, run_dir=run_dir,
+        rank_secrets_file=secrets_file, rank_secrets=job_secrets if secrets_file is not None else {})

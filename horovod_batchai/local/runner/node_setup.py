@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from ..core.backend import LocalBackend
 from .mounts import MountError, apply_mounts, hold_mirrors, plan_mounts, release_mirrors
+from .environment import base_environment
 from .paths import cluster_dir, expand_vars
 from .processes import RUN_TAG_ENV, exit_code, stop_tagged
 from .states import job_error
@@ -59,7 +60,7 @@ def prepare_node(backend: LocalBackend, cluster_id: str, node: NodeSlot, tag: st
 
 def _run_setup_task(backend: LocalBackend, cluster_id: str, node: NodeSlot, tag: str, task: dict[str, Any],
                     private: dict[str, Any], mount_root: Path) -> Optional[dict[str, Any]]:
-    env: dict[str, str] = dict(os.environ)
+    env = base_environment()  # never the service's own environment
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONUNBUFFERED"] = "1"
     for variable in task.get("environmentVariables") or []:

@@ -12,7 +12,7 @@ the job it runs and, while ``preparing`` or ``leaving``, when that ends. Every c
     leaving    → (gone)
 
 Two bulk moves sit outside that graph on purpose: :meth:`NodeTable.free_after_restart` (a service
-that died left nodes ``running`` jobs it no longer runs) and :meth:`NodeTable.forget_cluster` (a
+that died left nodes ``running`` jobs that ended or never started) and :meth:`NodeTable.forget_cluster` (a
 deleted cluster's nodes go whatever their state).
 """
 from __future__ import annotations
@@ -123,12 +123,16 @@ class NodeTable:
 
     # -- bulk moves outside the graph -----------------------------------------------------------
 
-    def free_after_restart(self) -> None:
-        """Nodes a dead service left ``running`` jobs it no longer runs become idle; none is held."""
+    def free_after_restart(self, keep: Iterable[str] = ()) -> None:
+        """Nodes a dead service left ``running`` jobs it no longer runs become idle and no node is
+        held, except by the jobs in ``keep`` (runs the new service re-attached to)."""
+        kept = sorted(set(keep))
+        marks = ", ".join("?" for _ in kept)
+        spare = f" AND (job IS NULL OR job NOT IN ({marks}))" if kept else ""
         with self.store.transaction() as db:
-            db.execute("UPDATE nodes SET state = ?, job = NULL, since = ? WHERE state = ?",
-                       (NodeState.IDLE.value, time.time(), NodeState.RUNNING.value))
-            db.execute("UPDATE nodes SET job = NULL")
+            db.execute("UPDATE nodes SET state = ?, job = NULL, since = ? WHERE state = ?" + spare,
+                       (NodeState.IDLE.value, time.time(), NodeState.RUNNING.value, *kept))
+            db.execute("UPDATE nodes SET job = NULL WHERE 1 = 1" + spare, kept)
 
     def forget_cluster(self, cluster_key: str, *, only_unheld: bool = False) -> None:
         """Drop a deleted cluster's nodes (with ``only_unheld``, those no job holds yet)."""

@@ -3,7 +3,10 @@
 Every process of a run carries a random tag in its environment (``HOROVOD_BATCHAI_RUN``) and
 starts its own session; stopping a run signals both the process groups it started and every
 process carrying its tag, because horovodrun starts its ranks in sessions of their own. No
-process outlives its run."""
+process outlives its run.
+
+Standard library only: the run's supervisor (``supervisor.py``), which runs as a file outside the
+package, imports it too."""
 from __future__ import annotations
 
 import logging
@@ -20,17 +23,19 @@ RUN_TAG_ENV = "HOROVOD_BATCHAI_RUN"
 #: seconds processes get between SIGTERM and SIGKILL when a run is stopped.
 STOP_GRACE_S = 3.0
 
-__all__ = ["RUN_TAG_ENV", "STOP_GRACE_S", "signal_tagged", "stop_tagged", "exit_code"]
+__all__ = ["RUN_TAG_ENV", "STOP_GRACE_S", "tagged_pids", "signal_tagged", "stop_tagged", "exit_code"]
 
 
-def _tagged_pids(tag: str) -> list[int]:
-    """Processes whose environment carries ``HOROVOD_BATCHAI_RUN=<tag>`` (our own user's only)."""
+def tagged_pids(tag: str) -> list[int]:
+    """Processes whose environment carries ``HOROVOD_BATCHAI_RUN=<tag>`` (our own user's only),
+    except this one: a run's supervisor carries its run's tag and stops the others."""
     needle = f"{RUN_TAG_ENV}={tag}".encode()
     pids: list[int] = []
     proc = Path("/proc")
+    me = str(os.getpid())
     if proc.is_dir():
         for entry in proc.iterdir():
-            if not entry.name.isdigit():
+            if not entry.name.isdigit() or entry.name == me:
                 continue
             try:
                 environ = (entry / "environ").read_bytes()
@@ -45,7 +50,7 @@ def _tagged_pids(tag: str) -> list[int]:
         return pids
     for p in psutil.process_iter():
         try:
-            if p.environ().get(RUN_TAG_ENV) == tag:
+            if p.pid != os.getpid() and p.environ().get(RUN_TAG_ENV) == tag:
                 pids.append(p.pid)
         except (psutil.Error, OSError):
             continue
@@ -60,7 +65,7 @@ def signal_tagged(tag: str, pgids: Iterable[int], sig: int) -> int:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):
             pass
-    found = _tagged_pids(tag)
+    found = tagged_pids(tag)
     for pid in found:
         try:
             os.kill(pid, sig)
@@ -74,7 +79,7 @@ def stop_tagged(tag: str, pgids: Iterable[int], *, grace: float = STOP_GRACE_S) 
     pgids = list(pgids)
     if grace > 0 and signal_tagged(tag, pgids, signal.SIGTERM):
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _tagged_pids(tag):
+        while time.monotonic() < deadline and tagged_pids(tag):
             time.sleep(0.05)
     for _ in range(100):
         if not signal_tagged(tag, pgids, signal.SIGKILL):

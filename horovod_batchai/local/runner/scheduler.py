@@ -29,9 +29,19 @@ each cluster's nodes match its scale settings and starts queued jobs:
 The scheduler is the only writer of a cluster's ``allocationState``,
 ``allocationStateTransitionTime``, ``currentNodeCount``, ``nodeStateCounts`` and ``errors``, and of
 a job's execution state (through ``states.transition_job``) and of node states (through
-``nodes.NodeTable``). Runs are tagged (see ``processes.py``); the
-tags of live runs are kept in the ``run_tags`` table so that a service that died without
-stopping still kills what its runs left behind when it starts again.
+``nodes.NodeTable``). Runs are tagged (see ``processes.py``) and the tags of live runs kept in
+the ``run_tags`` table, so that a service started again after it was killed finds what its
+predecessor left (:meth:`Scheduler._recover`):
+
+- a run whose supervisor still runs, or recorded how the job ended, is re-attached: the job keeps
+  its nodes and ends as its processes did, with their exit code (a job terminated by the user
+  meanwhile is stopped);
+- a run whose supervisor never started a process of the job is dropped and the job queued
+  again, so a job whose PUT was answered runs exactly once;
+- a run whose supervisor is gone without a record (killed along with the service) fails its job
+  with ``LocalServiceKilled``.
+
+Stopping the service (not killing it) stops its jobs and fails them with ``LocalServiceStopped``.
 """
 from __future__ import annotations
 
@@ -46,10 +56,11 @@ from typing import Any, Optional
 from .states import (AllocationState, ExecutionState, IllegalTransition, JobGone, NodeState, job_error,
                          transition_job, utc_now)
 from .nodes import NodeTable
-from .job_executor import JobRun, RunResult, StopReason
+from .job_executor import JobRun, RunResult, StopReason, discard_run_secrets, run_dir_of, run_has_started
 from .node_setup import NodeSlot, prepare_node
 from .paths import cluster_dir, job_dir, node_id_for
-from .processes import stop_tagged
+from .processes import stop_tagged, tagged_pids
+from .supervisor import EXIT_FILE
 from ..batchai.outputs import forget_output_dirs
 from ..core.backend import LocalBackend
 from ..core.store import resource_key
@@ -68,8 +79,9 @@ IDLE_TICK_S = 2.0
 JOIN_TIMEOUT_S = 60.0
 PRIORITY_RANK = {"high": 0, "normal": 1, "low": 2}
 
-SERVICE_STOPPED = job_error("LocalServiceStopped",
-                            "The local service stopped while the job was running; the job did not finish.")
+SERVICE_KILLED = job_error("LocalServiceKilled",
+                           "The local service was killed while the job ran, and the job's processes did not "
+                           "survive it; the job's exit code is unknown.")
 
 
 class _Unchanged(Exception):
@@ -128,19 +140,52 @@ class Scheduler:
         self._wake.set()
 
     def _recover(self) -> None:
-        """What a previous service left: its processes are killed, its running jobs failed, and
-        the nodes they held freed. Clusters that were resizing carry on from their timers."""
-        for row in self.store.query("SELECT owner, tag FROM run_tags"):
-            stop_tagged(row["tag"], [], grace=0)
-        with self.store.transaction() as db:
-            db.execute("DELETE FROM run_tags")
-        self.nodes.free_after_restart()
+        """What a previous service left (see the module docstring): runs re-attached, jobs that
+        never started queued again, the rest failed; setup tasks killed (their nodes set up again)
+        and the nodes of runs not re-attached freed. Clusters that were resizing carry on from
+        their timers."""
+        tags = {row["owner"]: row["tag"] for row in self.store.query("SELECT owner, tag FROM run_tags")}
+        for owner, tag in tags.items():
+            if owner.startswith("setup:"):
+                stop_tagged(tag, [], grace=0)
+        reattached: list[JobRun] = []
         for job in self.store.list(JOB_TYPE):
-            if _props(job).get("executionState") in (ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value):
-                try:
-                    transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[SERVICE_STOPPED])
-                except (IllegalTransition, JobGone):
-                    pass
+            state = _props(job).get("executionState")
+            if state not in (ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value):
+                continue
+            key = resource_key(job["id"])
+            tag = tags.get(key)
+            run_dir = run_dir_of(self.backend, job["id"], tag) if tag else None
+            nodes = [NodeSlot(r["idx"], r["node_id"]) for r in self.store.query(
+                "SELECT idx, node_id FROM nodes WHERE job = ? ORDER BY cluster, idx", (key,))]
+            if tag and run_dir and nodes and (tagged_pids(tag) or (run_dir / EXIT_FILE).exists()):
+                run = JobRun.reattach(self.backend, job["id"], nodes, tag, self._run_done)
+                self._runs[key] = run
+                reattached.append(run)
+                if state == ExecutionState.TERMINATING.value:
+                    run.stop(StopReason.TERMINATED)  # the user's terminate, which the dead service did not finish
+                continue
+            if tag:
+                stop_tagged(tag, [], grace=0)
+            if run_dir:
+                discard_run_secrets(run_dir)
+            try:
+                if tag and run_dir and run_has_started(run_dir):
+                    transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[SERVICE_KILLED])
+                elif state == ExecutionState.TERMINATING.value:
+                    transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[
+                        job_error("JobTerminated", "The job was terminated by the user.")])
+                else:  # nothing of it ran: it runs from the start, once
+                    transition_job(self.store, job["id"], ExecutionState.QUEUED)
+            except (IllegalTransition, JobGone):
+                pass
+        kept = {resource_key(run.job_id) for run in reattached}
+        with self.store.transaction() as db:
+            db.execute("DELETE FROM run_tags" + (f" WHERE owner NOT IN ({', '.join('?' for _ in kept)})"
+                                                 if kept else ""), sorted(kept))
+        self.nodes.free_after_restart(keep=kept)
+        for run in reattached:
+            run.start()
 
     # -- what the Batch AI backend asks (JobScheduler) ------------------------------------------------------------------------
 
@@ -442,14 +487,18 @@ class Scheduler:
     def _start_job(self, job: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
         job_id, key = job["id"], resource_key(job["id"])
         cluster_key = nodes[0]["cluster"]
+        run = JobRun(self.backend, job_id, [NodeSlot(r["idx"], r["node_id"]) for r in nodes], self._run_done)
+        # The tag is stored before anything starts, so a service killed at any point after this
+        # finds the run when it starts again (and knows from the run's directory whether it ran).
+        with self.store.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO run_tags (owner, tag) VALUES (?, ?)", (key, run.tag))
         try:
             transition_job(self.store, job_id, ExecutionState.RUNNING, allowed_from=[ExecutionState.QUEUED])
         except (IllegalTransition, JobGone):
+            with self.store.transaction() as db:
+                db.execute("DELETE FROM run_tags WHERE owner = ? AND tag = ?", (key, run.tag))
             return
         self.nodes.allocate(cluster_key, [row["idx"] for row in nodes], key)
-        run = JobRun(self.backend, job_id, [NodeSlot(r["idx"], r["node_id"]) for r in nodes], self._run_done)
-        with self.store.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO run_tags (owner, tag) VALUES (?, ?)", (key, run.tag))
         self._runs[key] = run
         run.start()
 
@@ -462,11 +511,13 @@ class Scheduler:
         with self._lock:
             if self._runs.get(key) is run:
                 del self._runs[key]
+            # In this order, so that a service killed in between still finds the run when it
+            # starts again, until the job's end is stored (then it has nothing left to find).
+            if result.stop_reason is not StopReason.FORGET:
+                self._settle(run.job_id, result)
             self._free_nodes(key)
             with self.store.transaction() as db:
                 db.execute("DELETE FROM run_tags WHERE owner = ? AND tag = ?", (key, run.tag))
-            if result.stop_reason is not StopReason.FORGET:
-                self._settle(run.job_id, result)
         self.notify()
 
     def _settle(self, job_id: str, result: RunResult) -> None:

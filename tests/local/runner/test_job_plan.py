@@ -19,7 +19,7 @@ from horovod_batchai.local.runner.node_setup import NodeSlot
 
 GOLDEN = Path(__file__).parent / "golden"
 STATE = Path("/state")
-MACHINE = Machine(python="/venv/bin/python", horovodrun="/venv/bin/horovodrun",
+MACHINE = Machine(python="/venv/bin/python", horovodrun="/venv/bin/horovodrun", rank_exec="/pkg/rank_exec.py",
                   environment={"PATH": "/usr/bin:/bin", "HOME": "/home/user", "LANG": "C.UTF-8"}, gpus=0)
 NODES = [NodeSlot(0, "tvm-1_1-20260101t000000z-p"), NodeSlot(1, "tvm-1_2-20260101t000000z-p")]
 SEGMENT = "00000000-0000-0000-0000-000000000000/rg/workspaces/ws/experiments/cifar/jobs/job/1234"
@@ -71,6 +71,10 @@ def _as_data(plan: JobPlan) -> Any:
     return convert(plan)
 
 
+def stdouterr_of(plan: JobPlan) -> Path:
+    return plan.outputs[0][1]
+
+
 def _check_golden(name: str, plan: JobPlan) -> None:
     path = GOLDEN / f"{name}.json"
     data = _as_data(plan)
@@ -83,9 +87,16 @@ def test_the_tutorials_horovod_job_on_two_nodes():
     plan = _plan(_tutorial_job())
     _check_golden("tutorial_horovod_two_nodes", plan)
     # What the golden file says, spelt out for a reader:
+    # horovodrun runs without the secret (it copies its environment onto each rank's command line);
+    # each rank reads it from a 0600 file in the run's directory.
     assert plan.toolkit.argv == (
-        "/bin/bash", "-c", "exec /venv/bin/horovodrun -np 2 -H localhost:2 --gloo /venv/bin/python "
+        "/bin/bash", "-c", "exec env -u TOKEN /venv/bin/horovodrun -np 2 -H localhost:2 --gloo /venv/bin/python "
+        "/pkg/rank_exec.py /state/jobs/j/runs/tag-1/rank-secrets.json -- /venv/bin/python "
         "$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar/cifar_cnn_distributed.py --epochs 3")
+    assert plan.rank_secrets == {"TOKEN": "s3cret-value"}
+    assert "s3cret-value" not in repr(plan)
+    assert plan.toolkit.split_ranks == stdouterr_of(plan) / "ranks" and plan.toolkit.rank_count == 2
+    assert [n.env["TMPDIR"] for n in plan.nodes] == [n.env["AZ_BATCHAI_JOB_TEMP"] for n in plan.nodes]
     stdouterr = STATE / f"jobs/j/mounts/myshare/{SEGMENT}/stdouterr"
     assert plan.outputs[0] == ("stdouterr", stdouterr)
     assert plan.outputs[1] == ("MODEL", STATE / f"jobs/j/mounts/myshare/{SEGMENT}/outputs/models")
@@ -105,6 +116,9 @@ def test_a_custom_toolkit_job_on_one_node_without_preparation():
     _check_golden("custom_toolkit_one_node", plan)
     assert plan.preparation == () and plan.shims is None
     assert plan.toolkit.argv == ("/bin/bash", "-c", "echo hi | tee $AZ_BATCHAI_OUTPUT_MODEL/result.txt")
+    # Its processes get the secret in their environment; no rank file is needed without horovodrun.
+    assert plan.toolkit.env["TOKEN"] == "s3cret-value" and plan.rank_secrets_file is None
+    assert plan.toolkit.split_ranks is None
     assert plan.nodes[0].execution_log.name == "execution.log"
 
 

@@ -333,7 +333,8 @@ class JobRun:
             with open(run_dir / "supervisor.log", "ab") as out:
                 self._supervisor = subprocess.Popen(
                     [sys.executable, str(SUPERVISOR), str(run_dir)], env=env, cwd=str(run_dir),
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, close_fds=True)
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, close_fds=True,
+                    umask=0o077)  # what the job writes is its owner's alone, whatever the host program's umask
 
     def _supervisor_alive(self) -> bool:
         if self._supervisor is not None:

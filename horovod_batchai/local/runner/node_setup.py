@@ -83,7 +83,7 @@ def _run_setup_task(backend: LocalBackend, cluster_id: str, node: NodeSlot, tag:
                                                                            buffering=0) as err:
             proc = subprocess.Popen(["/bin/bash", "-c", str(task["commandLine"])], env=env, cwd=str(node_root / "wd"),
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
-                                    close_fds=True)
+                                    close_fds=True, umask=0o077)  # private, as the job's own files
     except OSError as exc:
         return job_error("SetupTaskFailed", f"The setup task could not start on node {node.node_id}: "
                                             f"{exc.strerror} ({exc.filename})", [("nodeId", node.node_id)])

@@ -3,6 +3,7 @@ the recorded custom-toolkit scenario, the node environment, job preparation, fai
 the wall-clock limit, live output and listOutputFiles."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -391,3 +392,16 @@ def test_a_jobs_own_mounts_are_removed_when_it_ends_and_its_outputs_stay_listed(
     assert lab.shares().get_share_client("myshare").get_file_client("note.txt").download_file().readall() == b"hi\n"
     assert set(lab.files("job")) >= {"stdout.txt", "stderr.txt"}
     assert lab.read("job", "stdout.txt").endswith(f"{job_mount_root}\n")
+
+
+def test_what_a_job_writes_is_private_whatever_the_host_programs_umask(lab):
+    # The service runs in this (test) process, whose umask lets others read; the job's files must not.
+    old = os.umask(0o022)
+    try:
+        lab.submit("job", {"customToolkitSettings": {"commandLine": "umask; echo data > $AZ_BATCHAI_JOB_TEMP/f; "
+                                                                    "stat -c %a $AZ_BATCHAI_JOB_TEMP/f"}})
+        job = lab.wait_state("job")
+    finally:
+        os.umask(old)
+    assert job.execution_state == "succeeded", lab.read("job", "stderr.txt")
+    assert lab.read("job", "stdout.txt").split() == ["0077", "600"]

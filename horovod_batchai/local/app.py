@@ -14,6 +14,7 @@ from werkzeug.wrappers import Request, Response
 from .batchai import api as batchai_api
 from .core.arm_errors import ArmError, arm_error_response
 from .core.backend import LocalBackend
+from .core.http_server import SOCKET_KEY
 from .core.identity import TOKEN_PATH, token_endpoint
 from .core.routing import Call, Router, json_response
 from .core.tokens import verify_token
@@ -87,7 +88,7 @@ class LocalApp:
         try:
             response = self.handle(request)
         except _DropConnection:
-            sock = environ.get("werkzeug.socket")
+            sock = environ.get(SOCKET_KEY)
             if sock is not None:
                 try:
                     sock.shutdown(socket.SHUT_RDWR)

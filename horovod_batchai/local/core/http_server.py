@@ -1,70 +1,319 @@
-"""HTTPS on loopback for a WSGI application: werkzeug's threaded server with TLS wrapped around its
-socket here.
+"""HTTPS on loopback for a WSGI application: cheroot's HTTP/1.1 server, with persistent connections.
 
-Why werkzeug: HTTP is parsed by an established, well-kept library (Pallets' werkzeug, the server
-under Flask) rather than by hand; its threaded WSGI server serves a socket we wrap in an
-``ssl.SSLContext`` ourselves, so loopback TLS needs no extra component; and WSGI keeps the
-application independent of the server. Two of its behaviours matter: its access log prints query
-strings (SAS signatures), so it is silenced below; and it answers every request with
-``Connection: close`` (http.server cannot drain an unread body before the next request line), so
-each request opens a new TLS connection -- see ``benchmarks/bench_local_service.py``.
+Why cheroot (CherryPy's server): a production WSGI server that runs inside the current process
+(the service runs in a thread of a notebook or test as well as in its daemon), parses HTTP itself,
+keeps connections alive (HTTP/1.1, chunked bodies, ``Expect: 100-continue``), serves them from a
+pool of threads and parks idle kept-alive connections in a selector instead of holding a thread.
+werkzeug stays the WSGI toolkit the application is written with (requests, responses, routing).
+Keeping connections alive is what makes the service fast: a new connection costs a TCP connect
+and a TLS handshake, which dominated every request before (see
+``benchmarks/bench_local_service.py``).
+
+What is ours, around it:
+
+* **TLS**, with our own ``ssl.SSLContext``, and the handshake done by the worker thread that
+  serves the connection, under the connection's timeout: cheroot's own adapter does it in the
+  accept loop, where one client that connects and never says hello would stop the whole service.
+* **Socket files.** cheroot reads and writes through the pure-Python ``_pyio`` buffers, which
+  for a 4 MiB Put Range body allocate a 4 MiB buffer for every 16 KiB TLS record they read; ours
+  read and write the TLS socket directly.
+* **Raw header names.** The WSGI environ upper-cases header names, and cheroot folds repeated
+  ones; the Files data plane needs them as sent (metadata names keep their case, and Shared Key
+  signs every ``x-ms-*``). The request line and header lines are recorded as they are read and
+  handed to the application as ``environ[RAW_HEADERS_KEY]``.
+* **Logging.** cheroot's error log goes to this module's logger, with query strings (SAS
+  signatures) redacted; the application logs method, path and status of each request itself.
+* **Start and stop**: the port is bound when the server is built, so a port in use is an
+  ``OSError`` there, never an exit; :meth:`HttpsServer.stop` stops serving, releases the port
+  and joins every thread. Worker threads are daemons, as the thread that serves is.
 """
 from __future__ import annotations
 
+import logging
 import re
+import socket
 import ssl
 import threading
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from cheroot import server as cheroot_server
+from cheroot import wsgi
+from cheroot.ssl import Adapter
+from cheroot.workers import threadpool
 
-__all__ = ["HttpsServer", "RAW_HEADERS_KEY"]
+__all__ = ["HttpsServer", "RAW_HEADERS_KEY", "SOCKET_KEY"]
 
-#: WSGI environ key holding the request headers exactly as sent (see make_environ below).
+log = logging.getLogger(__name__)
+
+#: WSGI environ key holding the request headers exactly as sent: a tuple of (name, value).
 RAW_HEADERS_KEY = "horovod_batchai.raw_headers"
+#: WSGI environ key holding the connection's socket (to drop a connection, to bound body reads).
+SOCKET_KEY = "horovod_batchai.socket"
 #: a query string inside logged text (it may carry a SAS signature).
 _QUERY = re.compile(r"\?[^\s'\"]*")
 
+#: seconds a connection may stay silent (mid-handshake, mid-request, or idle between requests).
+TIMEOUT_S = 60
+#: worker threads: each serves one request at a time; idle kept-alive connections hold none.
+THREADS = 32
+#: bytes asked of the socket per read while looking for a line (a TLS record holds 16 KiB).
+_READ_SIZE = 64 * 1024
+#: the most of an unread request body read (and dropped) to keep its connection for the next request.
+_DRAIN_LIMIT = 64 * 1024 * 1024
 
-class _QuietRequestHandler(WSGIRequestHandler):
-    """werkzeug's handler, minus its access log: that log prints query strings, and a SAS
-    signature travels in the query. The application logs method, path and status instead.
 
-    It also does the TLS handshake itself, in its own thread and under a timeout: done in the
-    accept loop (Python's default), one client that connects and never says hello would stop
-    the whole service."""
+def _redacted(text: str) -> str:
+    return _QUERY.sub("?<query redacted>", text)
 
-    #: seconds a connection may stay silent (mid-handshake or mid-request) before it is dropped.
-    timeout = 60
-    _handshake_failed = False
 
-    def setup(self) -> None:
-        super().setup()  # applies the timeout to the connection
-        handshake = getattr(self.connection, "do_handshake", None)
-        if handshake is not None:
-            try:
-                handshake()
-            except (ssl.SSLError, OSError):
-                self._handshake_failed = True  # a client that is not speaking TLS, or went away
+# -- socket files -------------------------------------------------------------------------------
 
-    def handle(self) -> None:
-        if not self._handshake_failed:
-            super().handle()
+class _SocketReader:
+    """What cheroot reads a connection through: lines for the request head, and bulk reads that
+    go straight to the socket (a body of n bytes costs one copy, whatever its size)."""
 
-    def log_request(self, code: Any = "-", size: Any = "-") -> None:
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buf = b""
+        self._pos = 0
+        self.bytes_read = 0
+        self.closed = False
+
+    def has_data(self) -> bool:
+        """True if bytes of a next request are already here (read, or decrypted by TLS), so the
+        connection must not wait in the selector for the socket to become readable."""
+        if self._pos < len(self._buf):
+            return True
+        pending = getattr(self._sock, "pending", None)
+        return bool(pending and pending())
+
+    def _take(self, n: int) -> bytes:
+        data = self._buf[self._pos:self._pos + n]
+        self._pos += len(data)
+        if self._pos >= len(self._buf):
+            self._buf, self._pos = b"", 0
+        self.bytes_read += len(data)
+        return data
+
+    def _fill(self) -> bool:
+        data = self._sock.recv(_READ_SIZE)
+        if not data:
+            return False
+        self._buf = self._buf[self._pos:] + data
+        self._pos = 0
+        return True
+
+    def readline(self, size: Optional[int] = None) -> bytes:
+        limit = size if size is not None and size >= 0 else None
+        while True:
+            end = self._buf.find(b"\n", self._pos, None if limit is None else self._pos + limit)
+            if end >= 0:
+                return self._take(end + 1 - self._pos)
+            available = len(self._buf) - self._pos
+            if (limit is not None and available >= limit) or not self._fill():
+                return self._take(available if limit is None else min(limit, available))
+
+    def read(self, size: Optional[int] = None) -> bytes:
+        chunks = []
+        available = len(self._buf) - self._pos
+        if size is None or size < 0:
+            chunks.append(self._take(available))
+            while data := self._sock.recv(_READ_SIZE):
+                chunks.append(data)
+        elif available >= size:
+            return self._take(size)
+        else:
+            chunks.append(self._take(available))
+            need = size - available
+            while need > 0:
+                data = self._sock.recv(min(need, _READ_SIZE))
+                if not data:
+                    break
+                chunks.append(data)
+                need -= len(data)
+        data = b"".join(chunks)
+        self.bytes_read += len(data) - len(chunks[0])
+        return data
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _SocketWriter:
+    """What cheroot writes a connection through: straight to the socket (cheroot expects every
+    write to be sent at once; it never flushes)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.bytes_written = 0
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        self._sock.sendall(data)
+        self.bytes_written += len(data)
+        return len(data)
+
+    def flush(self) -> None:
         pass
 
-    def log_error(self, format: str, *args: Any) -> None:
-        # http.server reports a malformed request line by quoting the line, query string included.
-        super().log_error(format, *(_QUERY.sub("?<query redacted>", a) if isinstance(a, str) else a for a in args))
+    def close(self) -> None:
+        self.closed = True
 
-    def make_environ(self) -> dict[str, Any]:
-        environ = super().make_environ()
-        # The environ upper-cases header names and drops those with '_'; the Files data plane
-        # needs them as sent (metadata names keep their case, and Shared Key signs every x-ms-*).
-        environ[RAW_HEADERS_KEY] = tuple(self.headers.items())
+
+class _TlsAdapter(Adapter):
+    """TLS with our context; the handshake is left to the worker thread (see _Connection)."""
+
+    def __init__(self, context: ssl.SSLContext) -> None:  # noqa: super().__init__ wants files
+        self.context = context
+
+    def bind(self, sock: socket.socket) -> socket.socket:
+        return sock
+
+    def wrap(self, sock: socket.socket) -> tuple[ssl.SSLSocket, dict[str, str]]:
+        tls = self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return tls, self.get_environ()
+
+    def get_environ(self, *args: Any) -> dict[str, str]:
+        return {"wsgi.url_scheme": "https", "HTTPS": "on"}
+
+    def makefile(self, sock: socket.socket, mode: str = "r", bufsize: int = -1) -> Any:
+        return _SocketReader(sock) if "r" in mode else _SocketWriter(sock)
+
+
+# -- requests and connections -------------------------------------------------------------------
+
+class _LineRecorder:
+    """Passes a request head's lines through and keeps them."""
+
+    def __init__(self, rfile: Any) -> None:
+        self.rfile = rfile
+        self.lines: list[bytes] = []
+
+    def readline(self, size: Optional[int] = None) -> bytes:
+        line = self.rfile.readline(size)
+        self.lines.append(line)
+        return line
+
+    def read(self, size: Optional[int] = None) -> bytes:
+        return self.rfile.read(size)
+
+
+def _header_pairs(lines: list[bytes]) -> tuple[tuple[str, str], ...]:
+    pairs: list[tuple[str, str]] = []
+    for line in lines:
+        if line in (b"\r\n", b"\n", b""):
+            break
+        if line[:1] in (b" ", b"\t") and pairs:  # an obsolete folded continuation line
+            name, value = pairs[-1]
+            pairs[-1] = (name, f"{value} {line.strip().decode('latin-1')}")
+            continue
+        name, sep, value = line.partition(b":")
+        if sep:
+            pairs.append((name.strip().decode("latin-1"), value.strip(b" \t\r\n").decode("latin-1")))
+    return tuple(pairs)
+
+
+class _Request(cheroot_server.HTTPRequest):
+    raw_headers: tuple[tuple[str, str], ...] = ()
+    _line_lines: list[bytes] = []
+
+    def read_request_line(self) -> bool:
+        recorder = _LineRecorder(self.rfile)
+        self.rfile, self._line_lines = recorder, recorder.lines
+        try:
+            return super().read_request_line()
+        finally:
+            self.rfile = recorder.rfile
+
+    def read_request_headers(self) -> bool:
+        recorder = _LineRecorder(self.rfile)
+        self.rfile = recorder
+        try:
+            return super().read_request_headers()
+        finally:
+            if self.rfile is recorder:
+                self.rfile = recorder.rfile
+            self.raw_headers = _header_pairs(recorder.lines)
+
+    def send_headers(self) -> None:
+        # Whether the connection can carry the client's next request after this answer: only once
+        # the rest of this request's body has been read (cheroot would read it in one piece,
+        # unbounded, and answer 408 over the application's answer if it stalls).
+        if any(name.lower() == b"connection" and value.lower() == b"close" for name, value in self.outheaders):
+            self.close_connection = True  # the application says the body cannot be trusted
+        elif self.chunked_read:
+            self.close_connection = self.close_connection or not getattr(self.rfile, "closed", False)
+        elif not self.close_connection:
+            remaining = getattr(self.rfile, "remaining", 0)
+            try:
+                while 0 < remaining <= _DRAIN_LIMIT:
+                    if not self.rfile.read(min(remaining, _READ_SIZE * 16)):
+                        break
+                    remaining = self.rfile.remaining
+            except OSError:
+                pass  # stalled or gone: the answer still goes out, then the connection closes
+            self.close_connection = remaining > 0
+        super().send_headers()
+
+    def simple_response(self, status: Any, msg: Any = "") -> None:
+        # cheroot's own answers: a malformed request, a timeout, an internal error. Logged (the
+        # request line without its query), since the application never sees these requests.
+        line = self._line_lines[-1].decode("latin-1").strip() if self._line_lines else ""
+        log.info("%s: %s (request line %r)", status, msg, _redacted(line))
+        super().simple_response(status, msg)
+
+
+class _Connection(cheroot_server.HTTPConnection):
+    RequestHandlerClass = _Request
+    _handshake_done = False
+
+    def communicate(self) -> bool:
+        if not self._handshake_done:
+            try:
+                self.socket.do_handshake()  # under the connection's timeout, in this worker thread
+            except (ssl.SSLError, OSError):
+                return False  # a client that is not speaking TLS, went away or stayed silent
+            self._handshake_done = True
+        return bool(super().communicate())
+
+
+class _Gateway(wsgi.Gateway_10):
+    def get_environ(self) -> dict[str, Any]:
+        environ = super().get_environ()
+        environ[RAW_HEADERS_KEY] = self.req.raw_headers
+        environ[SOCKET_KEY] = self.req.conn.socket
         return environ
+
+
+class _DaemonThreadPool(threadpool.ThreadPool):
+    """Worker threads that do not keep the interpreter alive (the service may run in a thread of
+    a notebook that never stops it)."""
+
+    def _spawn_worker(self) -> threadpool.WorkerThread:
+        worker = threadpool.WorkerThread(self.server)
+        worker.name = f"horovod-batchai-local-{worker.name}"
+        worker.daemon = True
+        worker.start()
+        return worker
+
+
+class _Server(wsgi.Server):
+    ConnectionClass = _Connection
+    keep_alive_conn_limit = 256
+    request_queue_size = 128   # the listen backlog: clients opening connections side by side
+    expiration_interval = 0.1  # how often idle connections are checked, and how long stop() waits
+
+    def error_log(self, msg: str = "", level: int = logging.INFO, traceback: bool = False) -> None:
+        text = _redacted(str(msg))
+        if traceback:
+            text += "\n" + _redacted(_format_exception())
+        log.log(level, "%s", text)
+
+
+def _format_exception() -> str:
+    return traceback.format_exc()
 
 
 class HttpsServer:
@@ -73,35 +322,30 @@ class HttpsServer:
     def __init__(self, host: str, port: int, app: Callable[..., Any], *, cert: Path, key: Path) -> None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(str(cert), str(key))
+        self._server = _Server((host, port), app, numthreads=THREADS, timeout=TIMEOUT_S,
+                               server_name="horovod-batchai-local")
+        self._server.gateway = _Gateway
+        self._server.requests = _DaemonThreadPool(self._server, min=THREADS, max=THREADS)
+        self._server.ssl_adapter = _TlsAdapter(context)
         try:
-            self._server: BaseWSGIServer = make_server(host, port, app, threaded=True,
-                                                       request_handler=_QuietRequestHandler)
-        except SystemExit:
-            # werkzeug answers a failed bind by printing the reason to stderr and exiting the
-            # process; in a library that must be an exception the caller can handle.
+            self._server.prepare()  # binds and listens now, so the port is known (and errors are here)
+        except OSError:
             raise OSError(f"the local service cannot listen on {host}:{port}: the address is in use "
                           "or not available here") from None
-        # TLS without the handshake in the accept loop (see _QuietRequestHandler.setup).
-        self._server.socket = context.wrap_socket(self._server.socket, server_side=True,
-                                                  do_handshake_on_connect=False)
-        self._server.ssl_context = context
         self._thread: Optional[threading.Thread] = None
 
     @property
     def port(self) -> int:
-        return int(self._server.server_port)
+        return int(self._server.bind_addr[1])
 
     def start(self) -> None:
         """Serve in a daemon thread."""
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="horovod-batchai-local", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve, name="horovod-batchai-local", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop serving and release the port (also when never started)."""
-        if self._thread is not None:
-            self._server.shutdown()
-        self._server.server_close()
+        """Stop serving and release the port (also when never started); waits for the threads."""
+        self._server.stop()
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None

@@ -2,20 +2,20 @@
 
 The service runs as its own process, exactly as ``python -m horovod_batchai.local serve`` runs it,
 so the clients (separate processes) do not share its interpreter lock. Each client is one
-``requests.Session``: it keeps its connection alive whenever the server lets it. Four phases, each
-the same length, run back to back in this one run:
+``requests.Session``: it keeps its connection alive whenever the server lets it. In this one run:
 
   bare      1 client,  GET against a bare TLS keep-alive server (the standard library's
             ``http.server`` speaking HTTP/1.1 over the service's own certificate, in a process of
             its own) answering a fixed JSON body: what TLS, HTTP and the client cost on this machine
   service   1 client,  GET a resource group from the local service (ARM auth + routing + SQLite
-            read + JSON)
+            read + JSON); the same client process as "bare", alternating between the two servers
+            every 0.25 s, so that load from elsewhere on a shared machine falls on both alike
   service   8 clients, the same GET
   floor     8 clients, GET without a token (answered 401 before any routing or store access):
             what TLS, HTTP parsing and the WSGI stack cost on their own
 
 Printed: requests per second, median and 95th-percentile latency and how many answers closed the
-connection, per phase; then the ratio the project tracks, one service client / one bare client
+connection (the alternating client fails on any), per phase; then the ratio the project tracks, one service client / one bare client
 (target >= 0.5), and the concurrency ratios. Usage:
 ``python benchmarks/bench_local_service.py [--seconds 5] [--clients 8]``.
 """
@@ -104,20 +104,48 @@ def _client(url: str, ca_cert: str, token: Optional[str], start_at: float, secon
     return latencies, closed
 
 
-def _phase(name: str, clients: int, url: str, ca_cert: str, token: Optional[str], seconds: float,
-           expect: int) -> float:
-    start_at = time.time() + 2.0  # time for every client to connect before the clock starts
-    with ProcessPoolExecutor(max_workers=clients) as pool:
-        futures = [pool.submit(_client, url, ca_cert, token, start_at, seconds, expect) for _ in range(clients)]
-        results = [f.result() for f in futures]
-    latencies = sorted(lat for lats, _ in results for lat in lats)
-    closed = sum(n for _, n in results)
+def _alternating(bare_url: str, service_url: str, ca_cert: str, token: str, seconds: float,
+                 slice_s: float = 0.25) -> tuple[list[float], list[float]]:
+    """One client, one kept-alive session per server, alternating between the bare server and the
+    service in short slices until each had ``seconds``: load from elsewhere on the machine then
+    falls on both alike. Returns the latencies against each."""
+    sessions = {url: requests.Session() for url in (bare_url, service_url)}
+    headers = {bare_url: {}, service_url: {"Authorization": f"Bearer {token}"}}
+    latencies: dict[str, list[float]] = {bare_url: [], service_url: []}
+    for url, session in sessions.items():
+        for _ in range(20):  # warm: imports, CA load, the connection
+            assert session.get(url, headers=headers[url], verify=ca_cert, timeout=30).status_code == 200
+    for _ in range(max(1, round(seconds / slice_s))):
+        for url, session in sessions.items():
+            end = time.perf_counter() + slice_s
+            while (t0 := time.perf_counter()) < end:
+                response = session.get(url, headers=headers[url], verify=ca_cert, timeout=30)
+                latencies[url].append(time.perf_counter() - t0)
+                if response.status_code != 200 or response.headers.get("Connection", "").lower() == "close":
+                    raise RuntimeError(f"unexpected answer from {url}: {response.status_code} {response.headers}")
+    for session in sessions.values():
+        session.close()
+    return latencies[bare_url], latencies[service_url]
+
+
+def _report(name: str, clients: int, latencies: list[float], seconds: float, closed: int) -> float:
+    latencies = sorted(latencies)
     rate = len(latencies) / seconds
     p50 = statistics.median(latencies) * 1000
     p95 = latencies[int(len(latencies) * 0.95) - 1] * 1000
     print(f"{name:<8} {clients:>2} client(s): {rate:8.1f} req/s   p50 {p50:6.2f} ms   p95 {p95:6.2f} ms   "
           f"({len(latencies)} requests in {seconds:.0f} s, {closed} closed the connection)", flush=True)
     return rate
+
+
+def _phase(name: str, clients: int, url: str, ca_cert: str, token: Optional[str], seconds: float,
+           expect: int) -> float:
+    start_at = time.time() + 2.0  # time for every client to connect before the clock starts
+    with ProcessPoolExecutor(max_workers=clients) as pool:
+        futures = [pool.submit(_client, url, ca_cert, token, start_at, seconds, expect) for _ in range(clients)]
+        results = [f.result() for f in futures]
+    latencies = [lat for lats, _ in results for lat in lats]
+    return _report(name, clients, latencies, seconds, sum(n for _, n in results))
 
 
 def main() -> int:
@@ -157,9 +185,12 @@ def main() -> int:
             print(f"local service at {endpoint}; {os.cpu_count()} CPU(s) shared by the servers and the clients; "
                   f"load average {os.getloadavg()[0]:.2f}")
             url = f"{endpoint}{GROUP_PATH}"
-            bare_rate = _phase("bare", 1, f"https://127.0.0.1:{bare_port}{GROUP_PATH}", ca_cert, None,
-                               args.seconds, 200)
-            one = _phase("service", 1, url, ca_cert, token, args.seconds, 200)
+            with ProcessPoolExecutor(max_workers=1) as pool:
+                bare_lat, one_lat = pool.submit(_alternating, f"https://127.0.0.1:{bare_port}{GROUP_PATH}", url,
+                                                ca_cert, token, args.seconds).result()
+            # Rates over the time each server had: the slices are of equal length.
+            bare_rate = _report("bare", 1, bare_lat, args.seconds, 0)
+            one = _report("service", 1, one_lat, args.seconds, 0)
             measured = _phase("service", args.clients, url, ca_cert, token, args.seconds, 200)
             floor = _phase("floor", args.clients, url, ca_cert, None, args.seconds, 401)
             print(f"management plane, 1 client: service / bare TLS keep-alive server: {one / bare_rate:.2f}x "

@@ -59,6 +59,8 @@ class FaultInjector:
 def _loggable(path: str) -> str:
     """A request path fit for one log line: the path is percent-decoded, so a caller could put a
     newline in it and forge lines of its own; control characters are shown escaped instead."""
+    if path.isprintable():  # nearly always: no need to look at each character
+        return path
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in path)
 
 

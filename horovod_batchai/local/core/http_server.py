@@ -16,7 +16,8 @@ What is ours, around it:
   accept loop, where one client that connects and never says hello would stop the whole service.
 * **Socket files.** cheroot reads and writes through the pure-Python ``_pyio`` buffers, which
   for a 4 MiB Put Range body allocate a 4 MiB buffer for every 16 KiB TLS record they read; ours
-  read and write the TLS socket directly.
+  read and write the TLS socket directly, and ``wsgi.input`` has ``readinto``, so a body can be
+  received into a buffer the application reuses.
 * **Raw header names.** The WSGI environ upper-cases header names, and cheroot folds repeated
   ones; the Files data plane needs them as sent (metadata names keep their case, and Shared Key
   signs every ``x-ms-*``). The request line and header lines are recorded as they are read and
@@ -60,6 +61,8 @@ TIMEOUT_S = 60
 THREADS = 32
 #: bytes asked of the socket per read while looking for a line (a TLS record holds 16 KiB).
 _READ_SIZE = 64 * 1024
+#: writes up to this size are held and sent together (a TLS record holds 16 KiB).
+_CORK_BYTES = 16 * 1024
 #: the most of an unread request body read (and dropped) to keep its connection for the next request.
 _DRAIN_LIMIT = 64 * 1024 * 1024
 
@@ -137,26 +140,60 @@ class _SocketReader:
         self.bytes_read += len(data) - len(chunks[0])
         return data
 
+    def readinto(self, buffer: Any) -> int:
+        """Fills ``buffer`` (a writable buffer) from the socket, short only at the end of the
+        stream: a body read this way into a buffer that is used again costs no allocation and no
+        copy besides TLS's own."""
+        view = memoryview(buffer).cast("B")
+        available = len(self._buf) - self._pos
+        filled = min(available, len(view))
+        view[:filled] = self._take(filled)
+        while filled < len(view):
+            n = self._sock.recv_into(view[filled:])
+            if not n:
+                break
+            filled += n
+            self.bytes_read += n
+        return filled
+
     def close(self) -> None:
         self.closed = True
 
 
+class _KnownLengthBody(cheroot_server.KnownLengthRFile):
+    """cheroot's reader of a body of known length (what ``wsgi.input`` is), with ``readinto``."""
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")[:self.remaining]
+        n = self.rfile.readinto(view) if view else 0
+        self.remaining -= n
+        return n
+
+
 class _SocketWriter:
-    """What cheroot writes a connection through: straight to the socket (cheroot expects every
-    write to be sent at once; it never flushes)."""
+    """What cheroot writes a connection through. Small writes are held until the response ends
+    (see _Request), so that a status line with its headers and a small body leave in one TLS
+    record and one system call instead of two; large ones go straight to the socket."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
+        self._pending = bytearray()
         self.bytes_written = 0
         self.closed = False
 
     def write(self, data: bytes) -> int:
-        self._sock.sendall(data)
+        if len(self._pending) + len(data) <= _CORK_BYTES:
+            self._pending += data
+        else:
+            self.flush()
+            self._sock.sendall(data)
         self.bytes_written += len(data)
         return len(data)
 
     def flush(self) -> None:
-        pass
+        if self._pending:
+            pending, self._pending = self._pending, bytearray()
+            self._sock.sendall(pending)
 
     def close(self) -> None:
         self.closed = True
@@ -236,6 +273,13 @@ class _Request(cheroot_server.HTTPRequest):
             if self.rfile is recorder:
                 self.rfile = recorder.rfile
             self.raw_headers = _header_pairs(recorder.lines)
+            self.conn.wfile.flush()  # a "100 Continue" the client waits for before it sends the body
+
+    def respond(self) -> None:
+        try:
+            super().respond()
+        finally:
+            self.conn.wfile.flush()
 
     def send_headers(self) -> None:
         # Whether the connection can carry the client's next request after this answer: only once
@@ -263,6 +307,7 @@ class _Request(cheroot_server.HTTPRequest):
         line = self._line_lines[-1].decode("latin-1").strip() if self._line_lines else ""
         log.info("%s: %s (request line %r)", status, msg, _redacted(line))
         super().simple_response(status, msg)
+        self.conn.wfile.flush()
 
 
 class _Connection(cheroot_server.HTTPConnection):
@@ -281,6 +326,9 @@ class _Connection(cheroot_server.HTTPConnection):
 
 class _Gateway(wsgi.Gateway_10):
     def get_environ(self) -> dict[str, Any]:
+        body = self.req.rfile
+        if type(body) is cheroot_server.KnownLengthRFile and hasattr(body.rfile, "readinto"):
+            self.req.rfile = _KnownLengthBody(body.rfile, body.remaining)
         environ = super().get_environ()
         environ[RAW_HEADERS_KEY] = self.req.raw_headers
         environ[SOCKET_KEY] = self.req.conn.socket

@@ -222,19 +222,41 @@ class _TlsAdapter(Adapter):
 # -- requests and connections -------------------------------------------------------------------
 
 class _LineRecorder:
-    """Passes a request head's lines through and keeps them."""
+    """Passes a request head's lines through and keeps them (as sent)."""
 
-    def __init__(self, rfile: Any) -> None:
+    def __init__(self, rfile: Any, rewrite: Optional[Callable[[bytes], bytes]] = None) -> None:
         self.rfile = rfile
         self.lines: list[bytes] = []
+        self._rewrite = rewrite
 
     def readline(self, size: Optional[int] = None) -> bytes:
         line = self.rfile.readline(size)
         self.lines.append(line)
-        return line
+        return self._rewrite(line) if self._rewrite else line
 
     def read(self, size: Optional[int] = None) -> bytes:
         return self.rfile.read(size)
+
+
+def _origin_form(line: bytes) -> bytes:
+    """The request line with its target in origin form (``/path?query``), which is all cheroot
+    takes from a server that is not a proxy. Clients send two others that HTTP/1.1 servers must
+    take: the absolute form (``https://host/path``), and a path that starts with ``//`` (the Azure
+    CLI asks for ``//metadata/endpoints``), which cheroot would read as a host name."""
+    parts = line.split(b" ", 2)
+    if len(parts) != 3:
+        return line
+    target = parts[1]
+    if target[:7].lower() == b"http://" or target[:8].lower() == b"https://":
+        rest = target.split(b"://", 1)[1]
+        slash, query = rest.find(b"/"), rest.find(b"?")
+        start = slash if slash >= 0 and (query < 0 or slash < query) else query
+        target = b"/" if start < 0 else (rest[start:] if start == slash else b"/" + rest[start:])
+    elif target.startswith(b"//"):
+        target = b"/" + target.lstrip(b"/")
+    else:
+        return line
+    return b" ".join((parts[0], target, parts[2]))
 
 
 def _header_pairs(lines: list[bytes]) -> tuple[tuple[str, str], ...]:
@@ -256,8 +278,13 @@ class _Request(cheroot_server.HTTPRequest):
     raw_headers: tuple[tuple[str, str], ...] = ()
     _line_lines: list[bytes] = []
 
+    @property
+    def request_line(self) -> bytes:
+        """The request line as sent, without its line end."""
+        return self._line_lines[-1].rstrip(b"\r\n") if self._line_lines else b""
+
     def read_request_line(self) -> bool:
-        recorder = _LineRecorder(self.rfile)
+        recorder = _LineRecorder(self.rfile, _origin_form)
         self.rfile, self._line_lines = recorder, recorder.lines
         try:
             return super().read_request_line()
@@ -304,7 +331,7 @@ class _Request(cheroot_server.HTTPRequest):
     def simple_response(self, status: Any, msg: Any = "") -> None:
         # cheroot's own answers: a malformed request, a timeout, an internal error. Logged (the
         # request line without its query), since the application never sees these requests.
-        line = self._line_lines[-1].decode("latin-1").strip() if self._line_lines else ""
+        line = self.request_line.decode("latin-1")
         log.info("%s: %s (request line %r)", status, msg, _redacted(line))
         super().simple_response(status, msg)
         self.conn.wfile.flush()
@@ -332,6 +359,9 @@ class _Gateway(wsgi.Gateway_10):
         environ = super().get_environ()
         environ[RAW_HEADERS_KEY] = self.req.raw_headers
         environ[SOCKET_KEY] = self.req.conn.socket
+        parts = self.req.request_line.split(b" ", 2)
+        if len(parts) == 3:  # the target as sent, in whatever form (see _origin_form): Shared Key signs it so
+            environ["REQUEST_URI"] = parts[1].decode("latin-1")
         return environ
 
 

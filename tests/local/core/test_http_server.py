@@ -182,3 +182,20 @@ def test_silent_and_plain_clients_do_not_hold_up_others(server, cert):
     finally:
         silent.close()
         plain.close()
+
+
+@pytest.mark.parametrize("target, path", [("//metadata/endpoints?a=1", "/metadata/endpoints"),
+                                          ("https://127.0.0.1/acct/share/f?comp=range", "/acct/share/f"),
+                                          ("HTTPS://example.test", "/"),
+                                          ("/plain/path?x=y", "/plain/path")])
+def test_every_request_target_form_reaches_the_application(server, app, cert, target, path):
+    # Absolute form must be accepted by HTTP/1.1 servers; the Azure CLI asks for //metadata/endpoints.
+    conn = _connection(server, cert)
+    conn.putrequest("GET", target, skip_host=True)
+    conn.putheader("Host", "127.0.0.1")
+    conn.endheaders()
+    assert conn.getresponse().status == 200
+    conn.close()
+    environ = app.environs[0]
+    assert environ["PATH_INFO"] == path
+    assert environ["REQUEST_URI"] == target  # as sent, for Shared Key

@@ -61,6 +61,8 @@ TIMEOUT_S = 60
 THREADS = 32
 #: bytes asked of the socket per read while looking for a line (a TLS record holds 16 KiB).
 _READ_SIZE = 64 * 1024
+#: the longest request header line taken.
+_MAX_HEADER_LINE = 64 * 1024
 #: writes up to this size are held and sent together (a TLS record holds 16 KiB).
 _CORK_BYTES = 16 * 1024
 #: the most of an unread request body read (and dropped) to keep its connection for the next request.
@@ -222,7 +224,7 @@ class _TlsAdapter(Adapter):
 # -- requests and connections -------------------------------------------------------------------
 
 class _LineRecorder:
-    """Passes a request head's lines through and keeps them (as sent)."""
+    """Passes the request line through (rewritten, see _origin_form) and keeps it as sent."""
 
     def __init__(self, rfile: Any, rewrite: Optional[Callable[[bytes], bytes]] = None) -> None:
         self.rfile = rfile
@@ -259,19 +261,40 @@ def _origin_form(line: bytes) -> bytes:
     return b" ".join((parts[0], target, parts[2]))
 
 
-def _header_pairs(lines: list[bytes]) -> tuple[tuple[str, str], ...]:
-    pairs: list[tuple[str, str]] = []
-    for line in lines:
-        if line in (b"\r\n", b"\n", b""):
-            break
-        if line[:1] in (b" ", b"\t") and pairs:  # an obsolete folded continuation line
-            name, value = pairs[-1]
-            pairs[-1] = (name, f"{value} {line.strip().decode('latin-1')}")
-            continue
-        name, sep, value = line.partition(b":")
-        if sep:
-            pairs.append((name.strip().decode("latin-1"), value.strip(b" \t\r\n").decode("latin-1")))
-    return tuple(pairs)
+class _HeaderReader(cheroot_server.HeaderReader):
+    """cheroot's header parsing in one pass that also keeps the header lines as sent (names in
+    their case, repeated names apart) for the request. Obsolete line folding is refused (RFC 7230
+    allows that), as a line longer than 64 KiB is."""
+
+    def __init__(self, request: "_Request") -> None:
+        self._request = request
+
+    def __call__(self, rfile: Any, hdict: Optional[dict[bytes, bytes]] = None) -> dict[bytes, bytes]:
+        hdict = {} if hdict is None else hdict
+        if isinstance(rfile, cheroot_server.SizeCheckWrapper) and not rfile.maxlen:
+            rfile = rfile.rfile  # no limit to count against: read the lines straight
+        pairs = []
+        while True:
+            line = rfile.readline(_MAX_HEADER_LINE)
+            if not line:
+                raise ValueError("Illegal end of headers.")
+            if line == b"\r\n":
+                break
+            if not line.endswith(b"\r\n"):
+                raise ValueError("HTTP requires CRLF terminators")
+            if line[:1] in (b" ", b"\t"):
+                raise ValueError("Obsolete line folding is not accepted.")
+            name, sep, value = line.partition(b":")
+            if not sep:
+                raise ValueError("Illegal header line.")
+            name, value = name.strip(), value.strip()
+            pairs.append((name.decode("latin-1"), value.decode("latin-1")))
+            key = name.title()
+            if key in cheroot_server.comma_separated_headers and hdict.get(key):
+                value = hdict[key] + b", " + value
+            hdict[key] = value
+        self._request.raw_headers = tuple(pairs)
+        return hdict
 
 
 class _Request(cheroot_server.HTTPRequest):
@@ -292,14 +315,10 @@ class _Request(cheroot_server.HTTPRequest):
             self.rfile = recorder.rfile
 
     def read_request_headers(self) -> bool:
-        recorder = _LineRecorder(self.rfile)
-        self.rfile = recorder
+        self.header_reader = _HeaderReader(self)
         try:
             return super().read_request_headers()
         finally:
-            if self.rfile is recorder:
-                self.rfile = recorder.rfile
-            self.raw_headers = _header_pairs(recorder.lines)
             self.conn.wfile.flush()  # a "100 Continue" the client waits for before it sends the body
 
     def respond(self) -> None:

@@ -63,6 +63,8 @@ THREADS = 32
 _READ_SIZE = 64 * 1024
 #: the longest request header line taken.
 _MAX_HEADER_LINE = 64 * 1024
+#: header names whose repeats cheroot joins with commas (its stubs do not declare the set).
+_COMMA_SEPARATED: frozenset[bytes] = frozenset(getattr(cheroot_server, "comma_separated_headers"))
 #: writes up to this size are held and sent together (a TLS record holds 16 KiB).
 _CORK_BYTES = 16 * 1024
 #: the most of an unread request body read (and dropped) to keep its connection for the next request.
@@ -290,7 +292,7 @@ class _HeaderReader(cheroot_server.HeaderReader):
             name, value = name.strip(), value.strip()
             pairs.append((name.decode("latin-1"), value.decode("latin-1")))
             key = name.title()
-            if key in cheroot_server.comma_separated_headers and hdict.get(key):
+            if key in _COMMA_SEPARATED and hdict.get(key):
                 value = hdict[key] + b", " + value
             hdict[key] = value
         self._request.raw_headers = tuple(pairs)
@@ -299,16 +301,16 @@ class _HeaderReader(cheroot_server.HeaderReader):
 
 class _Request(cheroot_server.HTTPRequest):
     raw_headers: tuple[tuple[str, str], ...] = ()
-    _line_lines: list[bytes] = []
+    _request_lines: list[bytes] = []
 
     @property
     def request_line(self) -> bytes:
         """The request line as sent, without its line end."""
-        return self._line_lines[-1].rstrip(b"\r\n") if self._line_lines else b""
+        return self._request_lines[-1].rstrip(b"\r\n") if self._request_lines else b""
 
     def read_request_line(self) -> bool:
         recorder = _LineRecorder(self.rfile, _origin_form)
-        self.rfile, self._line_lines = recorder, recorder.lines
+        self.rfile, self._request_lines = recorder, recorder.lines
         try:
             return super().read_request_line()
         finally:
@@ -371,7 +373,7 @@ class _Connection(cheroot_server.HTTPConnection):
 
 
 class _Gateway(wsgi.Gateway_10):
-    def get_environ(self) -> dict[str, Any]:
+    def get_environ(self) -> dict[str, Any]:  # type: ignore[override]  # cheroot's stub says None
         body = self.req.rfile
         if type(body) is cheroot_server.KnownLengthRFile and hasattr(body.rfile, "readinto"):
             self.req.rfile = _KnownLengthBody(body.rfile, body.remaining)

@@ -49,8 +49,13 @@ test: install client-venvs
 docs: install
 	$(PY) -m sphinx -W -b html docs docs/_build/html
 
+# Every benchmark's figures, then the two ratios issue 10 tracks, gathered from their output.
+benchmarks: SHELL := /bin/bash
 benchmarks: install
-	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@rm -f .benchmarks.log
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b 2>&1 | tee -a .benchmarks.log; \
+	    test $${PIPESTATUS[0]} -eq 0 || exit 1; done
+	@echo "== ratios"; grep -E "^(management|data) plane" .benchmarks.log; rm -f .benchmarks.log
 
 clean:
 	rm -rf $(VENV) docs/_build node_modules

@@ -41,7 +41,10 @@ SDK_REQUIRES = [
     "azure-identity>=1.15,<2",
     "azure-core>=1.31,<2",           # 1.31 added AccessTokenInfo, which LocalCredential returns
     "jsonschema>=4.18,<5",           # validates job.json against the official 2018-05-01 schemas
-    "werkzeug>=3.0,<4",              # the local service's HTTP server
+    "werkzeug>=3.0,<4",              # the local service's WSGI toolkit (requests, responses)
+    # The local service's HTTP/1.1 server (keep-alive over TLS); core/http_server.py subclasses its
+    # request, connection and thread-pool classes, so the major version is pinned.
+    "cheroot>=11,<12",
     "cryptography>=41",              # the local service's loopback TLS certificate
     "tqdm>=4.60",                    # upload / download progress
 ]

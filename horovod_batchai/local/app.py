@@ -14,6 +14,7 @@ from werkzeug.wrappers import Request, Response
 from .batchai import api as batchai_api
 from .core.arm_errors import ArmError, arm_error_response
 from .core.backend import LocalBackend
+from .core.http_server import SOCKET_KEY
 from .core.identity import TOKEN_PATH, token_endpoint
 from .core.routing import Call, Router, json_response
 from .core.tokens import verify_token
@@ -58,6 +59,8 @@ class FaultInjector:
 def _loggable(path: str) -> str:
     """A request path fit for one log line: the path is percent-decoded, so a caller could put a
     newline in it and forge lines of its own; control characters are shown escaped instead."""
+    if path.isprintable():  # nearly always: no need to look at each character
+        return path
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in path)
 
 
@@ -87,7 +90,7 @@ class LocalApp:
         try:
             response = self.handle(request)
         except _DropConnection:
-            sock = environ.get("werkzeug.socket")
+            sock = environ.get(SOCKET_KEY)
             if sock is not None:
                 try:
                     sock.shutdown(socket.SHUT_RDWR)

@@ -169,6 +169,22 @@ def test_wrong_content_md5_is_refused_and_nothing_written(share, share_dir):
     assert (share_dir / "md5.bin").read_bytes() == bytes(512)
 
 
+def test_metadata_names_keep_their_case_through_the_server(share):
+    # The server hands the Files plane header names as sent; the environ alone would upper-case them.
+    names = {"CamelCase": "1", "lower": "2", "UPPER_X": "3", "_Under_Score9": "4"}
+    f = share.get_file_client("cased.txt")
+    f.upload_file(b"x", metadata=names)
+    assert f.get_file_properties().metadata == names
+    assert f.download_file().properties.metadata == names
+    f.set_file_metadata({"MixedAgain": "5"})
+    assert f.get_file_properties().metadata == {"MixedAgain": "5"}
+    d = share.get_directory_client("CasedDir")
+    d.create_directory(metadata=names)
+    assert d.get_directory_properties().metadata == names
+    share.set_share_metadata({"ShareKey": "6"})
+    assert share.get_share_properties().metadata == {"ShareKey": "6"}
+
+
 def test_set_http_headers_and_metadata_change_etag(share):
     f = share.get_file_client("h.txt")
     f.upload_file(b"text", content_settings=ContentSettings(content_type="text/plain"))

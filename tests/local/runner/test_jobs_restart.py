@@ -10,6 +10,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from azure.mgmt.batchai import BatchAI
 from azure.mgmt.batchai.models import JobCreateParameters
 
@@ -17,6 +18,18 @@ from service_support import SUBSCRIPTION
 from horovod_batchai.local import LocalService, ServiceSettings, ensure_running
 from horovod_batchai.local.core.tokens import LocalCredential
 from jobs_support import EXP, RG, WS, Lab, make_lab, tagged_processes, wait_for
+
+
+@pytest.fixture(autouse=True)
+def _no_job_outlives_its_test(tmp_path: Path):
+    """Jobs here are built to outlive a killed service; a test that fails half-way must not leave
+    them running on the machine (some wait for a flag that will never come)."""
+    yield
+    for pid in tagged_processes(tmp_path / "state"):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 FAST = ServiceSettings(provision_delay_s=0.3, deallocation_delay_s=0.1)
 

@@ -104,12 +104,14 @@ class Lab:
     def cluster(self, name: str = "cluster"):
         return self.batchai.clusters.get(RG, WS, name)
 
-    def wait_steady(self, name: str = "cluster", timeout: float = 60.0):
+    def wait_steady(self, name: str = "cluster", timeout: float = 60.0, *, nodes: Optional[int] = None):
+        """Until the cluster is steady (with ``nodes`` nodes, when given: right after a resize the
+        cluster still shows steady at its old size, as the recorded service did)."""
         def steady():
             c = self.cluster(name)
             counts = c.node_state_counts
             done = (c.allocation_state == "steady" and counts.preparing_node_count == 0
-                    and counts.leaving_node_count == 0)
+                    and counts.leaving_node_count == 0 and (nodes is None or c.current_node_count == nodes))
             return c if done else None
         return wait_for(steady, timeout, what=f"cluster {name} to be steady")
 

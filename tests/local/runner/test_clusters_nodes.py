@@ -73,7 +73,7 @@ def test_resize_down_and_up(slow_service, slow_batchai):
     gone = lab.wait_steady()
     assert gone.current_node_count == 0 and _counts(gone)["idle"] == 0
     lab.resize("cluster", 1)
-    back = lab.wait_steady()
+    back = lab.wait_steady(nodes=1)
     assert back.current_node_count == 1 and _counts(back)["idle"] == 1
 
 

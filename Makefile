@@ -49,7 +49,7 @@ test: install client-venvs
 docs: install
 	$(PY) -m sphinx -W -b html docs docs/_build/html
 
-# Every benchmark's figures, then the two ratios issue 10 tracks, gathered from their output.
+# Every benchmark's figures, then the two speed ratios the project tracks, gathered from their output.
 benchmarks: SHELL := /bin/bash
 benchmarks: install
 	@rm -f .benchmarks.log

@@ -5,10 +5,12 @@ their exit status, and the restarted service reports it, or re-attaches to those
 a job whose PUT was answered runs exactly once."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from azure.mgmt.batchai import BatchAI
@@ -39,6 +41,17 @@ def _client(service: LocalService) -> BatchAI:
                    connection_verify=str(service.info.ca_cert))
 
 
+@contextlib.contextmanager
+def _restarted(state: Path, before: Lab) -> Iterator[tuple[Lab, BatchAI]]:
+    """The service started again on ``state``, with a lab on the storage account ``before`` used."""
+    service = LocalService(state, settings=FAST).start()
+    try:
+        with _client(service) as batchai:
+            yield Lab(service, batchai, before.account, before.key), batchai
+    finally:
+        service.stop()
+
+
 def test_restart_keeps_queued_and_finished_jobs_and_fails_running_ones(tmp_path: Path):
     state = tmp_path / "state"
     first = LocalService(state, settings=FAST).start()
@@ -56,21 +69,16 @@ def test_restart_keeps_queued_and_finished_jobs_and_fails_running_ones(tmp_path:
         first.stop()
     assert tagged_processes(state) == []  # stopping the service stopped its jobs
 
-    second = LocalService(state, settings=FAST).start()
-    try:
-        with _client(second) as batchai:
-            lab = Lab(second, batchai, lab.account, lab.key)
-            running = lab.job("running")
-            assert running.execution_state == "failed"
-            [error] = running.execution_info.errors
-            assert error.code == "LocalServiceStopped" and "local service stopped" in error.message
-            assert lab.wait_state("queued").execution_state == "succeeded"
-            assert lab.read("queued", "stdout.txt") == "ran after the restart\n"
-            assert lab.read("done", "stdout.txt") == "finished before the restart\n"
-            cluster = lab.wait_steady()
-            assert cluster.current_node_count == 1 and cluster.node_state_counts.idle_node_count == 1
-    finally:
-        second.stop()
+    with _restarted(state, lab) as (lab, batchai):
+        running = lab.job("running")
+        assert running.execution_state == "failed"
+        [error] = running.execution_info.errors
+        assert error.code == "LocalServiceStopped" and "local service stopped" in error.message
+        assert lab.wait_state("queued").execution_state == "succeeded"
+        assert lab.read("queued", "stdout.txt") == "ran after the restart\n"
+        assert lab.read("done", "stdout.txt") == "finished before the restart\n"
+        cluster = lab.wait_steady()
+        assert cluster.current_node_count == 1 and cluster.node_state_counts.idle_node_count == 1
 
 
 def _start_daemon(state: Path):
@@ -127,27 +135,22 @@ def test_jobs_outlive_a_killed_service_and_report_their_real_result_after_a_rest
         _wait_until(flags / f"ended-{name}")
     wait_for(lambda: len(list(state.glob("jobs/*/runs/*/exit.json"))) == 2, 30, what="their exit records")
 
-    service = LocalService(state, settings=FAST).start()
-    try:
-        with _client(service) as batchai:
-            lab = Lab(service, batchai, lab.account, lab.key)
-            ok, bad = lab.wait_state("ok"), lab.wait_state("bad")
-            assert ok.execution_state == "succeeded" and ok.execution_info.exit_code == 0
-            assert bad.execution_state == "failed" and bad.execution_info.exit_code == 7
-            assert bad.execution_info.errors[0].code == "JobFailed"
-            assert lab.read("ok", "stdout.txt") == "ok started\nok ends\n"
-            # The one still running was picked up again: it is running, and ends as its process does.
-            assert lab.job("long").execution_state == "running"
-            assert lab.cluster().node_state_counts.running_node_count == 1
-            (flags / "go-long").touch()
-            long = lab.wait_state("long")
-            assert long.execution_state == "succeeded" and long.execution_info.exit_code == 0
-            assert lab.read("long", "stdout.txt") == "long started\nlong ends\n"
-            assert "re-attached" in lab.read("long", "execution.log")
-            assert lab.wait_steady().node_state_counts.idle_node_count == 3
-            assert tagged_processes(state) == []
-    finally:
-        service.stop()
+    with _restarted(state, lab) as (lab, batchai):
+        ok, bad = lab.wait_state("ok"), lab.wait_state("bad")
+        assert ok.execution_state == "succeeded" and ok.execution_info.exit_code == 0
+        assert bad.execution_state == "failed" and bad.execution_info.exit_code == 7
+        assert bad.execution_info.errors[0].code == "JobFailed"
+        assert lab.read("ok", "stdout.txt") == "ok started\nok ends\n"
+        # The one still running was picked up again: it is running, and ends as its process does.
+        assert lab.job("long").execution_state == "running"
+        assert lab.cluster().node_state_counts.running_node_count == 1
+        (flags / "go-long").touch()
+        long = lab.wait_state("long")
+        assert long.execution_state == "succeeded" and long.execution_info.exit_code == 0
+        assert lab.read("long", "stdout.txt") == "long started\nlong ends\n"
+        assert "re-attached" in lab.read("long", "execution.log")
+        assert lab.wait_steady().node_state_counts.idle_node_count == 3
+        assert tagged_processes(state) == []
 
 
 def test_a_job_whose_put_was_answered_runs_exactly_once_whenever_the_service_is_killed(tmp_path: Path):
@@ -175,16 +178,11 @@ def test_a_job_whose_put_was_answered_runs_exactly_once_whenever_the_service_is_
         finally:
             _kill(info)
 
-    service = LocalService(state, settings=FAST).start()
-    try:
-        with _client(service) as batchai:
-            lab = Lab(service, batchai, lab.account, lab.key)
-            for name in names:
-                job = lab.wait_state(name)
-                assert job.execution_state == "succeeded", (name, job.execution_info.errors)
+    with _restarted(state, lab) as (lab, batchai):
+        for name in names:
+            job = lab.wait_state(name)
+            assert job.execution_state == "succeeded", (name, job.execution_info.errors)
         assert sorted(trace.read_text().split()) == names
-    finally:
-        service.stop()
 
 
 def test_limits_and_terminate_hold_across_a_kill(tmp_path: Path):
@@ -205,21 +203,16 @@ def test_limits_and_terminate_hold_across_a_kill(tmp_path: Path):
         _kill(info)
     wait_for(lambda: list(state.glob("jobs/*/runs/*/exit.json")), 30, what="the limited job to be stopped")
 
-    service = LocalService(state, settings=FAST).start()
-    try:
-        with _client(service) as batchai:
-            lab = Lab(service, batchai, lab.account, lab.key)
-            limited = lab.wait_state("limited")
-            assert limited.execution_state == "failed"
-            assert limited.execution_info.errors[0].code == "MaxWallClockTimeExceeded"
-            assert lab.job("endless").execution_state == "running"
-            batchai.jobs.begin_terminate(RG, WS, EXP, "endless").result()
-            endless = lab.wait_state("endless")
-            assert endless.execution_state == "failed"
-            assert endless.execution_info.errors[0].code == "JobTerminated"
-            wait_for(lambda: tagged_processes(state) == [], 30, what="the terminated job's processes to go")
-    finally:
-        service.stop()
+    with _restarted(state, lab) as (lab, batchai):
+        limited = lab.wait_state("limited")
+        assert limited.execution_state == "failed"
+        assert limited.execution_info.errors[0].code == "MaxWallClockTimeExceeded"
+        assert lab.job("endless").execution_state == "running"
+        batchai.jobs.begin_terminate(RG, WS, EXP, "endless").result()
+        endless = lab.wait_state("endless")
+        assert endless.execution_state == "failed"
+        assert endless.execution_info.errors[0].code == "JobTerminated"
+        wait_for(lambda: tagged_processes(state) == [], 30, what="the terminated job's processes to go")
 
 
 def test_a_job_whose_processes_died_with_the_service_fails_saying_so(tmp_path: Path):
@@ -239,16 +232,12 @@ def test_a_job_whose_processes_died_with_the_service_fails_saying_so(tmp_path: P
         os.kill(pid, signal.SIGKILL)
     wait_for(lambda: not tagged_processes(state), 30, what="the job's processes to go")
 
-    service = LocalService(state, settings=FAST).start()
-    try:
-        with _client(service) as batchai:
-            job = Lab(service, batchai, lab.account, lab.key).wait_state("job")
-            assert job.execution_state == "failed" and job.execution_info.exit_code is None
-            [error] = job.execution_info.errors
-            assert error.code in ("LocalServiceKilled", "JobProcessesLost"), error.code
-            assert "killed" in error.message
-    finally:
-        service.stop()
+    with _restarted(state, lab) as (restarted, batchai):
+        job = restarted.wait_state("job")
+        assert job.execution_state == "failed" and job.execution_info.exit_code is None
+        [error] = job.execution_info.errors
+        assert error.code in ("LocalServiceKilled", "JobProcessesLost"), error.code
+        assert "killed" in error.message
 
 
 class _DaemonView:

@@ -314,7 +314,8 @@ class Azurite:
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     cwd=cwd, env=env, text=True, encoding="utf-8", errors="replace",
-                                    start_new_session=True, close_fds=True)
+                                    start_new_session=True, close_fds=True,
+                                    umask=0o077)  # Azurite's blob data is the account owner's alone
         except OSError as exc:
             raise BlobStorageUnavailable(f"Node.js at {str(self.install.node)!r} could not be started "
                                          f"({exc.strerror}). {INSTALL_HINT}") from None

@@ -34,6 +34,7 @@ from ._backends.arm import ensure_resource_group
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller
 from ._paths import local_path_under
 from ._target import IDEMPOTENT_POST
+from ._transfer_hash import HashingReader, OrderedHashWriter
 
 if TYPE_CHECKING:
     from azure.storage.fileshare import ShareClient, ShareFileClient, ShareServiceClient
@@ -342,7 +343,7 @@ class FileShare:
         (replacing any file of that name in one step); on any failure or interruption the
         temporary file is deleted, so ``path`` holds either its old content or the new, whole."""
         from azure.storage.fileshare import ContentSettings
-        size, md5 = hash_file(source, _stop=stop)
+        size = source.stat().st_size
         temp = upload_temp_path(path)
         client = self._file_client(temp)
         log.debug("uploading %s (%d bytes) to %s by way of %s", source, size, self._where(path), temp)
@@ -350,9 +351,13 @@ class FileShare:
             in_flight.add(temp)
         try:
             with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh:
-                client.upload_file(fh, length=size, max_concurrency=max(1, max_concurrency),
-                                   content_settings=ContentSettings(content_md5=bytearray(md5)),
+                # The MD5 is computed from the bytes as they are sent (one read of the file) and
+                # stored on the file once every range is in.
+                reader = HashingReader(fh, size, str(source))
+                client.upload_file(reader, length=size, max_concurrency=max(1, max_concurrency),
                                    progress_hook=_stoppable(bar.hook(path), stop))
+                md5 = reader.digest()
+                client.set_http_headers(content_settings=ContentSettings(content_md5=bytearray(md5)))
             if verify:
                 remote_size, remote_md5 = self._hash_remote(client, path, max_concurrency, stop)
                 if (remote_size, remote_md5) != (size, md5):
@@ -395,14 +400,11 @@ class FileShare:
 
     def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int,
                      stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
-        digest = hashlib.md5(usedforsecurity=False)
-        size = 0
+        hasher = OrderedHashWriter(None)
         with azure_errors("reading back", self._where(path)):
-            for chunk in client.download_file(max_concurrency=max(1, max_concurrency)).chunks():
-                check_stop(stop)
-                digest.update(chunk)
-                size += len(chunk)
-        return size, digest.digest()
+            client.download_file(max_concurrency=max(1, max_concurrency),
+                                 progress_hook=lambda current, total=None: check_stop(stop)).readinto(hasher)
+        return hasher.result()
 
     def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
                          progress: ProgressArg = None, verify: bool = True) -> List[ShareItem]:
@@ -464,21 +466,17 @@ class FileShare:
                       stop: Optional[threading.Event] = None) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         partial = dest.with_name(dest.name + ".partial")
-        digest = hashlib.md5(usedforsecurity=False)
-        received = 0
         try:
             with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh:
-                # chunks() never calls a progress_hook (readinto() does), so progress is counted here.
-                for chunk in client.download_file(max_concurrency=max(1, max_concurrency)).chunks():
-                    check_stop(stop)
-                    digest.update(chunk)
-                    fh.write(chunk)
-                    received += len(chunk)
-                    bar.set(path, received)
+                # Ranges arrive in parallel, are written at their offsets and hashed in file order.
+                writer = OrderedHashWriter(fh.fileno())
+                client.download_file(max_concurrency=max(1, max_concurrency),
+                                     progress_hook=_stoppable(bar.hook(path), stop)).readinto(writer)
+                _, md5 = writer.result()
         except BaseException:  # a failed or interrupted download leaves nothing behind
             partial.unlink(missing_ok=True)
             raise
-        if expected_md5 and bytes(expected_md5) != digest.digest():
+        if expected_md5 and bytes(expected_md5) != md5:
             partial.unlink()
             raise TransferError(f"{self._where(path)} does not match the MD5 the share holds for it")
         partial.replace(dest)

@@ -1,13 +1,14 @@
 """File shares against the local service: account + share, directories, uploads, downloads, delete."""
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
 
-from horovod_batchai import FileShare, InvalidSpecError, NotFoundError, ShareItem, Target
+from horovod_batchai import FileShare, InvalidSpecError, NotFoundError, ShareItem, Target, TransferError
 from sdk_support import ACCOUNT, RG
 
 
@@ -151,3 +152,22 @@ def test_downloads_refuse_names_that_leave_the_destination(tmp_path: Path, name:
     with pytest.raises(TransferError, match="outside"):
         local_path_under(tmp_path, name)
     assert local_path_under(tmp_path, "cifar/saved_models/m.h5") == tmp_path / "cifar" / "saved_models" / "m.h5"
+
+
+def test_upload_stores_the_md5_of_what_it_sent_and_download_checks_it(share: FileShare, tmp_path: Path) -> None:
+    # Past the client's first 32 MiB GET, so the rest arrives as parallel 4 MiB ranges in any order.
+    payload = os.urandom(41 * 1024 * 1024 + 5)
+    source = tmp_path / "big.bin"
+    source.write_bytes(payload)
+    share.upload_file(source, "big.bin", progress=False)
+    held = share._file_client("big.bin").get_file_properties().content_settings.content_md5
+    assert bytes(held) == hashlib.md5(payload).digest()
+    assert share.download_file("big.bin", tmp_path / "copy.bin", progress=False).read_bytes() == payload
+
+    # The share's bytes change behind the MD5 it holds: the download says so and leaves nothing.
+    share._file_client("big.bin").upload_range(b"x" * 512, offset=37 * 1024 * 1024, length=512)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(TransferError, match="does not match the MD5"):
+        share.download_file("big.bin", out, progress=False)
+    assert list(out.iterdir()) == []

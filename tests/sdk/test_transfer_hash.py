@@ -1,0 +1,73 @@
+"""The streams that hash a transfer as it happens: the digest is the file's, whatever the order
+the ranges arrive in, and a file that changes or a download that leaves a gap is an error."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from horovod_batchai import TransferError
+from horovod_batchai._transfer_hash import HashingReader, OrderedHashWriter
+
+MIB = 1024 * 1024
+
+
+def _ranges(payload: bytes, size: int) -> list[tuple[int, bytes]]:
+    return [(start, payload[start:start + size]) for start in range(0, len(payload), size)]
+
+
+def test_ranges_written_in_any_order_give_the_file_and_its_md5(tmp_path: Path) -> None:
+    payload = os.urandom(10 * MIB + 3)
+    ranges = _ranges(payload, 1 * MIB)
+    random.Random(7).shuffle(ranges)
+    target = tmp_path / "out.bin"
+    with open(target, "wb") as fh:
+        writer = OrderedHashWriter(fh.fileno())
+        for start, data in ranges:
+            writer.seek(start)
+            writer.write(data)
+        assert writer.result() == (len(payload), hashlib.md5(payload).digest())
+    assert target.read_bytes() == payload
+
+
+def test_hash_only_keeps_nothing_but_early_ranges() -> None:
+    payload = os.urandom(3 * MIB)
+    writer = OrderedHashWriter(None)
+    (a, first), (b, second), (c, third) = _ranges(payload, MIB)
+    for start, data in ((c, third), (a, first), (b, second)):
+        writer.seek(start)
+        writer.write(memoryview(data))
+    assert writer.result() == (len(payload), hashlib.md5(payload).digest())
+
+
+def test_a_gap_or_a_range_written_twice_is_an_error() -> None:
+    writer = OrderedHashWriter(None)
+    writer.write(b"a" * 10)
+    writer.seek(20)
+    writer.write(b"c" * 10)
+    with pytest.raises(TransferError, match="gap at byte 10"):
+        writer.result()
+    writer.seek(0)
+    with pytest.raises(ValueError, match="written twice"):
+        writer.write(b"a" * 10)
+    with pytest.raises(ValueError):
+        writer.seek(0, os.SEEK_END)
+
+
+def test_the_reader_hashes_what_it_hands_out() -> None:
+    payload = os.urandom(5 * MIB + 1)
+    reader = HashingReader(io.BytesIO(payload), len(payload), "model.bin")
+    assert b"".join(iter(lambda: reader.read(4 * MIB), b"")) == payload
+    assert reader.digest() == hashlib.md5(payload).digest()
+
+
+@pytest.mark.parametrize("actual", [99, 101])
+def test_a_file_that_changed_size_while_read_is_an_error(actual: int) -> None:
+    reader = HashingReader(io.BytesIO(b"x" * actual), 100, "model.bin")
+    reader.read(100)
+    with pytest.raises(TransferError, match="model.bin changed while it was being uploaded"):
+        reader.digest()

@@ -19,7 +19,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, List, Optional, Union
+from typing import TYPE_CHECKING, BinaryIO, Callable, List, Optional, Union, cast
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
@@ -354,7 +354,7 @@ class FileShare:
                 # The MD5 is computed from the bytes as they are sent (one read of the file) and
                 # stored on the file once every range is in.
                 reader = HashingReader(fh, size, str(source))
-                client.upload_file(reader, length=size, max_concurrency=max(1, max_concurrency),
+                client.upload_file(cast(BinaryIO, reader), length=size, max_concurrency=max(1, max_concurrency),
                                    progress_hook=_stoppable(bar.hook(path), stop))
                 md5 = reader.digest()
                 client.set_http_headers(content_settings=ContentSettings(content_md5=bytearray(md5)))
@@ -400,10 +400,13 @@ class FileShare:
 
     def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int,
                      stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
+        def check(current: int, total: Optional[int] = None) -> None:
+            check_stop(stop)
+
         hasher = OrderedHashWriter(None)
         with azure_errors("reading back", self._where(path)):
             client.download_file(max_concurrency=max(1, max_concurrency),
-                                 progress_hook=lambda current, total=None: check_stop(stop)).readinto(hasher)
+                                 progress_hook=check).readinto(cast(BinaryIO, hasher))
         return hasher.result()
 
     def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
@@ -471,7 +474,7 @@ class FileShare:
                 # Ranges arrive in parallel, are written at their offsets and hashed in file order.
                 writer = OrderedHashWriter(fh.fileno())
                 client.download_file(max_concurrency=max(1, max_concurrency),
-                                     progress_hook=_stoppable(bar.hook(path), stop)).readinto(writer)
+                                     progress_hook=_stoppable(bar.hook(path), stop)).readinto(cast(BinaryIO, writer))
                 _, md5 = writer.result()
         except BaseException:  # a failed or interrupted download leaves nothing behind
             partial.unlink(missing_ok=True)

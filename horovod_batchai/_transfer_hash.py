@@ -8,6 +8,8 @@ read the bytes once.
   ranges in whatever order they arrive, so each range is written to the file at its offset at
   once and hashed as soon as every byte before it has been hashed. Ranges that arrive early wait
   in memory, a few ranges at most (one per worker).
+
+Both are duck-typed streams: they have just the methods azure-storage calls.
 """
 from __future__ import annotations
 

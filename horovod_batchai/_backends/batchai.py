@@ -27,7 +27,7 @@ from . import arm
 from .base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, WorkspaceRecord
 
 if TYPE_CHECKING:
-    from azure.mgmt.batchai import BatchAI, models
+    from azure.mgmt.batchai import models
     from azure.storage.fileshare import ShareFileClient
 
     from .._target import Target

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from horovod_batchai import (AutoScale, AzureFileShareMount, FileShare, GpuCluster, HorovodJob, ImageReference,
+from horovod_batchai import (AutoScale, AzureFileShareMount, GpuCluster, HorovodJob, ImageReference,
                              InvalidSpecError, SetupTask, Target, Workspace)
 from horovod_batchai._backends.base import ClusterRecord
 from horovod_batchai._states import AllocationState, ClusterStatus, NodeStateCounts

@@ -6,7 +6,7 @@ import pytest
 from horovod_batchai import FileShare, Target, Workspace
 
 import scenario as S
-from replay import Exchange, ReplayMismatch, ReplayTransport, recorded, recording, shape_differences
+from replay import ReplayMismatch, ReplayTransport, recorded, recording, shape_differences
 
 SSH_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDWm/4TTHMZdzZVJcob2aFRWDmIyJLxk028 tutorial@example"
 

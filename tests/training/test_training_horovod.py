@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training_support import (REPO, child_env, epochs_started, horovodrun_command, kill_process_tree,
+from training_support import (child_env, epochs_started, horovodrun_command, kill_process_tree,
                               metrics_rows, reported_accuracy)
 
 pytestmark = pytest.mark.slow

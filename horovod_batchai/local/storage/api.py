@@ -126,7 +126,7 @@ def _enum(value: Any, field: str, allowed: tuple[str, ...]) -> str:
 def _sku(value: Any) -> dict[str, str]:
     if value is None:
         raise ArmError(400, "InvalidRequestContent",
-                       f"The request content was invalid: 'sku' is required, e.g. {{\"name\": \"Standard_LRS\"}}.")
+                       "The request content was invalid: 'sku' is required, e.g. {\"name\": \"Standard_LRS\"}.")
     if not isinstance(value, dict):
         raise ArmError(400, "InvalidRequestContent",
                        "The request content was invalid: 'sku' must be an object such as {\"name\": \"Standard_LRS\"}.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from batchai_helpers import EXP, RG, WS, job_params, make_cluster, make_workspace, raw, ws_path
+from batchai_helpers import EXP, job_params, make_cluster, make_workspace, raw, ws_path
 from raw_arm import RawArm
 
 CLUSTER = ws_path() + "/clusters/cluster"

@@ -180,7 +180,6 @@ def test_bad_metadata_on_create_leaves_no_file(service, account, share):
 
 
 def test_a_stalled_body_is_refused_instead_of_holding_a_thread(service, account, share, monkeypatch):
-    import base64
     import socket
     import ssl
     from email.utils import formatdate

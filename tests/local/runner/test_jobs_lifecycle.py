@@ -342,7 +342,7 @@ def test_list_output_files_pages_and_directories(lab):
     assert entries["sub"].file_type == "directory" and entries["sub"].download_url is None
     nested = lab.files("job", "OUT", directory="sub")
     assert list(nested) == ["n.txt"] and nested["n.txt"].content_length == len("nested\n")
-    assert f"/outputs/sub/n.txt?" in nested["n.txt"].download_url
+    assert "/outputs/sub/n.txt?" in nested["n.txt"].download_url
 
 
 def test_list_output_files_errors_name_the_parameter(lab):

@@ -159,26 +159,10 @@ def _gpu_lines(vm_size: str, size_gpus: Optional[int], machine_gpus: int, given:
     return f"GPUs: none ({vm_size} has no GPU); the job runs on CPU"
 
 
-def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster: Mapping[str, Any],
-             nodes: Sequence[NodeSlot], run_tag: str, job_dir: Path, mount_root: Path,
-             cluster_mounts: Sequence[Mount], job_mounts: Sequence[Mount], size_gpus: Optional[int],
-             machine: Machine) -> JobPlan:
-    """The plan of one run of ``job`` on ``nodes`` of ``cluster``.
-
-    ``job_dir`` is the job's scratch directory, ``mount_root`` the cluster's mount root; the mounts
-    were checked already (``mounts.plan_mounts``); ``size_gpus`` is what the cluster's VM size
-    promises (None when the size is unknown). Raises :class:`JobStartError` for a job that cannot run.
-    """
-    props = job.get("properties", {})
-    cluster_props = cluster.get("properties", {})
-    limit = parse_duration(str((props.get("constraints") or {}).get("maxWallClockTime") or "P7D"))
-    job_mount_root, shared_temp = mount_root_of_job(job_dir), job_dir / "shared"
-    directories: list[Path] = [mount_root, job_mount_root, shared_temp]
-
-    # The variables every node shares.
-    segment = str(props.get("jobOutputDirectoryPathSegment") or "")
-    node_count = len(nodes)
-    process_count = _process_count(props, node_count)
+def _shared_environment(props: Mapping[str, Any], job_private: Mapping[str, Any], machine: Machine,
+                        mount_root: Path, job_mount_root: Path, shared_temp: Path,
+                        run_tag: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(the variables every node shares, the job's secrets among them by name)."""
     env: dict[str, str] = dict(machine.environment)
     env["PATH"] = os.pathsep.join([str(Path(machine.python).parent), env.get("PATH", "")])
     env["PYTHONUNBUFFERED"] = "1"
@@ -196,9 +180,15 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
         "AZ_BATCHAI_SHARED_JOB_TEMP": str(shared_temp),
         RUN_TAG_ENV: run_tag,
     })
-    # Paths the service itself needs, expanded as the master node's shell would expand them
-    # (a relative one is relative to the node's working directory, never to the service's).
-    master_root = job_dir / "nodes" / nodes[0].node_id
+    return env, job_secrets
+
+
+def _directories(props: Mapping[str, Any], env: Mapping[str, str],
+                 master_root: Path) -> tuple[Path, list[tuple[str, Path]], dict[str, str]]:
+    """(stdouterr, the output directories with stdouterr first, the variables naming them and the
+    input directories). Paths are expanded as the master node's shell would expand them: a
+    relative one is relative to the node's working directory, never to the service's."""
+    segment = str(props.get("jobOutputDirectoryPathSegment") or "")
     expansion_env = {**env, "AZ_BATCHAI_JOB_TEMP": str(master_root / "temp"), "AZ_BATCHAI_TASK_INDEX": "0"}
 
     def node_path(*parts: str) -> Path:
@@ -206,33 +196,31 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
 
     stdouterr = node_path(str(props.get("stdOutErrPathPrefix") or "$AZ_BATCHAI_SHARED_JOB_TEMP"), segment,
                           "stdouterr")
-    env["AZ_BATCHAI_STDOUTERR_DIR"] = str(stdouterr)
+    variables = {"AZ_BATCHAI_STDOUTERR_DIR": str(stdouterr)}
     outputs: list[tuple[str, Path]] = [("stdouterr", stdouterr)]
     for directory in props.get("outputDirectories") or []:
         path = node_path(str(directory["pathPrefix"]), segment, "outputs", str(directory.get("pathSuffix") or ""))
-        env[f"AZ_BATCHAI_OUTPUT_{directory['id']}"] = str(path)
+        variables[f"AZ_BATCHAI_OUTPUT_{directory['id']}"] = str(path)
         outputs.append((str(directory["id"]), path))
     for directory in props.get("inputDirectories") or []:
-        env[f"AZ_BATCHAI_INPUT_{directory['id']}"] = str(node_path(str(directory["path"])))
+        variables[f"AZ_BATCHAI_INPUT_{directory['id']}"] = str(node_path(str(directory["path"])))
+    return stdouterr, outputs, variables
 
-    host_file = job_dir / "hostfile"
-    per_node = max(1, -(-process_count // node_count))
-    env["AZ_BATCHAI_MPI_HOST_FILE"] = str(host_file)
-    # Azure Batch's own names for the same list, which MPI scripts of the era read.
-    env["AZ_BATCH_HOST_LIST"] = ",".join("localhost" for _ in nodes)
-    env["AZ_BATCH_NODE_LIST"] = ";".join("localhost" for _ in nodes)
 
-    # Per-node environments and the opening lines of their logs.
-    vm_size = str(cluster_props.get("vmSize") or "")
-    container = (props.get("containerSettings") or {}).get("imageSourceRegistry", {}).get("image")
-    shims = job_dir / "shims" if container else None
+def _node_plans(job: Mapping[str, Any], cluster: Mapping[str, Any], nodes: Sequence[NodeSlot],
+                env: Mapping[str, str], job_dir: Path, stdouterr: Path, cluster_mounts: Sequence[Mount],
+                job_mounts: Sequence[Mount], size_gpus: Optional[int], machine: Machine,
+                container: Optional[str]) -> tuple[list[NodePlan], list[str]]:
+    """(each node's environment and the opening lines of its execution log, every GPU handed out)."""
+    props = job.get("properties", {})
+    vm_size = str(cluster.get("properties", {}).get("vmSize") or "")
     user_names = [str(v["name"]) for v in props.get("environmentVariables") or []]
     secret_names = [str(v["name"]) for v in props.get("secrets") or []]
+    node_count = len(nodes)
     node_plans: list[NodePlan] = []
     all_gpus: list[str] = []
     for position, node in enumerate(nodes):
         node_root = job_dir / "nodes" / node.node_id
-        directories += [node_root / "temp", node_root / "wd"]
         execution_log = stdouterr / execution_log_name(node.node_id, node_count)
         node_env = dict(env)
         node_env["AZ_BATCHAI_TASK_INDEX"] = str(position)
@@ -257,20 +245,60 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
         if secret_names:
             lines.append("secret variables (values not shown): " + ", ".join(secret_names))
         node_plans.append(NodePlan(node, node_env, execution_log, tuple(lines)))
-    directories += [path for _, path in outputs]
+    return node_plans, all_gpus
 
-    # Job preparation, on every node at once.
-    preparation: list[Step] = []
+
+def _preparation(props: Mapping[str, Any], node_plans: Sequence[NodePlan], job_dir: Path, stdouterr: Path,
+                 shims: Optional[Path]) -> list[Step]:
+    """jobPreparation's command, one step per node (they run at once); none without one."""
     command = (props.get("jobPreparation") or {}).get("commandLine")
-    if command:
-        for plan in node_plans:
-            prep_env = dict(plan.env)
-            if shims is not None:
-                prep_env["PATH"] = os.pathsep.join([str(shims), prep_env["PATH"]])
-            out_name, err_name = job_prep_log_names(plan.node.node_id, node_count)
-            preparation.append(Step(("/bin/bash", "-c", str(command)), prep_env,
-                                    job_dir / "nodes" / plan.node.node_id / "wd", stdouterr / out_name,
-                                    stdouterr / err_name))
+    steps: list[Step] = []
+    for plan in node_plans if command else ():
+        prep_env = dict(plan.env)
+        if shims is not None:
+            prep_env["PATH"] = os.pathsep.join([str(shims), prep_env["PATH"]])
+        out_name, err_name = job_prep_log_names(plan.node.node_id, len(node_plans))
+        steps.append(Step(("/bin/bash", "-c", str(command)), prep_env, job_dir / "nodes" / plan.node.node_id / "wd",
+                          stdouterr / out_name, stdouterr / err_name))
+    return steps
+
+
+def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster: Mapping[str, Any],
+             nodes: Sequence[NodeSlot], run_tag: str, job_dir: Path, mount_root: Path,
+             cluster_mounts: Sequence[Mount], job_mounts: Sequence[Mount], size_gpus: Optional[int],
+             machine: Machine) -> JobPlan:
+    """The plan of one run of ``job`` on ``nodes`` of ``cluster``.
+
+    ``job_dir`` is the job's scratch directory, ``mount_root`` the cluster's mount root; the mounts
+    were checked already (``mounts.plan_mounts``); ``size_gpus`` is what the cluster's VM size
+    promises (None when the size is unknown). Raises :class:`JobStartError` for a job that cannot run.
+    """
+    props = job.get("properties", {})
+    limit = parse_duration(str((props.get("constraints") or {}).get("maxWallClockTime") or "P7D"))
+    job_mount_root, shared_temp = mount_root_of_job(job_dir), job_dir / "shared"
+    node_count = len(nodes)
+    process_count = _process_count(props, node_count)
+    env, job_secrets = _shared_environment(props, job_private, machine, mount_root, job_mount_root, shared_temp,
+                                           run_tag)
+    master_root = job_dir / "nodes" / nodes[0].node_id
+    stdouterr, outputs, variables = _directories(props, env, master_root)
+    env.update(variables)
+    host_file = job_dir / "hostfile"
+    per_node = max(1, -(-process_count // node_count))
+    env["AZ_BATCHAI_MPI_HOST_FILE"] = str(host_file)
+    # Azure Batch's own names for the same list, which MPI scripts of the era read.
+    env["AZ_BATCH_HOST_LIST"] = ",".join("localhost" for _ in nodes)
+    env["AZ_BATCH_NODE_LIST"] = ";".join("localhost" for _ in nodes)
+
+    container = (props.get("containerSettings") or {}).get("imageSourceRegistry", {}).get("image")
+    shims = job_dir / "shims" if container else None
+    node_plans, all_gpus = _node_plans(job, cluster, nodes, env, job_dir, stdouterr, cluster_mounts, job_mounts,
+                                       size_gpus, machine, container)
+    directories = [mount_root, job_mount_root, shared_temp]
+    for plan in node_plans:
+        node_root = job_dir / "nodes" / plan.node.node_id
+        directories += [node_root / "temp", node_root / "wd"]
+    directories += [path for _, path in outputs]
 
     # The toolkit, on the master node.
     master_env = dict(node_plans[0].env)
@@ -287,7 +315,8 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
         directories=tuple(directories), cluster_mounts=tuple(cluster_mounts), job_mounts=tuple(job_mounts),
         outputs=tuple(outputs), host_file=host_file,
         host_file_text="".join(f"localhost slots={per_node}\n" for _ in nodes), nodes=tuple(node_plans),
-        container=container, shims=shims, preparation=tuple(preparation), toolkit=toolkit,
+        container=container, shims=shims,
+        preparation=tuple(_preparation(props, node_plans, job_dir, stdouterr, shims)), toolkit=toolkit,
         toolkit_summary=summary,
         wall_clock_s=limit if limit is not None else DEFAULT_WALL_CLOCK_S, run_dir=run_dir,
         rank_secrets_file=secrets_file, rank_secrets=job_secrets if secrets_file is not None else {})

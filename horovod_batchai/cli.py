@@ -737,13 +737,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Batch AI workspaces, clusters, jobs and file shares, on Azure or the "
-                                            "local service.", epilog="exit status: 0 ok, 1 failed, 2 usage, "
-                                                                    "3 not found, 4 timeout")
-    _global_options(parser, suppress=False)
-    groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True, parser_class=_Parser)
+class _Commands:
+    """Builds the command groups: a verb is a parser with its function and the options it shares."""
 
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self._groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True, parser_class=_Parser)
+
+    def group(self, name: str, text: str) -> Any:
+        p = self._groups.add_parser(name, help=text, description=text)
+        return p.add_subparsers(dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+
+    @staticmethod
     def command(sub: Any, name: str, func: Callable[[Context], Result], text: str, *,
                 with_target: bool = True) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text, description=text)
@@ -751,74 +755,86 @@ def build_parser() -> argparse.ArgumentParser:
         _global_options(p, suppress=True, with_target=with_target)
         return p
 
-    def group(name: str, text: str) -> Any:
-        p = groups.add_parser(name, help=text, description=text)
-        return p.add_subparsers(dest="verb", metavar="VERB", required=True, parser_class=_Parser)
 
-    def rg(p: argparse.ArgumentParser, required: bool = True) -> None:
-        p.add_argument("-g", "--resource-group", required=required, help="resource group")
+def _rg(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("-g", "--resource-group", required=required, help="resource group")
 
-    def ws(p: argparse.ArgumentParser) -> None:
-        rg(p)
-        p.add_argument("-w", "--workspace", required=True, help="workspace")
 
-    def exp(p: argparse.ArgumentParser) -> None:
-        ws(p)
-        p.add_argument("-e", "--experiment", required=True, help="experiment")
+def _ws(p: argparse.ArgumentParser) -> None:
+    _rg(p)
+    p.add_argument("-w", "--workspace", required=True, help="workspace")
 
-    def name(p: argparse.ArgumentParser, what: str) -> None:
-        p.add_argument("-n", "--name", required=True, help=f"{what} name")
 
-    def timeout(p: argparse.ArgumentParser, default: Optional[float], what: str) -> None:
-        p.add_argument("--timeout", type=_seconds, default=default,
-                       help=f"seconds to wait for {what} (default: {default or 'no limit'}); exit 4 after")
+def _exp(p: argparse.ArgumentParser) -> None:
+    _ws(p)
+    p.add_argument("-e", "--experiment", required=True, help="experiment")
 
-    # workspace
-    sub = group("workspace", "Batch AI workspaces (and their resource group)")
-    p = command(sub, "create", workspace_create, "create a workspace (and its resource group); reuses an existing one")
-    rg(p)
-    name(p, "workspace")
+
+def _name(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("-n", "--name", required=True, help=f"{what} name")
+
+
+def _timeout(p: argparse.ArgumentParser, default: Optional[float], what: str) -> None:
+    p.add_argument("--timeout", type=_seconds, default=default,
+                   help=f"seconds to wait for {what} (default: {default or 'no limit'}); exit 4 after")
+
+
+def _account(p: argparse.ArgumentParser) -> None:
+    _rg(p)
+    p.add_argument("--account-name", required=True, help="storage account")
+    p.add_argument("--share-name", required=True, help="file share")
+
+
+def _scale(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--target", dest="target_nodes", type=_count, default=None, metavar="N",
+                   help="a fixed number of nodes")
+    p.add_argument("--min", type=_count, default=None, help="auto-scale: fewest nodes")
+    p.add_argument("--max", type=_positive, default=None, help="auto-scale: most nodes")
+    p.add_argument("--initial", type=_count, default=None, help="auto-scale: nodes to start with (default 0)")
+    p.add_argument("--wait", action="store_true", help="wait until the cluster is steady and its nodes idle")
+    _timeout(p, 900.0, "the cluster")
+
+
+def _workspace_commands(c: _Commands) -> None:
+    sub = c.group("workspace", "Batch AI workspaces (and their resource group)")
+    p = c.command(sub, "create", workspace_create,
+                  "create a workspace (and its resource group); reuses an existing one")
+    _rg(p)
+    _name(p, "workspace")
     p.add_argument("-l", "--location", default="eastus", help="Azure region (default: eastus)")
-    p = command(sub, "show", workspace_show, "show a workspace")
-    rg(p)
-    name(p, "workspace")
-    p = command(sub, "list", workspace_list, "list workspaces (of a resource group, or all)")
-    rg(p, required=False)
-    p = command(sub, "delete", workspace_delete, "delete a workspace with its clusters, experiments and jobs")
-    rg(p)
-    name(p, "workspace")
+    p = c.command(sub, "show", workspace_show, "show a workspace")
+    _rg(p)
+    _name(p, "workspace")
+    p = c.command(sub, "list", workspace_list, "list workspaces (of a resource group, or all)")
+    _rg(p, required=False)
+    p = c.command(sub, "delete", workspace_delete, "delete a workspace with its clusters, experiments and jobs")
+    _rg(p)
+    _name(p, "workspace")
     p.add_argument("--delete-resource-group", action="store_true",
                    help="also delete the resource group with everything in it (storage accounts too)")
 
-    # experiment
-    sub = group("experiment", "experiments: named groups of jobs in a workspace")
+
+def _experiment_commands(c: _Commands) -> None:
+    sub = c.group("experiment", "experiments: named groups of jobs in a workspace")
     for verb, func, text in (("create", experiment_create, "create an experiment; reuses an existing one"),
                              ("show", experiment_show, "show an experiment"),
                              ("delete", experiment_delete, "delete an experiment and its jobs")):
-        p = command(sub, verb, func, text)
-        ws(p)
-        name(p, "experiment")
-    ws(command(sub, "list", experiment_list, "list the experiments of a workspace"))
+        p = c.command(sub, verb, func, text)
+        _ws(p)
+        _name(p, "experiment")
+    _ws(c.command(sub, "list", experiment_list, "list the experiments of a workspace"))
 
-    # cluster
-    def scale(p: argparse.ArgumentParser) -> None:
-        p.add_argument("-t", "--target", dest="target_nodes", type=_count, default=None, metavar="N",
-                       help="a fixed number of nodes")
-        p.add_argument("--min", type=_count, default=None, help="auto-scale: fewest nodes")
-        p.add_argument("--max", type=_positive, default=None, help="auto-scale: most nodes")
-        p.add_argument("--initial", type=_count, default=None, help="auto-scale: nodes to start with (default 0)")
-        p.add_argument("--wait", action="store_true", help="wait until the cluster is steady and its nodes idle")
-        timeout(p, 900.0, "the cluster")
 
-    sub = group("cluster", "GPU clusters")
-    p = command(sub, "create", cluster_create, "create a cluster; reuses an existing one of the same VM size",
+def _cluster_commands(c: _Commands) -> None:
+    sub = c.group("cluster", "GPU clusters")
+    p = c.command(sub, "create", cluster_create, "create a cluster; reuses an existing one of the same VM size",
                 with_target=False)
-    ws(p)
-    name(p, "cluster")
+    _ws(p)
+    _name(p, "cluster")
     p.add_argument("-s", "--vm-size", default="Standard_NC6", help="VM size (default: Standard_NC6)")
     p.add_argument("--vm-priority", choices=("dedicated", "lowpriority"), default="dedicated",
                    help="dedicated (default) or lowpriority")
-    scale(p)
+    _scale(p)
     p.add_argument("-u", "--admin-user", default=None, help="admin user name (default: your user name)")
     p.add_argument("--generate-ssh-keys", action="store_true",
                    help="use ~/.ssh/id_rsa.pub for the admin user, creating the key pair when missing")
@@ -829,31 +845,32 @@ def build_parser() -> argparse.ArgumentParser:
     secret.add_argument("-p", "--password", nargs="?", const=_PROMPT, default=None, metavar="",
                         help="ask for the admin password on the terminal (a value here is refused: the command "
                              "line is visible to other users)")
-    p = command(sub, "show", cluster_show, "show a cluster: state and node counts")
-    ws(p)
-    name(p, "cluster")
-    ws(command(sub, "list", cluster_list, "list the clusters of a workspace"))
-    p = command(sub, "resize", cluster_resize, "set a fixed size (--target N, 0 releases every node) or auto-scale",
+    p = c.command(sub, "show", cluster_show, "show a cluster: state and node counts")
+    _ws(p)
+    _name(p, "cluster")
+    _ws(c.command(sub, "list", cluster_list, "list the clusters of a workspace"))
+    p = c.command(sub, "resize", cluster_resize, "set a fixed size (--target N, 0 releases every node) or auto-scale",
                 with_target=False)
-    ws(p)
-    name(p, "cluster")
-    scale(p)
+    _ws(p)
+    _name(p, "cluster")
+    _scale(p)
     p.add_argument("--deallocation-option", choices=("requeue", "terminate", "waitforjobcompletion"),
                    default=None, help="what happens to jobs on removed nodes (Batch AI's default: requeue; "
                                       "Azure ML only removes idle nodes and takes none)")
-    p = command(sub, "wait", cluster_wait, "wait until a cluster is steady with its nodes idle")
-    ws(p)
-    name(p, "cluster")
-    timeout(p, 900.0, "the cluster")
-    p = command(sub, "delete", cluster_delete, "delete a cluster")
-    ws(p)
-    name(p, "cluster")
+    p = c.command(sub, "wait", cluster_wait, "wait until a cluster is steady with its nodes idle")
+    _ws(p)
+    _name(p, "cluster")
+    _timeout(p, 900.0, "the cluster")
+    p = c.command(sub, "delete", cluster_delete, "delete a cluster")
+    _ws(p)
+    _name(p, "cluster")
 
-    # job
-    sub = group("job", "jobs: submit, watch, stream, stop")
-    p = command(sub, "create", job_create, "submit a Horovod job described by a job.json")
-    exp(p)
-    name(p, "job")
+
+def _job_commands(c: _Commands) -> None:
+    sub = c.group("job", "jobs: submit, watch, stream, stop")
+    p = c.command(sub, "create", job_create, "submit a Horovod job described by a job.json")
+    _exp(p)
+    _name(p, "job")
     p.add_argument("-c", "--cluster", required=True, help="cluster to run on (in the same workspace)")
     p.add_argument("-f", "--config-file", type=Path, required=True, help="job.json, e.g. the tutorial's")
     p.add_argument("--storage-account-name", default=None,
@@ -868,26 +885,26 @@ def build_parser() -> argparse.ArgumentParser:
     for verb, func, text in (("show", job_show, "show a job's state"),
                              ("terminate", job_terminate, "stop a job; it ends failed"),
                              ("delete", job_delete, "delete a job (stopping it if it runs)")):
-        p = command(sub, verb, func, text)
-        exp(p)
-        name(p, "job")
-    exp(command(sub, "list", job_list, "list the jobs of an experiment"))
-    p = command(sub, "wait", job_wait, "wait until a job ends; exit 1 if it failed")
-    exp(p)
-    name(p, "job")
-    timeout(p, None, "the job")
-    p = command(sub, "stream", job_stream, "print an output file as the job writes it; exit 1 if the job failed")
-    exp(p)
-    name(p, "job")
+        p = c.command(sub, verb, func, text)
+        _exp(p)
+        _name(p, "job")
+    _exp(c.command(sub, "list", job_list, "list the jobs of an experiment"))
+    p = c.command(sub, "wait", job_wait, "wait until a job ends; exit 1 if it failed")
+    _exp(p)
+    _name(p, "job")
+    _timeout(p, None, "the job")
+    p = c.command(sub, "stream", job_stream, "print an output file as the job writes it; exit 1 if the job failed")
+    _exp(p)
+    _name(p, "job")
     p.add_argument("--file", default="stdout.txt", help="the file (default: stdout.txt)")
     p.add_argument("--output-directory-id", default="stdouterr", help="output directory (default: stdouterr)")
-    timeout(p, None, "the job")
+    _timeout(p, None, "the job")
     files = sub.add_parser("file", help="a job's output files", description="a job's output files")
     files_sub = files.add_subparsers(dest="file_verb", metavar="VERB", required=True, parser_class=_Parser)
     for verb, func, text in (("list", job_file_list, "list a job's output files (names, sizes, times)"),
                              ("download", job_file_download, "download one of a job's output files")):
-        p = command(files_sub, verb, func, text)
-        exp(p)
+        p = c.command(files_sub, verb, func, text)
+        _exp(p)
         p.add_argument("-j", "--job", required=True, help="job name")
         p.add_argument("-d", "--output-directory-id", default="stdouterr",
                        help="output directory (default: stdouterr: stdout.txt, stderr.txt, logs)")
@@ -897,52 +914,61 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--path", required=True, help="file (or directory) inside it, e.g. stdout.txt")
             p.add_argument("--dest", default=".", help="local file or directory (default: .)")
 
-    # storage
-    def account(p: argparse.ArgumentParser) -> None:
-        rg(p)
-        p.add_argument("--account-name", required=True, help="storage account")
-        p.add_argument("--share-name", required=True, help="file share")
 
-    sub = group("share", "Azure file shares (and their storage account)")
-    p = command(sub, "create", share_create, "create a file share (and its storage account); reuses existing ones")
-    account(p)
+def _storage_commands(c: _Commands) -> None:
+    sub = c.group("share", "Azure file shares (and their storage account)")
+    p = c.command(sub, "create", share_create, "create a file share (and its storage account); reuses existing ones")
+    _account(p)
     p.add_argument("-l", "--location", default="eastus", help="Azure region (default: eastus)")
     p.add_argument("--sku", default="Standard_LRS", help="storage SKU (default: Standard_LRS)")
     p.add_argument("--quota", type=_positive, default=None, help="share quota in GiB")
-    account(command(sub, "show", share_show, "show a file share"))
-    p = command(sub, "delete", share_delete, "delete a file share")
-    account(p)
+    _account(c.command(sub, "show", share_show, "show a file share"))
+    p = c.command(sub, "delete", share_delete, "delete a file share")
+    _account(p)
     p.add_argument("--delete-account", action="store_true", help="also delete the storage account")
 
-    sub = group("directory", "directories in a file share")
-    p = command(sub, "create", directory_create, "create a directory (and its parents)")
-    account(p)
+    sub = c.group("directory", "directories in a file share")
+    p = c.command(sub, "create", directory_create, "create a directory (and its parents)")
+    _account(p)
     p.add_argument("--path", required=True, help="directory path in the share, e.g. cifar")
 
-    sub = group("file", "files in a file share")
-    p = command(sub, "upload", file_upload, "upload a file or a directory tree")
-    account(p)
+    sub = c.group("file", "files in a file share")
+    p = c.command(sub, "upload", file_upload, "upload a file or a directory tree")
+    _account(p)
     p.add_argument("--source", type=Path, required=True, help="local file or directory")
     p.add_argument("--path", default=None,
                    help="where in the share: a directory (the file keeps its name) or a file path; for a "
                         "directory source, the directory to fill (default: the source's name)")
-    p = command(sub, "download", file_download, "download a file or a directory tree")
-    account(p)
+    p = c.command(sub, "download", file_download, "download a file or a directory tree")
+    _account(p)
     p.add_argument("--path", required=True, help="file or directory in the share")
     p.add_argument("--dest", default=".", help="local file or directory (default: .)")
-    p = command(sub, "list", file_list, "list files and directories")
-    account(p)
+    p = c.command(sub, "list", file_list, "list files and directories")
+    _account(p)
     p.add_argument("--path", default="", help="directory in the share (default: the root)")
     p.add_argument("-r", "--recursive", action="store_true", help="list the whole tree")
 
-    sub = group("local", "the local service (state, jobs and files on this machine)")
-    command(sub, "start", local_start, "start the local service in the background (reused if running)")
-    command(sub, "stop", local_stop, "stop the local service")
-    command(sub, "status", local_status, "say whether the local service runs; exit 3 if not")
-    p = command(sub, "az-env", local_az_env, "print the shell lines that point the Azure CLI at the local service: "
+
+def _local_commands(c: _Commands) -> None:
+    sub = c.group("local", "the local service (state, jobs and files on this machine)")
+    c.command(sub, "start", local_start, "start the local service in the background (reused if running)")
+    c.command(sub, "stop", local_stop, "stop the local service")
+    c.command(sub, "status", local_status, "say whether the local service runs; exit 3 if not")
+    p = c.command(sub, "az-env", local_az_env, "print the shell lines that point the Azure CLI at the local service: "
                                              'eval "$(horovod-batchai local az-env)"')
     p.add_argument("--storage-account", default="mystorageaccount",
                    help="the storage account az storage commands use (default: the tutorial's mystorageaccount)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Batch AI workspaces, clusters, jobs and file shares, on Azure or the "
+                                            "local service.", epilog="exit status: 0 ok, 1 failed, 2 usage, "
+                                                                    "3 not found, 4 timeout")
+    _global_options(parser, suppress=False)
+    commands = _Commands(parser)
+    for add in (_workspace_commands, _experiment_commands, _cluster_commands, _job_commands, _storage_commands,
+                _local_commands):
+        add(commands)
     return parser
 
 

@@ -9,7 +9,6 @@ fails or is interrupted removes its temporary file.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -41,12 +40,11 @@ if TYPE_CHECKING:
 
     from ._target import Target
 
-__all__ = ["FileShare", "ShareItem", "SKUS", "hash_file"]
+__all__ = ["FileShare", "ShareItem", "SKUS"]
 
 log = logging.getLogger(__name__)
 
 SKUS = ("Standard_LRS", "Standard_GRS", "Standard_RAGRS", "Standard_ZRS", "Premium_LRS")
-_CHUNK = 4 * 1024 * 1024
 #: files uploaded or downloaded side by side by the directory methods (each in parallel ranges)
 DEFAULT_FILE_CONCURRENCY = 4
 #: an upload is written to ``.<name>.uploading-<random>`` beside its final name and renamed into
@@ -68,18 +66,6 @@ class ShareItem:
     @property
     def name(self) -> str:
         return self.path.rsplit("/", 1)[-1]
-
-
-def hash_file(path: Path, *, _stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
-    """(size, MD5 digest) of a local file, read in chunks."""
-    digest = hashlib.md5(usedforsecurity=False)
-    size = 0
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            check_stop(_stop)
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.digest()
 
 
 def upload_temp_path(path: str) -> str:

@@ -30,7 +30,7 @@ Printed: MB/s of each, and the ratios the project tracks, ShareServiceClient upl
 the TLS socket pair (target >= 0.5), with the same against ``cp``; then the CPU table and the
 ceilings. Every upload and download is checked byte for byte (SHA-256) outside the timed parts.
 
-    python benchmarks/bench_files.py [--size-mib 1024] [--small-files 200] [--dir DIR]
+    python benchmarks/bench_files.py [--size-mib 1024] [--small-files 200] [--dir DIR] [--repeats 3]
 """
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def _new_file_write_cpu(path: Path, size: int) -> float:
 
 def _tls_sink(listener: socket.socket, cert: str, key: str) -> None:
     """The receiving end of the socket pair: one TLS connection; reads the announced number of
-    bytes, drops them, and answers one byte."""
+    bytes, drops them, and answers with the CPU seconds that took (8 bytes)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     conn, _ = listener.accept()

@@ -276,6 +276,18 @@ class FileShares:
         if st is None or not stat.S_ISDIR(st.st_mode):
             raise StorageError(404, "ParentNotFound", "The specified parent path does not exist.")
 
+    def _file_slot(self, account: str, share: str, parts: tuple[str, ...],
+                   where: str) -> tuple[Path, Path, Optional[os.stat_result]]:
+        """(share base, path, what is there now) for a file about to be written at ``parts``:
+        its parent must exist, and no directory may stand at its name (``where`` says which
+        name, in the error)."""
+        base, path = self._locate(account, share, parts)
+        self._parent_ok(base, path)
+        existing = self._stat_inside(base, path)
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            raise StorageError(409, "ResourceTypeMismatch", f"A directory with the same name already exists {where}.")
+        return base, path, existing
+
     # -- rows -----------------------------------------------------------------------------------
 
     def _row(self, account: str, share: str, rel: str, inode: int) -> Optional[dict[str, Any]]:
@@ -501,12 +513,7 @@ class FileShares:
         if not parts:
             raise StorageError(400, "InvalidUri", "A file path is needed to create a file.")
         metadata = validate_metadata(metadata or {})
-        base, path = self._locate(account, share, parts)
-        self._parent_ok(base, path)
-        existing = self._stat_inside(base, path)
-        if existing is not None and stat.S_ISDIR(existing.st_mode):
-            raise StorageError(409, "ResourceTypeMismatch",
-                               "A directory with the same name already exists at this path.")
+        _, path, existing = self._file_slot(account, share, parts, "at this path")
         if os.path.islink(path):
             # Creating replaces the file; never write through a link a job left at this name.
             os.unlink(path)
@@ -579,12 +586,7 @@ class FileShares:
                                "The rename source is a directory: use Rename Directory (restype=directory).")
         if metadata is not None:
             metadata = validate_metadata(metadata)
-        base, path = self._locate(account, share, dest)
-        self._parent_ok(base, path)
-        existing = self._stat_inside(base, path)
-        if existing is not None and stat.S_ISDIR(existing.st_mode):
-            raise StorageError(409, "ResourceTypeMismatch",
-                               "A directory with the same name already exists at the rename destination.")
+        base, path, existing = self._file_slot(account, share, dest, "at the rename destination")
         src_rel, dst_rel = "/".join(source), "/".join(dest)
         if src_rel == dst_rel:
             return old

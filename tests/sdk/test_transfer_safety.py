@@ -140,12 +140,18 @@ def _interrupt(service: LocalService, *args: str) -> tuple[float, str]:
             child.wait()
 
 
+def _tree_of_parts(tree: Path, count: int) -> Path:
+    """A directory of ``count`` files of 16 MiB each (random bytes): big enough to be mid-transfer
+    when Ctrl-C comes."""
+    tree.mkdir()
+    for i in range(count):
+        (tree / f"part-{i:02d}.bin").write_bytes(os.urandom(16 * MIB))
+    return tree
+
+
 def test_ctrl_c_stops_a_directory_upload_within_a_second(service: LocalService, share: FileShare,
                                                           tmp_path: Path) -> None:
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    for i in range(12):
-        (tree / f"part-{i:02d}.bin").write_bytes(os.urandom(16 * MIB))
+    tree = _tree_of_parts(tmp_path / "tree", 12)
     took, out = _interrupt(service, "up", str(tree), "big")
     assert "finished" not in out
     assert took < 1.5, f"the upload took {took:.2f}s to stop after Ctrl-C"
@@ -157,10 +163,7 @@ def test_ctrl_c_stops_a_directory_upload_within_a_second(service: LocalService, 
 
 def test_ctrl_c_stops_a_directory_download_within_a_second(service: LocalService, share: FileShare,
                                                             tmp_path: Path) -> None:
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    for i in range(8):
-        (tree / f"part-{i:02d}.bin").write_bytes(os.urandom(16 * MIB))
+    tree = _tree_of_parts(tmp_path / "tree", 8)
     share.upload_directory(tree, "big", progress=False, verify=False)
     dest = tmp_path / "copy"
     took, out = _interrupt(service, "down", str(dest), "big")

@@ -10,7 +10,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 from azure.mgmt.batchai import BatchAI
@@ -98,6 +98,20 @@ def _daemon_client(info) -> BatchAI:
                    connection_verify=str(info.ca_cert))
 
 
+@contextlib.contextmanager
+def _until_killed(state: Path, before: Optional[Lab] = None) -> Iterator[tuple[Lab, BatchAI]]:
+    """A daemon service on ``state`` with a lab (a new one, or on the storage account ``before``
+    used), killed with SIGKILL when the block ends, however it ends."""
+    info = _start_daemon(state)
+    try:
+        with _daemon_client(info) as batchai:
+            view = _DaemonView(info)
+            lab = make_lab(view, batchai) if before is None else Lab(view, batchai, before.account, before.key)
+            yield lab, batchai  # type: ignore[misc]
+    finally:
+        _kill(info)
+
+
 def _wait_until(path: Path, timeout: float = 60.0) -> None:
     wait_for(path.exists, timeout, what=str(path))
 
@@ -113,18 +127,13 @@ def test_jobs_outlive_a_killed_service_and_report_their_real_result_after_a_rest
         return (f"echo {name} started; while [ ! -f {flags}/go-{name} ]; do sleep 0.1; done; "
                 f"echo {name} ends; touch {flags}/ended-{name}; exit {code}")
 
-    info = _start_daemon(state)
-    try:
-        with _daemon_client(info) as batchai:
-            lab = make_lab(_DaemonView(info), batchai)  # type: ignore[arg-type]
-            lab.create_cluster(nodes=3)
-            for name, code in (("ok", 0), ("bad", 7), ("long", 0)):
-                lab.submit(name, {"customToolkitSettings": {"commandLine": command(name, code)}})
-            for name in ("ok", "bad", "long"):
-                lab.wait_state(name, "running")
-            wait_for(lambda: len(tagged_processes(state)) >= 3, 30, what="the jobs' processes")
-    finally:
-        _kill(info)
+    with _until_killed(state) as (lab, batchai):
+        lab.create_cluster(nodes=3)
+        for name, code in (("ok", 0), ("bad", 7), ("long", 0)):
+            lab.submit(name, {"customToolkitSettings": {"commandLine": command(name, code)}})
+        for name in ("ok", "bad", "long"):
+            lab.wait_state(name, "running")
+        wait_for(lambda: len(tagged_processes(state)) >= 3, 30, what="the jobs' processes")
 
     # The jobs' processes did not die with the service...
     assert tagged_processes(state)
@@ -161,22 +170,16 @@ def test_a_job_whose_put_was_answered_runs_exactly_once_whenever_the_service_is_
     names = [f"job{i}" for i in range(6)]
     lab = None
     for i, name in enumerate(names):
-        info = _start_daemon(state)
-        try:
-            with _daemon_client(info) as batchai:
-                lab = make_lab(_DaemonView(info), batchai) if lab is None else Lab(  # type: ignore[arg-type]
-                    _DaemonView(info), batchai, lab.account, lab.key)  # type: ignore[arg-type]
-                if i == 0:
-                    lab.create_cluster(nodes=1)
-                lab.cluster()
-                body = {"properties": {"cluster": {"id": lab.cluster_id("cluster")}, "nodeCount": 1,
-                                       "stdOutErrPathPrefix": "$AZ_BATCHAI_JOB_MOUNT_ROOT/afs",
-                                       "mountVolumes": lab.share_mount("afs"),
-                                       "customToolkitSettings": {"commandLine": f"echo {name} >> {trace}"}}}
-                batchai.jobs.begin_create(RG, WS, EXP, name, JobCreateParameters.from_dict(body))  # answered
-                time.sleep(0.05 * i)
-        finally:
-            _kill(info)
+        with _until_killed(state, lab) as (lab, batchai):
+            if i == 0:
+                lab.create_cluster(nodes=1)
+            lab.cluster()
+            body = {"properties": {"cluster": {"id": lab.cluster_id("cluster")}, "nodeCount": 1,
+                                   "stdOutErrPathPrefix": "$AZ_BATCHAI_JOB_MOUNT_ROOT/afs",
+                                   "mountVolumes": lab.share_mount("afs"),
+                                   "customToolkitSettings": {"commandLine": f"echo {name} >> {trace}"}}}
+            batchai.jobs.begin_create(RG, WS, EXP, name, JobCreateParameters.from_dict(body))  # answered
+            time.sleep(0.05 * i)
 
     with _restarted(state, lab) as (lab, batchai):
         for name in names:
@@ -189,18 +192,13 @@ def test_limits_and_terminate_hold_across_a_kill(tmp_path: Path):
     """The wall-clock limit is enforced while the service is down (by the run's supervisor), and a
     job re-attached after the restart can be terminated like any other."""
     state = tmp_path / "state"
-    info = _start_daemon(state)
-    try:
-        with _daemon_client(info) as batchai:
-            lab = make_lab(_DaemonView(info), batchai)  # type: ignore[arg-type]
-            lab.create_cluster(nodes=2)
-            lab.submit("limited", {"customToolkitSettings": {"commandLine": "sleep 300"},
-                                   "constraints": {"maxWallClockTime": "PT2S"}})
-            lab.submit("endless", {"customToolkitSettings": {"commandLine": "sleep 300"}})
-            lab.wait_state("limited", "running")
-            lab.wait_state("endless", "running")
-    finally:
-        _kill(info)
+    with _until_killed(state) as (lab, batchai):
+        lab.create_cluster(nodes=2)
+        lab.submit("limited", {"customToolkitSettings": {"commandLine": "sleep 300"},
+                               "constraints": {"maxWallClockTime": "PT2S"}})
+        lab.submit("endless", {"customToolkitSettings": {"commandLine": "sleep 300"}})
+        lab.wait_state("limited", "running")
+        lab.wait_state("endless", "running")
     wait_for(lambda: list(state.glob("jobs/*/runs/*/exit.json")), 30, what="the limited job to be stopped")
 
     with _restarted(state, lab) as (lab, batchai):
@@ -217,16 +215,11 @@ def test_limits_and_terminate_hold_across_a_kill(tmp_path: Path):
 
 def test_a_job_whose_processes_died_with_the_service_fails_saying_so(tmp_path: Path):
     state = tmp_path / "state"
-    info = _start_daemon(state)
-    try:
-        with _daemon_client(info) as batchai:
-            lab = make_lab(_DaemonView(info), batchai)  # type: ignore[arg-type]
-            lab.create_cluster(nodes=1)
-            lab.submit("job", {"customToolkitSettings": {"commandLine": "echo started; sleep 300"}})
-            lab.wait_state("job", "running")
-            wait_for(lambda: list(state.glob("jobs/*/runs/*/started.json")), 30, what="the job to start")
-    finally:
-        _kill(info)
+    with _until_killed(state) as (lab, batchai):
+        lab.create_cluster(nodes=1)
+        lab.submit("job", {"customToolkitSettings": {"commandLine": "echo started; sleep 300"}})
+        lab.wait_state("job", "running")
+        wait_for(lambda: list(state.glob("jobs/*/runs/*/started.json")), 30, what="the job to start")
     # Killed along with the service (as a machine's reboot would): nothing recorded how it ended.
     for pid in tagged_processes(state):
         os.kill(pid, signal.SIGKILL)

@@ -4,9 +4,9 @@ The state directory holds storage account keys, admin passwords and job secrets 
 and its write-ahead log), the token-signing secret, and every share's files and every job's
 output. It is made ``0700``, so no other user can even list it; the database and the files the
 service writes are ``0600`` and the directories it makes ``0700`` as a second line, should a
-file ever be moved out. The daemon runs with umask 077, so what its jobs write is private too;
-a service running inside another program leaves that program's umask alone and relies on the
-``0700`` directories above its files.
+file ever be moved out. Job supervisors, node setup tasks and Azurite start with umask 077
+whatever the service's own umask, so what jobs write is private too; the daemon runs with umask
+077 as well, while a service running inside another program leaves that program's umask alone.
 
 A state directory made by an older version (``0755``, a ``0644`` database) is tightened when
 the service starts, once, recursively, and the log says what was done.

@@ -165,8 +165,9 @@ class Target:
         return self.kind == "local"
 
     def _local_info(self) -> "ServiceInfo":
+        from .local.service import process_exited
         with self._lock:
-            if self._info is not None and self._service is None and not _alive(self._info.pid):
+            if self._info is not None and self._service is None and process_exited(self._info.pid):
                 # The daemon this target found or started is gone: find the one running now for
                 # the same state directory, or start it again. Requests follow (FollowLocalService).
                 log.info("the local service at %s stopped; finding or starting it again", self._info.endpoint)
@@ -315,12 +316,3 @@ class Target:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, under another user
-        pass
-    return True

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .runner.scheduler import Scheduler
 
 __all__ = ["LocalService", "ServiceInfo", "ensure_running", "find_running", "stop_daemon",
-           "ServiceAlreadyRunning", "is_loopback"]
+           "ServiceAlreadyRunning", "is_loopback", "process_exited"]
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ def ensure_running(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -
     raise TimeoutError(f"the local service did not start within {timeout:.0f}s; see {log_path}")
 
 
-def _exited(pid: int) -> bool:
+def process_exited(pid: int) -> bool:
     """Whether ``pid`` has exited. A daemon this process started stays a zombie until reaped, and a
     zombie still answers ``kill(pid, 0)``, so reap it when it is our child."""
     try:
@@ -281,7 +281,7 @@ def stop_daemon(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -> b
     os.kill(running.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _exited(running.pid):
+        if process_exited(running.pid):
             return True
         time.sleep(0.1)
     raise TimeoutError(f"the local service (pid {running.pid}) did not stop within {timeout:.0f}s")

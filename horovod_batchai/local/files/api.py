@@ -843,41 +843,12 @@ def _find_operation(level: str, method: str, comp: str) -> FilesOperation:
                        QueryParameterName="comp")
 
 
-def _drain(call: Call, *, too_large: bool = False, limit: int = 64 * 1024 * 1024) -> None:
-    """Read and drop a body we refuse, so the client reads our answer instead of a connection reset,
-    and the connection is ready for its next request. Bounded, so a huge body cannot hold a thread."""
-    if too_large:
-        # werkzeug's request.stream refuses bodies over the limit; nothing of it was read yet.
-        stream: Any = call.request.environ.get("wsgi.input")
-        remaining = min(call.request.content_length or 0, limit)
-    else:
-        stream, remaining = call.request.stream, limit  # knows how much of the body is left
-    _bound_reads(call)
-    try:
-        while stream is not None and remaining > 0:
-            chunk = stream.read(min(remaining, 1024 * 1024))
-            if not chunk:
-                break
-            remaining -= len(chunk)
-    except (OSError, ClientDisconnected):
-        pass  # the client stopped sending; our answer goes out (or not) as it can
-
-
 def handle(call: Call) -> Response:
-    try:
-        return _handle(call)
-    except StorageError as err:
-        length = call.request.content_length or 0
-        if 0 < length <= call.backend.settings.max_body_bytes and err.headers.get("Connection") != "close":
-            _drain(call)
-        raise
-
-
-def _handle(call: Call) -> Response:
+    # A refused body is not read here: the HTTP server reads and drops the rest of it (up to 64 MiB)
+    # after the answer, so the client reads the answer and the connection stays usable.
     request = call.request
     max_body = call.backend.settings.max_body_bytes
     if (request.content_length or 0) > max_body:
-        _drain(call, too_large=True)
         raise StorageError(413, "RequestBodyTooLarge",
                            f"The request body is too large: at most {max_body} bytes are accepted.")
     raw_path, raw_query = _raw_uri(call)

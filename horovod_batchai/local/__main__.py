@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .core.backend import ServiceSettings, default_state_dir
-from .service import LocalService, ServiceAlreadyRunning, ensure_running, find_running, stop_daemon
+from .service import LocalService, ServiceAlreadyRunning, ensure_running, find_running, is_loopback, stop_daemon
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +42,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     state_dir = args.state_dir or default_state_dir()
     if args.command == "serve":
-        if args.host not in ("127.0.0.1", "localhost", "::1"):
+        if not is_loopback(args.host):  # the same rule as LocalService's
             print(f"error: --host must be a loopback address (127.0.0.1, localhost or ::1), got {args.host!r}",
                   file=sys.stderr)
             return 2

@@ -76,12 +76,13 @@ def upload_temp_path(path: str) -> str:
     return f"{directory}/{temp}" if directory else temp
 
 
-def _stoppable(hook: Callable[[int, Optional[int]], None],
+def _stoppable(hook: Optional[Callable[[int, Optional[int]], None]],
                stop: Optional[threading.Event]) -> Callable[[int, Optional[int]], None]:
     # azure-storage calls the progress hook after every range: the place to notice a stop request.
     def update(current: int, total: Optional[int] = None) -> None:
         check_stop(stop)
-        hook(current, total)
+        if hook is not None:
+            hook(current, total)
     return update
 
 
@@ -320,16 +321,15 @@ class FileShare:
         with Progress(progress, size, source.name) as bar:
             if "/" in path:
                 self.create_directory(path.rsplit("/", 1)[0])
-            self._upload_one(source, path, max_concurrency=max_concurrency, bar=bar, verify=verify)
+            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar, verify=verify)
         return ShareItem(path=path, is_directory=False, size=size)
 
-    def _upload_one(self, source: Path, path: str, *, max_concurrency: int, bar: Progress, verify: bool,
+    def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress, verify: bool,
                     stop: Optional[threading.Event] = None, in_flight: Optional[set[str]] = None) -> None:
         """Upload to a temporary name beside ``path``, verify it there, then rename it into place
         (replacing any file of that name in one step); on any failure or interruption the
         temporary file is deleted, so ``path`` holds either its old content or the new, whole."""
         from azure.storage.fileshare import ContentSettings
-        size = source.stat().st_size
         temp = upload_temp_path(path)
         client = self._file_client(temp)
         log.debug("uploading %s (%d bytes) to %s by way of %s", source, size, self._where(path), temp)
@@ -386,13 +386,10 @@ class FileShare:
 
     def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int,
                      stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
-        def check(current: int, total: Optional[int] = None) -> None:
-            check_stop(stop)
-
         hasher = OrderedHashWriter(None)
         with azure_errors("reading back", self._where(path)):
             client.download_file(max_concurrency=max(1, max_concurrency),
-                                 progress_hook=check).readinto(cast(BinaryIO, hasher))
+                                 progress_hook=_stoppable(None, stop)).readinto(cast(BinaryIO, hasher))
         return hasher.result()
 
     def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
@@ -420,8 +417,8 @@ class FileShare:
         in_flight: set[str] = set()  # temporary names of the uploads under way
         with Progress(progress, total, source.name) as bar:
             def task(local: Path, remote: str) -> Callable[[threading.Event], None]:
-                return lambda stop: self._upload_one(local, remote, max_concurrency=max_concurrency, bar=bar,
-                                                     verify=verify, stop=stop, in_flight=in_flight)
+                return lambda stop: self._upload_one(local, sizes[remote], remote, max_concurrency=max_concurrency,
+                                                     bar=bar, verify=verify, stop=stop, in_flight=in_flight)
             try:
                 run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY)
             except BaseException:

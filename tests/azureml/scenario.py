@@ -24,6 +24,8 @@ DATASTORE = "mystorageaccount_myshare"
 EXPERIMENT = "cifar"
 JOB = "cifar_distributed"
 LOCATION = "eastus"
+#: the admin user's public key the tutorial's cluster is created with
+SSH_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDWm/4TTHMZdzZVJcob2aFRWDmIyJLxk028 tutorial@example"
 WS_PATH = f"/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.MachineLearningServices/workspaces/{WS}"
 COMPUTE_PATH = f"{WS_PATH}/computes/{CLUSTER}"
 
@@ -552,3 +554,18 @@ def job_list(*jobs: tuple[str, str], api_version: str) -> Exchange:
         values.append(job)
     return Exchange("GET", f"{WS_PATH}/jobs", f"spec:Job/CommandJob/list.json (envelope, no nextLink) with "
                     f"recording:{JOB_FILE}#5's job", api_version=api_version, response={"value": values})
+
+
+def steady_cluster(target: Any, nodes: int = 2) -> Any:
+    """The tutorial's cluster as a create, get or wait_until_ready left it: steady with ``nodes``
+    idle nodes, its record what the service said (no request is made)."""
+    from horovod_batchai import AllocationState, GpuCluster, Workspace
+    from horovod_batchai._backends.base import ClusterRecord
+    from horovod_batchai._states import ClusterStatus, NodeStateCounts
+    status = ClusterStatus(name=CLUSTER, resource_group=RG, workspace=WS, vm_size=VM_SIZE,
+                           allocation_state=AllocationState.STEADY, current_node_count=nodes,
+                           node_state_counts=NodeStateCounts(idle=nodes), target_node_count=nodes,
+                           auto_scale=None, provisioning_state="succeeded")
+    record = ClusterRecord(name=CLUSTER, id=COMPUTE_PATH, vm_size=VM_SIZE, maximum_node_count=nodes,
+                           mounts=(), status=status)
+    return GpuCluster(Workspace(target, RG, WS), CLUSTER, _record=record)

@@ -6,31 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from horovod_batchai import (AutoScale, AzureFileShareMount, GpuCluster, HorovodJob, ImageReference,
+from horovod_batchai import (AutoScale, AzureFileShareMount, HorovodJob, ImageReference,
                              InvalidSpecError, SetupTask, Target, Workspace)
-from horovod_batchai._backends.base import ClusterRecord
-from horovod_batchai._states import AllocationState, ClusterStatus, NodeStateCounts
 
 import scenario as S
 from replay import ReplayTransport
 
 JOB_JSON = Path(__file__).resolve().parents[2] / "examples" / "job.json"
-SSH_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDWm/4TTHMZdzZVJcob2aFRWDmIyJLxk028 tutorial@example"
 
 
 def _workspace(target: Target) -> Workspace:
     return Workspace(target, S.RG, S.WS)
-
-
-def _cluster(target: Target, maximum: int = 2) -> GpuCluster:
-    """A cluster as a create or get left it (its record is what the service said)."""
-    status = ClusterStatus(name=S.CLUSTER, resource_group=S.RG, workspace=S.WS, vm_size=S.VM_SIZE,
-                           allocation_state=AllocationState.STEADY, current_node_count=maximum,
-                           node_state_counts=NodeStateCounts(idle=maximum), target_node_count=maximum,
-                           auto_scale=None, provisioning_state="succeeded")
-    record = ClusterRecord(name=S.CLUSTER, id=S.COMPUTE_PATH, vm_size=S.VM_SIZE, maximum_node_count=maximum,
-                           mounts=(), status=status)
-    return GpuCluster(_workspace(target), S.CLUSTER, _record=record)
 
 
 def _spec(**changes: object) -> HorovodJob:
@@ -46,7 +32,7 @@ def _spec(**changes: object) -> HorovodJob:
 def test_unknown_vm_sizes(target: Target, transport: ReplayTransport, vm_size: str, problem: str) -> None:
     with pytest.raises(InvalidSpecError, match=problem) as caught:
         _workspace(target).create_cluster(S.CLUSTER, vm_size=vm_size, target_node_count=2,
-                                          admin_user_name="azureuser", ssh_public_key=SSH_KEY)
+                                          admin_user_name="azureuser", ssh_public_key=S.SSH_KEY)
     assert caught.value.field == "vm_size" and "Standard_NC6s_v3" in caught.value.valid_form
     assert transport.requests == []
 
@@ -61,7 +47,7 @@ def test_unknown_vm_sizes(target: Target, transport: ReplayTransport, vm_size: s
 ])
 def test_cluster_fields_aml_compute_cannot_express(target: Target, transport: ReplayTransport,
                                                    options: dict, field: str) -> None:
-    settings = dict(vm_size=S.VM_SIZE, target_node_count=2, admin_user_name="azureuser", ssh_public_key=SSH_KEY)
+    settings = dict(vm_size=S.VM_SIZE, target_node_count=2, admin_user_name="azureuser", ssh_public_key=S.SSH_KEY)
     settings.update(options)
     with pytest.raises(InvalidSpecError) as caught:
         _workspace(target).create_cluster(S.CLUSTER, **settings)  # type: ignore[arg-type]
@@ -73,7 +59,7 @@ def test_cluster_fields_aml_compute_cannot_express(target: Target, transport: Re
 def test_a_node_count_above_the_clusters_maximum(target: Target, transport: ReplayTransport) -> None:
     experiment = _workspace(target).create_experiment(S.EXPERIMENT)
     with pytest.raises(InvalidSpecError, match="more than cluster 'nc6cluster' can have") as caught:
-        experiment.submit(S.JOB, _spec(node_count=3), cluster=_cluster(target, maximum=2))
+        experiment.submit(S.JOB, _spec(node_count=3), cluster=S.steady_cluster(target, nodes=2))
     assert caught.value.field == "node_count"
     assert transport.requests == []
 
@@ -89,7 +75,7 @@ def test_job_fields_azure_ml_cannot_express(target: Target, transport: ReplayTra
                                             field: str, words: str) -> None:
     experiment = _workspace(target).create_experiment(S.EXPERIMENT)
     with pytest.raises(InvalidSpecError, match=words) as caught:
-        experiment.submit(S.JOB, _spec(**changes), cluster=_cluster(target))
+        experiment.submit(S.JOB, _spec(**changes), cluster=S.steady_cluster(target))
     assert caught.value.field == field
     assert "hunter2" not in str(caught.value)
     assert transport.requests == []
@@ -100,7 +86,7 @@ def test_a_job_json_whose_share_was_never_named(target: Target, transport: Repla
     experiment = _workspace(target).create_experiment(S.EXPERIMENT)
     unfilled = HorovodJob.from_file(JOB_JSON).replace(node_count=2)
     with pytest.raises(InvalidSpecError, match="has no storage account name or key") as caught:
-        experiment.submit(S.JOB, unfilled, cluster=_cluster(target))
+        experiment.submit(S.JOB, unfilled, cluster=S.steady_cluster(target))
     # named as job.json has it
     assert caught.value.field == "properties.mountVolumes.azureFileShares[0]" and "job.json" in str(caught.value)
     assert transport.requests == []
@@ -112,7 +98,7 @@ def test_a_share_that_is_not_a_datastore_of_the_workspace(target: Target, transp
     transport.add(S.not_found(path, S.DATASTORES, "UserError", "no datastore was registered for the share"))
     experiment = _workspace(target).create_experiment(S.EXPERIMENT)
     with pytest.raises(InvalidSpecError, match="is not registered in workspace 'batchaidev'") as caught:
-        experiment.submit(S.JOB, _spec(), cluster=_cluster(target))
+        experiment.submit(S.JOB, _spec(), cluster=S.steady_cluster(target))
     assert caught.value.field == "properties.mountVolumes.azureFileShares[0]"  # as job.json names the mount
     assert "FileShare.create" in caught.value.valid_form
     assert [r.split(" ")[0] for r in transport.requests] == ["GET"]
@@ -121,10 +107,10 @@ def test_a_share_that_is_not_a_datastore_of_the_workspace(target: Target, transp
 
 def test_resize_options_aml_compute_does_not_have(target: Target, transport: ReplayTransport) -> None:
     with pytest.raises(InvalidSpecError) as caught:
-        _cluster(target).resize(0, deallocation_option="requeue")
+        S.steady_cluster(target).resize(0, deallocation_option="requeue")
     assert caught.value.field == "deallocation_option"
     with pytest.raises(InvalidSpecError):
-        _cluster(target).auto_scale(0, 4, initial=2)
+        S.steady_cluster(target).auto_scale(0, 4, initial=2)
     assert transport.requests == []
 
 
@@ -132,9 +118,9 @@ def test_resize_options_aml_compute_does_not_have(target: Target, transport: Rep
 def test_a_scale_timeout_is_checked_naming_it(target: Target, transport: ReplayTransport, timeout: object,
                                               problem: str) -> None:
     with pytest.raises(InvalidSpecError, match=problem) as resized:
-        _cluster(target).resize(0, timeout=timeout)  # type: ignore[arg-type]
+        S.steady_cluster(target).resize(0, timeout=timeout)  # type: ignore[arg-type]
     with pytest.raises(InvalidSpecError, match=problem) as scaled:
-        _cluster(target).auto_scale(0, 4, timeout=timeout)  # type: ignore[arg-type]
+        S.steady_cluster(target).auto_scale(0, 4, timeout=timeout)  # type: ignore[arg-type]
     assert resized.value.field == scaled.value.field == "timeout"
     assert transport.requests == []
 
@@ -149,7 +135,7 @@ def test_another_workspace_than_the_targets(target: Target, transport: ReplayTra
 def test_idle_time_is_an_azure_ml_setting_only() -> None:
     from horovod_batchai._backends.azureml.conversions import compute_entity
     from horovod_batchai import ClusterSpec
-    spec = ClusterSpec(vm_size=S.VM_SIZE, admin_user_name="azureuser", ssh_public_key=SSH_KEY,
+    spec = ClusterSpec(vm_size=S.VM_SIZE, admin_user_name="azureuser", ssh_public_key=S.SSH_KEY,
                        auto_scale=AutoScale(minimum=0, maximum=4, idle_time_before_scale_down=timedelta(minutes=5)))
     entity = compute_entity(S.CLUSTER, spec)
     assert (entity.min_instances, entity.max_instances, entity.idle_time_before_scale_down) == (0, 4, 300)

@@ -18,6 +18,7 @@ from horovod_batchai._backends.azureml.conversions import read_spec_property, sp
 from horovod_batchai._backends.azureml.environment import CONTEXT_NAME, DOCKERFILE, build_context
 from horovod_batchai._backends.azureml.states import JOB_STATES, execution_state
 
+import scenario as S
 from replay import REFERENCE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,7 +136,6 @@ def test_the_dockerfile_ships_in_the_package() -> None:
 
 
 # -- what the entities carry (what azure-ai-ml then sends) -------------------------------------------
-SSH_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDWm/4TTHMZdzZVJcob2aFRWDmIyJLxk028 tutorial@example"
 
 
 @pytest.mark.parametrize("priority, tier, wire", [("dedicated", "dedicated", "Dedicated"),
@@ -144,7 +144,7 @@ def test_vm_priority_is_the_compute_tier(priority: str, tier: str, wire: str) ->
     from horovod_batchai import ClusterSpec
     from horovod_batchai._backends.azureml.conversions import compute_entity
     spec = ClusterSpec(vm_size="Standard_NC6s_v3", vm_priority=priority, target_node_count=2,
-                       admin_user_name="azureuser", ssh_public_key=SSH_KEY)
+                       admin_user_name="azureuser", ssh_public_key=S.SSH_KEY)
     entity = compute_entity("nc6cluster", spec)
     assert entity.tier == tier
     assert entity._to_rest_object().properties.properties.vm_priority == wire

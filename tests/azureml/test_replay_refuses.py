@@ -8,8 +8,6 @@ from horovod_batchai import FileShare, Target, Workspace
 import scenario as S
 from replay import ReplayMismatch, ReplayTransport, recorded, recording, shape_differences
 
-SSH_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDWm/4TTHMZdzZVJcob2aFRWDmIyJLxk028 tutorial@example"
-
 
 def test_a_cluster_of_another_size_than_recorded_is_refused(target: Target, transport: ReplayTransport) -> None:
     """The recorded PUT is expected with min = max = 2 nodes; asking for 3 sends another body."""
@@ -17,7 +15,7 @@ def test_a_cluster_of_another_size_than_recorded_is_refused(target: Target, tran
     workspace = Workspace.get(target, S.RG, S.WS)
     with pytest.raises(ReplayMismatch, match="scaleSettings .* expected min = max = 2"):
         workspace.create_cluster(S.CLUSTER, vm_size=S.VM_SIZE, target_node_count=3, admin_user_name="azureuser",
-                                 ssh_public_key=SSH_KEY)
+                                 ssh_public_key=S.SSH_KEY)
     assert transport.mismatches and "PUT" in transport.mismatches[0]
     with pytest.raises(AssertionError, match="replay refused"):
         transport.verify()

@@ -13,16 +13,13 @@ from typing import Any
 
 import pytest
 
-from horovod_batchai import (AllocationState, ExecutionState, FileShare, GpuCluster, HorovodJob, JobStatus, Target,
+from horovod_batchai import (AllocationState, ExecutionState, FileShare, HorovodJob, JobStatus, Target,
                              Workspace)
-from horovod_batchai._backends.base import ClusterRecord
-from horovod_batchai._states import ClusterStatus, NodeStateCounts
 
 import scenario as S
 from replay import ReplayTransport
 
 JOB_JSON = Path(__file__).resolve().parents[2] / "examples" / "job.json"
-SSH_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDWm/4TTHMZdzZVJcob2aFRWDmIyJLxk028 tutorial@example"
 LOG = b"Epoch 1/1\n391/391 - 12s - loss: 1.61\nTest loss: 1.31\nTest accuracy: 0.5312\n"
 
 
@@ -36,7 +33,7 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
     # The cluster: 2 dedicated nodes, created, then waited on until steady with both idle.
     transport.add(*S.cluster_create())
     cluster = workspace.create_cluster(S.CLUSTER, vm_size=S.VM_SIZE, vm_priority="dedicated", target_node_count=2,
-                                       admin_user_name="azureuser", ssh_public_key=SSH_KEY)
+                                       admin_user_name="azureuser", ssh_public_key=S.SSH_KEY)
     assert (cluster.vm_size, cluster.maximum_node_count) == (S.VM_SIZE, 2)
     transport.add(*S.cluster_ready())
     seen = []
@@ -104,17 +101,6 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
     assert all(duration >= 0 for duration in transport.sleeps)  # LRO polls waited through the transport
 
 
-def _steady_cluster(target: Target) -> GpuCluster:
-    """The tutorial's cluster as wait_until_ready left it (2 idle nodes)."""
-    status = ClusterStatus(name=S.CLUSTER, resource_group=S.RG, workspace=S.WS, vm_size=S.VM_SIZE,
-                           allocation_state=AllocationState.STEADY, current_node_count=2,
-                           node_state_counts=NodeStateCounts(idle=2), target_node_count=2,
-                           auto_scale=None, provisioning_state="succeeded")
-    record = ClusterRecord(name=S.CLUSTER, id=S.COMPUTE_PATH, vm_size=S.VM_SIZE, maximum_node_count=2,
-                           mounts=(), status=status)
-    return GpuCluster(Workspace(target, S.RG, S.WS), S.CLUSTER, _record=record)
-
-
 class StubbedUpload:
     """Stands in for exactly one thing: azure-ai-ml's ``BlobStorageClient.upload``, which sends
     the build context to the workspace's blob datastore through azure-storage-blob clients it
@@ -153,7 +139,7 @@ def test_the_tutorials_azure_ml_job_runs_in_the_shipped_environment(target: Targ
     upload = StubbedUpload()
     monkeypatch.setattr(BlobStorageClient, "upload", lambda client, *args, **kwargs: upload(client, *args, **kwargs))
     experiment = Experiment(Workspace(target, S.RG, S.WS), S.EXPERIMENT)
-    cluster = _steady_cluster(target)
+    cluster = S.steady_cluster(target)
     share_spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)
     # examples/tutorial.py, --target azureml: the same replace() it makes
     spec = share_spec.replace(node_count=2, container_image=None, job_preparation=None)
@@ -195,7 +181,7 @@ def test_a_resize_waits_no_longer_than_its_timeout(target: Target, transport: Re
     transport.add(*exchanges)
     started = time.monotonic()
     with pytest.raises(WaitTimeoutError, match="updating cluster .* had not finished after 0.2s"):
-        _steady_cluster(target).resize(0, timeout=0.2)
+        S.steady_cluster(target).resize(0, timeout=0.2)
     assert time.monotonic() - started < 10 and held.is_set()
     release.set()  # azure-core's poller finishes in the background: the update itself goes on
     deadline = time.monotonic() + 30

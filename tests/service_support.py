@@ -1,10 +1,14 @@
 """What tests share besides fixtures: the subscription the local service is addressed with, fast
-service settings, and the keyword arguments that point a management client at a local service.
+service settings, the keyword arguments that point a management client at a local service, and
+killing a daemon the test started.
 
 (Kept out of conftest.py: several conftest modules exist, and ``from conftest import ...`` would
 reach whichever was imported first.)
 """
 from __future__ import annotations
+
+import os
+import signal
 
 from horovod_batchai.local import LocalService, ServiceSettings
 
@@ -17,3 +21,11 @@ FAST = ServiceSettings(provision_delay_s=0.3, deallocation_delay_s=0.1, scale_do
 def client_kwargs(svc: LocalService) -> dict:
     """What every management client needs to reach the local service."""
     return {"base_url": svc.endpoint, "connection_verify": str(svc.info.ca_cert)}
+
+
+def kill_daemon(pid: int) -> None:
+    """SIGKILL a daemon this process started (its child) and reap it: ``waitpid`` returns once all
+    its threads are gone (a zombie group leader may still have threads holding its files, the
+    state lock included)."""
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)

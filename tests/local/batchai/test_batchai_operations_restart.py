@@ -3,8 +3,6 @@ whose resource was stored succeeds, one whose resource was not fails saying to s
 delete is carried out to its end. A client polling one never polls forever."""
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
 import uuid
 from pathlib import Path
@@ -14,7 +12,7 @@ from azure.mgmt.resource.resources import ResourceManagementClient
 
 from batchai_helpers import RG, WS, make_cluster, make_workspace, ws_path
 from raw_arm import RawArm
-from service_support import FAST, SUBSCRIPTION
+from service_support import FAST, SUBSCRIPTION, kill_daemon
 from horovod_batchai.local import LocalCredential, LocalService, ensure_running
 
 API = "2018-05-01"
@@ -41,8 +39,7 @@ def test_operations_a_killed_service_left_in_progress_end_at_start_up(tmp_path: 
             make_cluster(batchai, "kept", mounts=False)
             make_cluster(batchai, "doomed", mounts=False)
     finally:
-        os.kill(info.pid, signal.SIGKILL)
-        os.waitpid(info.pid, 0)
+        kill_daemon(info.pid)
 
     clusters = ws_path() + "/clusters/"
     db = sqlite3.connect(state / "state.db", isolation_level=None)

@@ -16,7 +16,7 @@ import pytest
 from azure.mgmt.batchai import BatchAI
 from azure.mgmt.batchai.models import JobCreateParameters
 
-from service_support import SUBSCRIPTION
+from service_support import SUBSCRIPTION, kill_daemon
 from horovod_batchai.local import LocalService, ServiceSettings, ensure_running
 from horovod_batchai.local.core.tokens import LocalCredential
 from jobs_support import EXP, RG, WS, Lab, make_lab, tagged_processes, wait_for
@@ -86,13 +86,6 @@ def _start_daemon(state: Path):
     return ensure_running(state)
 
 
-def _kill(info) -> None:
-    os.kill(info.pid, signal.SIGKILL)
-    # The daemon is this process's child: reaping it returns once all its threads are gone (a
-    # zombie group leader may still have threads holding its files, the state lock included).
-    os.waitpid(info.pid, 0)
-
-
 def _daemon_client(info) -> BatchAI:
     return BatchAI(LocalCredential(info.state_dir), SUBSCRIPTION, base_url=info.endpoint,
                    connection_verify=str(info.ca_cert))
@@ -109,7 +102,7 @@ def _until_killed(state: Path, before: Optional[Lab] = None) -> Iterator[tuple[L
             lab = make_lab(view, batchai) if before is None else Lab(view, batchai, before.account, before.key)
             yield lab, batchai  # type: ignore[misc]
     finally:
-        _kill(info)
+        kill_daemon(info.pid)
 
 
 def _wait_until(path: Path, timeout: float = 60.0) -> None:

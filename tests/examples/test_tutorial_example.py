@@ -18,8 +18,8 @@ import pytest
 
 from horovod_batchai import FileShare, NotFoundError, Target, Workspace
 from horovod_batchai.local import LocalService, find_running, stop_daemon
+from examples_support import REPO, tutorial_environment
 
-REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "examples" / "tutorial.py"
 NOTEBOOK = REPO / "examples" / "tutorial.ipynb"
 
@@ -31,19 +31,10 @@ STEPS = ["Workspace.create(", ".create_experiment(", ".create_cluster(", "FileSh
          ".wait(", ".download_file(", ".resize(0)", ".delete(delete_resource_group=True)"]
 
 
-def _environment(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HOROVOD_BATCHAI_", "AZURE_"))}
-    env["HOME"] = str(home)  # --generate-ssh-keys and Keras' cache stay out of the real home
-    # The job imports the training package; a `make install` checkout has it installed, and this
-    # makes it importable from the checkout in any case.
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
-
-
 def _tutorial(args: list[str], tmp_path: Path, timeout: float) -> subprocess.CompletedProcess[str]:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=tmp_path, env=_environment(home),
+    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=tmp_path, env=tutorial_environment(home),
                           capture_output=True, text=True, timeout=timeout)
 
 

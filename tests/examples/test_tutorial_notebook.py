@@ -3,18 +3,18 @@ against a fresh local service: statuses render as HTML tables, transfers show tq
 widget, and the trained model arrives."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from horovod_batchai.local import stop_daemon
+from examples_support import REPO, tutorial_environment
 
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
+pytestmark = pytest.mark.slow  # trains the model
 
-REPO = Path(__file__).resolve().parents[2]
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
@@ -30,8 +30,7 @@ def _cell(notebook: dict, source_part: str) -> dict:
     return found[0]
 
 
-def test_the_notebook_runs_in_a_kernel_against_the_local_service(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_notebook_runs_in_a_kernel_against_the_local_service(tmp_path: Path) -> None:
     # The notebook finds job.json in its own folder and the training script one level up, as in
     # the repository; a copy keeps tutorial-output/ and the service's state out of the checkout.
     examples = tmp_path / "examples"
@@ -41,19 +40,14 @@ def test_the_notebook_runs_in_a_kernel_against_the_local_service(tmp_path: Path,
     (tmp_path / "training").symlink_to(REPO / "training")
     home = tmp_path / "home"
     home.mkdir()
-    for name in list(os.environ):
-        if name.startswith(("HOROVOD_BATCHAI_", "AZURE_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(home))  # ssh keys
     state = tmp_path / "state"
-    monkeypatch.setenv("HOROVOD_BATCHAI_STATE_DIR", str(state))  # the service the notebook starts
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env = {**tutorial_environment(home), "HOROVOD_BATCHAI_STATE_DIR": str(state)}  # the service it starts
 
     notebook = nbformat.read(examples / "tutorial.ipynb", as_version=4)
     client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=900,
                                      resources={"metadata": {"path": str(examples)}})
     try:
-        client.execute()  # raises CellExecutionError, with the cell and its traceback, if a cell fails
+        client.execute(env=env)  # raises CellExecutionError, with the cell and its traceback, if a cell fails
     finally:
         stop_daemon(state)
     executed = notebook  # now with every cell's outputs

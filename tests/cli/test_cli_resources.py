@@ -160,6 +160,11 @@ def test_the_password_can_come_from_stdin_or_a_prompt(cli: Cli, workspace: str, 
     import getpass
     import io
     import sys
+    from horovod_batchai import Workspace
+    sent: list[object] = []  # the admin password each create_cluster was given
+    create_cluster = Workspace.create_cluster
+    monkeypatch.setattr(Workspace, "create_cluster",
+                        lambda self, *a, **kw: sent.append(kw.get("admin_password")) or create_cluster(self, *a, **kw))
     monkeypatch.setattr(sys, "stdin", io.StringIO("Pa55 with spaces \n"))
     assert cli("cluster", "create", *CLUSTER, "-n", "piped", "--target", "0", "-u", "demo",
                "--password-file", "-").code == 0
@@ -173,6 +178,7 @@ def test_the_password_can_come_from_stdin_or_a_prompt(cli: Cli, workspace: str, 
     no_tty = cli("cluster", "create", *CLUSTER, "-n", "typo", "--target", "0", "-u", "demo", "-p")
     assert no_tty.code == EXIT_USAGE and "--password-file" in no_tty.err
     assert sorted(c["name"] for c in cli("cluster", "list", *CLUSTER, "-o", "json").json()) == ["piped", "typed"]
+    assert sent == ["Pa55 with spaces ", "typed-Pa55"]  # the line ending dropped, spaces kept
 
 
 @pytest.mark.parametrize("args, names", [

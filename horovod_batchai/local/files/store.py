@@ -786,7 +786,7 @@ def remove_stale_uploads(files_root: Path, *, older_than_s: float = STALE_UPLOAD
             try:
                 st = os.lstat(path)
                 if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
-                    os.unlink(path)  # its metadata row dies with the inode it was written for
+                    os.unlink(path)  # its metadata row names this inode, so no later file inherits it
                     removed.append(path)
             except OSError:
                 continue  # renamed or removed meanwhile

@@ -24,12 +24,14 @@ This module is the whole public surface; everything else is private.
 from ._cluster import GpuCluster
 from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from ._errors import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
-                      NotFoundError, ResourceError, ServiceErrorDetail, TargetError, TransferError, WaitTimeoutError)
+                      MissingDependencyError, NotFoundError, ResourceError, ServiceErrorDetail, TargetError, TransferError,
+                      WaitTimeoutError)
 from ._experiment import Experiment
 from ._fileshare import FileShare, ShareItem
 from ._job import Job
 from ._job_spec import ContainerRegistry, HorovodJob, InputDirectory, OutputDirectory
 from ._logging import install_redaction
+from ._metrics import EpochMetrics, MetricsTable
 from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount
 from ._states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
 from ._stream import OutputStream
@@ -42,7 +44,7 @@ __all__ = [
     "Target",
     # resources
     "Workspace", "Usage", "Experiment", "GpuCluster", "RemoteLogin", "FileShare", "ShareItem", "Job", "OutputFile",
-    "OutputStream",
+    "OutputStream", "MetricsTable", "EpochMetrics",
     # specs
     "HorovodJob", "InputDirectory", "OutputDirectory", "ContainerRegistry", "ClusterSpec", "AutoScale",
     "ImageReference", "SetupTask", "AzureFileShareMount", "AzureBlobMount", "FileServerMount", "UnmanagedMount",
@@ -51,6 +53,7 @@ __all__ = [
     # errors
     "HorovodBatchAIError", "InvalidSpecError", "TargetError", "ResourceError", "NotFoundError", "ConflictError",
     "TransferError", "WaitTimeoutError", "ClusterNotReadyError", "JobFailedError", "ServiceErrorDetail",
+    "MissingDependencyError",
 ]
 
 __version__ = "0.1.0"

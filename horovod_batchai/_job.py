@@ -17,6 +17,7 @@ from ._backends.base import JobRecord, JobRef
 from ._errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError, azure_errors
 from ._job_spec import HorovodJob
 from ._lro import DEFAULT_LRO_TIMEOUT
+from ._metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
 from ._names import check_batchai_name, local_destination, local_directory
 from ._paths import local_path_under
 from ._polling import Polling, poll_until
@@ -209,6 +210,34 @@ class Job:
             raise
         partial.replace(dest)
         return dest
+
+    # -- metrics ----------------------------------------------------------------------------------
+    def metrics(self) -> MetricsTable:
+        """The job's metrics, one row per finished epoch, read now -- while it runs or after.
+
+        They are the rows of ``metrics.csv`` in the job's output directory
+        (``$AZ_BATCHAI_STDOUTERR_DIR`` on the node), which the ``training`` package writes on rank 0
+        and any script can write (see the docs, "Experiments: curves and sweeps"). A job that has
+        recorded none gives an empty table whose ``reason`` says why.
+        """
+        state = self.refresh().execution_state
+        match = next((f for f in self.list_output_files(STDOUTERR) if f.name == METRICS_FILE and not f.is_directory),
+                     None)
+        if match is None or not match.download_url:
+            return MetricsTable(self.name, (), (), self._no_metrics_reason(state), state.value)
+        remote = self._backend.open_output(match.download_url)
+        with azure_errors("reading metrics of", f"{self.name}/{STDOUTERR}/{METRICS_FILE}"):
+            data = b"".join(remote.chunks())
+        return parse_metrics_csv(data.decode("utf-8", errors="replace"), job=self.name, execution_state=state.value)
+
+    def _no_metrics_reason(self, state: ExecutionState) -> str:
+        if state is ExecutionState.QUEUED:
+            return "it is queued; its first row comes when its first epoch ends"
+        if not state.is_terminal():
+            return f"it is {state.value} and has not finished an epoch yet (no {METRICS_FILE} in its output directory)"
+        return (f"it ended {state.value} without writing {METRICS_FILE} to its output directory "
+                "($AZ_BATCHAI_STDOUTERR_DIR); scripts other than the training package record metrics as the docs "
+                "show (\"Experiments: curves and sweeps\")")
 
     def stderr_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on

@@ -37,6 +37,8 @@ from ._states import AllocationState, ClusterStatus, ExecutionState, JobStatus, 
 from ._stream import OutputStream
 from ._target import Target
 from ._values import OutputFile, RemoteLogin, Usage
+from ._sweep import Sweep, SweepResults, SweepState, Trial, TrialResult
+from ._sweep_spec import LogUniform, MedianStopping, Uniform
 from ._workspace import Workspace
 
 __all__ = [
@@ -45,6 +47,8 @@ __all__ = [
     # resources
     "Workspace", "Usage", "Experiment", "GpuCluster", "RemoteLogin", "FileShare", "ShareItem", "Job", "OutputFile",
     "OutputStream", "MetricsTable", "EpochMetrics",
+    # sweeps
+    "Sweep", "SweepResults", "SweepState", "Trial", "TrialResult", "Uniform", "LogUniform", "MedianStopping",
     # specs
     "HorovodJob", "InputDirectory", "OutputDirectory", "ContainerRegistry", "ClusterSpec", "AutoScale",
     "ImageReference", "SetupTask", "AzureFileShareMount", "AzureBlobMount", "FileServerMount", "UnmanagedMount",

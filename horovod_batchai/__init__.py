@@ -36,6 +36,7 @@ from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, Unman
 from ._states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
 from ._stream import OutputStream
 from ._target import Target
+from ._tensorboard import TensorBoard
 from ._values import OutputFile, RemoteLogin, Usage
 from ._sweep import Sweep, SweepResults, SweepState, Trial, TrialResult
 from ._sweep_spec import LogUniform, MedianStopping, Uniform
@@ -46,7 +47,7 @@ __all__ = [
     "Target",
     # resources
     "Workspace", "Usage", "Experiment", "GpuCluster", "RemoteLogin", "FileShare", "ShareItem", "Job", "OutputFile",
-    "OutputStream", "MetricsTable", "EpochMetrics",
+    "OutputStream", "MetricsTable", "EpochMetrics", "TensorBoard",
     # sweeps
     "Sweep", "SweepResults", "SweepState", "Trial", "TrialResult", "Uniform", "LogUniform", "MedianStopping",
     # specs

@@ -27,6 +27,7 @@ from ._values import OutputFile
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
+    from ._tensorboard import TensorBoard
     from ._experiment import Experiment
     from ._target import Target
 
@@ -230,6 +231,23 @@ class Job:
             data = b"".join(remote.chunks())
         return parse_metrics_csv(data.decode("utf-8", errors="replace"), job=self.name, execution_state=state.value)
 
+    def sync_tensorboard(self, logdir: Union[str, Path]) -> int:
+        """Fetch the job's TensorBoard event files (``tensorboard/`` in its output directory) that
+        are new or have grown into ``logdir``, running or finished; returns how many were fetched."""
+        from ._tensorboard import sync_event_files
+        return sync_event_files(self, local_directory(logdir, "logdir"))
+
+    def tensorboard(self, logdir: Union[str, Path, None] = None, *, port: Optional[int] = None,
+                    start: bool = True) -> "TensorBoard":
+        """Sync the job's event files to ``logdir`` (default ``./tensorboard/<job>``) and start
+        TensorBoard on them (on ``port``, default a free one); returns a :class:`TensorBoard` whose
+        ``url`` it answers at, ``sync()`` fetches newer files and ``stop()`` ends it. Where
+        TensorBoard is not installed nothing is started, and ``command_line`` says what to run."""
+        from ._tensorboard import open_tensorboard
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+            raise InvalidSpecError("port", f"{port!r} is not a TCP port", "an integer from 1 to 65535, or None")
+        return open_tensorboard(self, None if logdir is None else Path(logdir), port=port, start=start)
+
     def _no_metrics_reason(self, state: ExecutionState) -> str:
         if state is ExecutionState.QUEUED:
             return "it is queued; its first row comes when its first epoch ends"
@@ -242,22 +260,42 @@ class Job:
     def stderr_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on
         Azure ML); empty when there is none or it cannot be read."""
-        wanted = self._backend.failure_log_name
+        return "\n".join(self._output_tail(self._backend.failure_log_name, _TAIL_LINES, max_bytes))
+
+    def _output_tail(self, wanted: str, lines: int, max_bytes: int = _TAIL_BYTES) -> List[str]:
+        """The last ``lines`` lines of output file ``wanted`` (in ``stdouterr``); none when there is
+        no such file or it cannot be read."""
         directory, _, name = wanted.rpartition("/")
         try:
             match = next((f for f in self.list_output_files(STDOUTERR, directory or ".") if f.name == name), None)
             if match is None or not match.download_url or match.size == 0:
-                return ""
+                return []
             remote = self._backend.open_output(match.download_url)
             size = int(match.size) if match.size is not None else remote.size()  # Azure ML lists no sizes
             if not size:
-                return ""
+                return []
             start = max(0, size - max_bytes)
             data = remote.read(start, size - start)
         except (AzureError, HttpResponseError, HorovodBatchAIError) as err:
             log.debug("could not read %s of %s: %s", wanted, self.name, type(err).__name__)
-            return ""
+            return []
         text = data.decode("utf-8", errors="replace")
         if start > 0:
             text = text.split("\n", 1)[-1]  # drop the partial first line
-        return "\n".join(text.splitlines()[-_TAIL_LINES:])
+        return text.splitlines()[-lines:] if lines else []
+
+    def watch(self, *, lines: int = 10, curves: bool = True, poll_interval: Optional[float] = None,
+              timeout: Optional[float] = None) -> JobStatus:
+        """Show the job's state, the last ``lines`` lines of its ``stdout.txt`` and (``curves``)
+        its loss and accuracy curves, updated in place in a notebook (printed as they change
+        elsewhere), until the job ends, ``timeout`` seconds pass, or an interrupt (the notebook's
+        stop button). Returns the last status fetched; never raises for a failed job. Curves need
+        matplotlib (the ``notebook`` extra)."""
+        from ._watch import NotebookView, TextView, in_notebook, watch
+        if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
+            raise InvalidSpecError("lines", f"{lines!r} is not a number of lines", "an integer >= 0")
+        if curves:
+            from ._errors import import_optional
+            import_optional("matplotlib", "watch() with curves")
+        view = NotebookView() if in_notebook() else TextView()
+        return watch(self, lines=lines, curves=curves, poll_interval=poll_interval, timeout=timeout, view=view)

@@ -2,50 +2,16 @@
 ``file download``."""
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
-from typing import Any
 
-from .. import AzureFileShareMount, ExecutionState, FileShare, HorovodJob, InvalidSpecError, JobFailedError
+from .. import ExecutionState, JobFailedError
 from .context import EXIT_FAILED, Context, local_dest
-from .parser import _Commands, _exp, _name, _Parser, _positive, _timeout
+from .parser import _Commands, _exp, _job_file, _name, _Parser, _timeout, job_spec_from_args
 from .views import Result, Table, job_data, job_table, output_files_data, output_files_table
 
 
-STORAGE_ACCOUNT_ENV = "AZURE_BATCHAI_STORAGE_ACCOUNT"  # what az batchai job create read too
-
-
-def _job_spec(ctx: Context) -> HorovodJob:
-    """The job.json, with storage placeholders and keys filled, the node count and arguments varied."""
-    args = ctx.args
-    if not args.config_file.is_file():
-        raise InvalidSpecError("--config-file", f"{str(args.config_file)!r} is not a file", "the path of a job.json")
-    spec = HorovodJob.from_file(args.config_file)
-    account = args.storage_account_name or os.environ.get(STORAGE_ACCOUNT_ENV)
-    if spec.needs_storage:
-        if not account:
-            raise InvalidSpecError("--storage-account-name", f"{args.config_file} mounts a file share whose "
-                                   "storage account or key is not given",
-                                   f"--storage-account-name NAME (or ${STORAGE_ACCOUNT_ENV}), the account that "
-                                   "<AZURE_BATCHAI_STORAGE_ACCOUNT> stands for")
-        share_name = next((m.share_name for m in spec.mounts if isinstance(m, AzureFileShareMount)), None) or "myshare"
-        share = FileShare(ctx.target, args.storage_resource_group or args.resource_group, account, share_name)
-        spec = spec.with_storage(share)
-    changes: dict[str, Any] = {}
-    if args.append_args:
-        changes["arguments"] = f"{spec.arguments} {args.append_args}".strip()
-    if args.node_count is not None:
-        changes["node_count"] = args.node_count
-        if spec.process_count is not None:
-            # Keep the processes per node of the file (one per node unless it said otherwise).
-            per_node = spec.process_count // spec.node_count if spec.process_count % spec.node_count == 0 else None
-            changes["process_count"] = per_node * args.node_count if per_node else None
-    return spec.replace(**changes) if changes else spec
-
-
 def job_create(ctx: Context) -> Result:
-    spec = _job_spec(ctx)
+    spec = job_spec_from_args(ctx)
     job = ctx.experiment().submit(ctx.args.name, spec, cluster=ctx.args.cluster)
     return Result(job_data(job, job.status), job_table([(job, job.status)]))
 
@@ -120,16 +86,7 @@ def register(c: _Commands) -> None:
     _exp(p)
     _name(p, "job")
     p.add_argument("-c", "--cluster", required=True, help="cluster to run on (in the same workspace)")
-    p.add_argument("-f", "--config-file", type=Path, required=True, help="job.json, e.g. the tutorial's")
-    p.add_argument("--storage-account-name", default=None,
-                   help=f"storage account that fills <AZURE_BATCHAI_STORAGE_ACCOUNT> and whose key the file share "
-                        f"mounts get (default: ${STORAGE_ACCOUNT_ENV})")
-    p.add_argument("--storage-resource-group", default=None,
-                   help="resource group of that storage account (default: --resource-group)")
-    p.add_argument("--node-count", type=_positive, default=None, help="override the file's nodeCount")
-    p.add_argument("--append-args", default=None, metavar="ARGS",
-                   help="arguments appended to the file's commandLineArgs, e.g. '--epochs=3' "
-                        "(the node expands $AZ_BATCHAI_* variables in them)")
+    _job_file(p)
     for verb, func, text in (("show", job_show, "show a job's state"),
                              ("terminate", job_terminate, "stop a job; it ends failed"),
                              ("delete", job_delete, "delete a job (stopping it if it runs)")):

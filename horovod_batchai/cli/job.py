@@ -1,12 +1,15 @@
-"""``horovod-batchai job``: create, show, list, wait, stream, terminate, delete, ``file list`` and
-``file download``."""
+"""``horovod-batchai job``: create, show, list, wait, stream, terminate, delete, ``file list``,
+``file download``, ``metrics`` and ``tensorboard``."""
 from __future__ import annotations
 
 import sys
+import time
+from pathlib import Path
 
 from .. import ExecutionState, JobFailedError
 from .context import EXIT_FAILED, Context, local_dest
-from .parser import _Commands, _exp, _job_file, _name, _Parser, _timeout, job_spec_from_args
+from .._metrics import format_number
+from .parser import _Commands, _exp, _job_file, _name, _Parser, _positive, _seconds, _timeout, job_spec_from_args
 from .views import Result, Table, job_data, job_table, output_files_data, output_files_table
 
 
@@ -80,6 +83,48 @@ def job_file_download(ctx: Context) -> Result:
     return Result({"downloaded": [str(dest)]}, Table(["Downloaded"], [[str(dest)]]))
 
 
+def job_metrics(ctx: Context) -> Result:
+    """The job's metrics as a table, JSON or CSV; the exit status says whether the job failed."""
+    job = ctx.job()
+    table = job.metrics()
+    failed = table.execution_state == ExecutionState.FAILED.value
+    error = f"job {job.name!r} failed" if failed else None
+    if ctx.args.csv:
+        sys.stdout.write(table.to_csv())
+        return Result(quiet=True, exit_code=EXIT_FAILED if failed else 0, error=error)
+    data = {"job": table.job, "executionState": table.execution_state, "columns": ["epoch", *table.columns],
+            "rows": table.to_records(), "reason": table.reason}
+    view = Table(["epoch", *table.columns], [[str(r["epoch"]), *(format_number(r[c]) for c in table.columns)]
+                                             for r in table.to_records()],
+                 numeric=frozenset(range(len(table.columns) + 1))) if len(table) else None
+    if view is None and ctx.args.output == "table" and not ctx.args.query:
+        print(f"no metrics for job {job.name}: {table.reason}")
+        return Result(quiet=True, exit_code=EXIT_FAILED if failed else 0, error=error)
+    return Result(data, view, EXIT_FAILED if failed else 0, error)
+
+
+def job_tensorboard(ctx: Context) -> Result:
+    """Sync the job's event files and start TensorBoard on them (or print its command), then keep
+    syncing while the job runs, until Ctrl-C."""
+    job = ctx.job()
+    job.refresh()
+    args = ctx.args
+    board = job.tensorboard(args.logdir, port=args.port, start=not args.no_start)
+    if board.url is None:
+        print(f"event files of job {job.name} are in {board.logdir}; start TensorBoard with:\n  {board.command_line}")
+        return Result(quiet=True)
+    print(f"TensorBoard of job {job.name}: {board.url} (logdir {board.logdir}); Ctrl-C stops it", flush=True)
+    try:
+        while True:
+            time.sleep(args.sync_interval)
+            if not job.refresh().execution_state.is_terminal():
+                board.sync()
+            elif board.sync() == 0 and args.exit_when_done:
+                return Result(quiet=True)
+    finally:
+        board.stop()
+
+
 def register(c: _Commands) -> None:
     sub = c.group("job", "jobs: submit, watch, stream, stop")
     p = c.command(sub, "create", job_create, "submit a Horovod job described by a job.json")
@@ -104,6 +149,22 @@ def register(c: _Commands) -> None:
     p.add_argument("--file", default="stdout.txt", help="the file (default: stdout.txt)")
     p.add_argument("--output-directory-id", default="stdouterr", help="output directory (default: stdouterr)")
     _timeout(p, None, "the job")
+    p = c.command(sub, "metrics", job_metrics, "a job's metrics, one row per finished epoch (while it runs or "
+                  "after); exit 1 if the job failed")
+    _exp(p)
+    _name(p, "job")
+    p.add_argument("--csv", action="store_true", help="print CSV instead of a table (see also --output json)")
+    p = c.command(sub, "tensorboard", job_tensorboard, "sync a job's TensorBoard event files to a local folder and "
+                  "start TensorBoard on them (or print the command when it is not installed); keeps syncing "
+                  "until Ctrl-C")
+    _exp(p)
+    _name(p, "job")
+    p.add_argument("--logdir", type=Path, default=None, help="local folder (default: ./tensorboard/<job>)")
+    p.add_argument("--port", type=_positive, default=None, help="TensorBoard's port (default: a free one)")
+    p.add_argument("--no-start", action="store_true", help="only sync, and print the command")
+    p.add_argument("--sync-interval", type=_seconds, default=15.0, help="seconds between syncs (default: 15)")
+    p.add_argument("--exit-when-done", action="store_true",
+                   help="stop TensorBoard and exit once the job has ended and its last files are synced")
     files = sub.add_parser("file", help="a job's output files", description="a job's output files")
     files_sub = files.add_subparsers(dest="file_verb", metavar="VERB", required=True, parser_class=_Parser)
     for verb, func, text in (("list", job_file_list, "list a job's output files (names, sizes, times)"),

@@ -13,7 +13,7 @@ from azure.core.exceptions import AzureError, ResourceNotFoundError
 from .. import (ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, JobFailedError, NotFoundError,
                 TargetError, TransferError, WaitTimeoutError)
 from .._errors import redact
-from . import cluster, experiment, job, local, storage, workspace
+from . import cluster, experiment, job, local, storage, sweep, workspace
 from .context import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE, PROG, Context, UsageError
 from .parser import _Commands, _global_options, _Parser
 from .views import Result
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                     "3 not found, 4 timeout")
     _global_options(parser, suppress=False)
     commands = _Commands(parser)
-    for group in (workspace, experiment, cluster, job, storage, local):
+    for group in (workspace, experiment, cluster, job, sweep, storage, local):
         group.register(commands)
     return parser
 

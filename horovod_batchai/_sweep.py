@@ -369,8 +369,9 @@ class Sweep:
     def resume(self, spec: "HorovodJob") -> "Sweep":
         """Take over submitting the remaining trials, with the spec the sweep was made from (its
         storage keys are needed, and no service returns them). Then call :meth:`wait`."""
-        from ._experiment import require_spec
-        spec = require_spec(spec)
+        from ._job_spec import HorovodJob
+        if not isinstance(spec, HorovodJob):
+            raise InvalidSpecError("spec", f"{type(spec).__name__} is not a HorovodJob", "the spec the sweep was made from")
         spec.check_resolved()
         if spec.arguments != self.definition.base_arguments:
             raise InvalidSpecError("spec", f"its arguments {spec.arguments!r} are not the sweep's "

@@ -39,15 +39,14 @@ def tensorboard_installed() -> bool:
 def sync_event_files(job: "Job", logdir: Path) -> int:
     """Fetch the job's event files that are missing from ``logdir`` or smaller there; returns
     how many were fetched. A job without event files fetches none."""
-    from ._job import STDOUTERR
     fetched = 0
     pending: List[str] = [EVENTS_DIR]
-    top = next((f for f in job.list_output_files(STDOUTERR) if f.name == EVENTS_DIR and f.is_directory), None)
+    top = next((f for f in job.list_output_files() if f.name == EVENTS_DIR and f.is_directory), None)
     if top is None:
         return 0
     while pending:
         directory = pending.pop()
-        for item in job.list_output_files(STDOUTERR, directory):
+        for item in job.list_output_files(directory=directory):
             remote = f"{directory}/{item.name}"
             if item.is_directory:
                 pending.append(remote)

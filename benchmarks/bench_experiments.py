@@ -96,7 +96,8 @@ def swept(experiment, cluster, spec: HorovodJob, tag: str) -> float:
 
 
 def metrics_latency(experiment, cluster, share: FileShare, work: Path, rows: int, samples: int) -> None:
-    spec = trial_spec("sleep", share, work, 0.0).replace(arguments=f"--epochs {rows} --epoch-seconds 0.01")
+    spec = trial_spec("sleep", share, work, 0.0).replace(arguments=f"--lr 0.001 --batch-size 32 --epochs {rows} "
+                                                                         "--epoch-seconds 0.01")
     # the job records its epochs, then keeps running while it is measured
     waiter = (SLEEPER + "time.sleep(600)\n")
     (work / "waiter.py").write_text(waiter)
@@ -104,6 +105,8 @@ def metrics_latency(experiment, cluster, share: FileShare, work: Path, rows: int
     job = experiment.submit("metrics-running", spec.replace(script=spec.script.replace("sleeper.py", "waiter.py")),
                             cluster=cluster)
     while len(job.metrics()) < rows:
+        if job.execution_state.is_terminal():
+            raise SystemExit(f"the measured job ended {job.execution_state.value}: {job.stderr_tail()}")
         time.sleep(0.2)
     metric_times, refresh_times = [], []
     try:

@@ -98,7 +98,7 @@ class NodeRuntime:
     def describe(self) -> str:
         why = {"argument": "the node runtime the service was started with",
                "environment": f"the node runtime ${NODE_RUNTIME_ENV} names",
-               "service": "the local service's own Python (no node runtime was set)"}[self.source]
+               "service": "the local service's own Python, as no node runtime was set"}[self.source]
         return f"{self.python} ({why})"
 
 
@@ -202,6 +202,6 @@ def check(runtime: NodeRuntime, env: Mapping[str, str], *, horovod: bool) -> Run
     missing = report.missing_for_horovod() if horovod else []
     if missing:
         raise NodeRuntimeError("NodeRuntimeIncomplete",
-                               f"The node runtime {runtime.describe()} ({report.summary()}) lacks "
-                               f"{' and '.join(missing)}, which Horovod jobs need. {HOW_TO_PROVIDE}")
+                               f"The node runtime {runtime.describe()} lacks {' and '.join(missing)}, which "
+                               f"Horovod jobs need (it has {report.summary()}). {HOW_TO_PROVIDE}")
     return report

@@ -111,3 +111,38 @@ def test_a_target_refuses_a_runtime_that_is_not_a_path(tmp_path: Path) -> None:
     with LocalService(tmp_path / "state", settings=FAST) as service:
         with pytest.raises(TargetError, match="LocalService\\(node_runtime=...\\)"):
             Target.local(service=service, node_runtime=sys.executable)
+
+
+def test_a_daemon_running_with_another_runtime_is_reported_not_reused(
+        tmp_path: Path, bare_runtime: Path, monkeypatch: pytest.MonkeyPatch, no_runtime_setting: None) -> None:
+    from horovod_batchai.local import NodeRuntimeMismatch, ensure_running, stop_daemon
+    state = tmp_path / "state"
+    bare = str(bare_runtime / "bin" / "python")
+    try:
+        info = ensure_running(state, node_runtime=bare_runtime)
+        assert info.node_runtime == bare
+        # The same runtime, however named, and no runtime at all: the running daemon is used.
+        assert ensure_running(state, node_runtime=bare).pid == info.pid
+        assert ensure_running(state).pid == info.pid
+        with pytest.raises(NodeRuntimeMismatch) as raised:
+            ensure_running(state, node_runtime=sys.executable)
+        message = str(raised.value)
+        assert (f"the local service running for {state} (pid {info.pid}) runs jobs with the node runtime {bare}, "
+                f"not {Path(sys.executable).absolute()} (asked for)") in message
+        assert f"`horovod-batchai local stop --state-dir {state}`" in message
+        monkeypatch.setenv("HOROVOD_BATCHAI_NODE_RUNTIME", sys.executable)
+        with pytest.raises(NodeRuntimeMismatch, match=r"\(named by \$HOROVOD_BATCHAI_NODE_RUNTIME\)"):
+            ensure_running(state)
+        monkeypatch.delenv("HOROVOD_BATCHAI_NODE_RUNTIME")
+        # A target says so on the first call that needs the service; the command exits 1 saying the same.
+        with Target.local(state_dir=state, node_runtime=sys.executable) as target:
+            with pytest.raises(NodeRuntimeMismatch):
+                target.management_endpoint
+        started = subprocess.run([sys.executable, "-m", "horovod_batchai.local", "start", "--state-dir", str(state),
+                                  "--node-runtime", sys.executable], capture_output=True, text=True, timeout=120)
+        assert started.returncode == 1 and "runs jobs with the node runtime" in started.stderr
+        reused = subprocess.run([sys.executable, "-m", "horovod_batchai.local", "start", "--state-dir", str(state),
+                                 "--node-runtime", str(bare_runtime)], capture_output=True, text=True, timeout=120)
+        assert reused.returncode == 0 and f"node runtime: {bare}" in reused.stdout, reused.stderr
+    finally:
+        stop_daemon(state)

@@ -3,6 +3,7 @@ exist, fails the job before anything of it runs, and the failure says what is mi
 provide it -- in the job's errors (so in ``JobFailedError``) and in its execution log."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -144,5 +145,13 @@ def test_a_daemon_running_with_another_runtime_is_reported_not_reused(
         reused = subprocess.run([sys.executable, "-m", "horovod_batchai.local", "start", "--state-dir", str(state),
                                  "--node-runtime", str(bare_runtime)], capture_output=True, text=True, timeout=120)
         assert reused.returncode == 0 and f"node runtime: {bare}" in reused.stdout, reused.stderr
+        cli = [sys.executable, "-m", "horovod_batchai.cli", "local", "start", "--state-dir", str(state), "-o", "json"]
+        refused = subprocess.run([*cli, "--node-runtime", sys.executable], capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1 and "horovod-batchai: error: the local service running for" in refused.stderr
+        assert json.loads(refused.stdout)["nodeRuntime"] == bare  # what runs, for a script to read
+        shown = subprocess.run([*cli, "--node-runtime", str(bare_runtime)], capture_output=True, text=True, timeout=120)
+        assert shown.returncode == 0 and json.loads(shown.stdout)["nodeRuntime"] == bare, shown.stderr
+        bad = subprocess.run([*cli, "--node-runtime", ""], capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2 and "error: --node-runtime: node_runtime must be the path" in bad.stderr
     finally:
         stop_daemon(state)

@@ -51,6 +51,7 @@ def test_the_sdk_flow_from_python_313_runs_a_horovod_job_on_the_311_node_runtime
                                  "--node-runtime", sys.prefix], check=False, timeout=1500)
             installed = chroot.run([f"{run}/sdk/bin/python", "-m", "pip", "list", "--format=json"]).stdout
         finally:
+            chroot.stop_processes()  # a service the flow left running (it failed) writes into the run
             shutil.rmtree(chroot.path(run), ignore_errors=True)
     assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     report = json.loads(result.stdout.strip().splitlines()[-1])

@@ -45,7 +45,7 @@ SPEC_SCOPE = {"00000000-1111-2222-3333-444444444444": SUB, "34adfa4f-cedf-4dc0-b
               "compute123": CLUSTER}
 
 COMPUTE_FILE = "compute__test_compute"
-DATASTORE_FILE = "datastore__test_datastore"
+DATASTORE_FILE = "datastore__test_datastore.pyTestDatastoretest_file_store"
 JOB_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_with_dataset"
 CANCEL_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_dependency_label_resolution"
 MPI_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_builder"
@@ -264,50 +264,124 @@ def _environment_image(request: Any, body: Any) -> Optional[str]:
 
 
 # -- the shipped environment: a Docker build context instead of an image ----------------------------
-#: the workspace's default blob datastore, where azure-ai-ml uploads a build context
-BLOBSTORE_ACCOUNT = "wsstoragebatchaidev"
-BLOBSTORE_CONTAINER = "azureml-blobstore-8e7dad76-df37-472b-b882-0c1c58adfcf9"
-BUILD_WHY = ("neither the recordings (their environments name an image and a conda file) nor the spec "
-             "extract (it has no environment definitions) hold a build context: recording "
-             f"{CANCEL_FILE}#0's request and response with image and condaFile replaced by azure-ai-ml "
-             "1.35.2's BuildContext (contextUri, dockerfilePath), echoed back as the service echoes a definition")
+ENVIRONMENT_FILE = "environment__test_environment"
+UPLOAD_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_with_inputs_with_datastore_param"
+#: recording 6's workspace storage, where its build context went (kept as recorded)
+CONTEXT_ACCOUNT = "amltest5899420437"
+CONTEXT_CONTAINER = "azureml-blobstore-0bdd51b6-cd9c-4978-b870-99997b393b81"
+CONTEXT_HOST = f"{CONTEXT_ACCOUNT}.blob.core.windows.net"
+#: where this package's context goes: LocalUpload/<content hash>/<CONTEXT_NAME>/
+CONTEXT_FOLDER = f"/{CONTEXT_CONTAINER}/LocalUpload/{ANY_SEGMENT}/horovod-batchai-environment"
+LIST_SECRETS_BODY = {"expirableSecret": True, "expireAfterHours": 1}  # what 1.35.2 sends (recordings 3, 8)
 
 
-def default_datastore() -> list[Exchange]:
-    """azure-ai-ml reads the workspace's default blob datastore and asks it for a SAS token
-    before it uploads a local artifact (recording 3's first two entries, made for its data upload).
-    The upload itself goes through azure-storage-blob clients azure-ai-ml builds without the
-    target's transport: the test stubs it."""
-    entries = recording(JOB_FILE)
-    account = {"properties.accountName": BLOBSTORE_ACCOUNT}
-    return [recorded(entries, 0, JOB_FILE, names=SCOPE, api_version=DATASTORES, response_changes=account),
-            recorded(entries, 1, JOB_FILE, names=SCOPE, api_version=DATASTORES)]
+class ContextUpload:
+    """What the build context's upload sent: each blob's bytes by path, and where it went."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+        self.metadata: dict[str, str] = {}
+        self.folder: Optional[str] = None
+
+    def uri(self) -> str:
+        assert self.folder is not None, "the build context was never uploaded"
+        return f"https://{CONTEXT_HOST}{self.folder}/"
 
 
-def build_context_uri(remote_path: str) -> str:
-    """Where azure-ai-ml says an upload to ``remote_path`` of the blob datastore's container is."""
-    return f"https://{BLOBSTORE_ACCOUNT}.blob.core.windows.net/{BLOBSTORE_CONTAINER}/{remote_path}/"
+def context_datastore() -> list[Exchange]:
+    """The workspace's default blob datastore and its secret, read before the upload
+    (recording 6, where the secret is the account key; 1.35.2 asks for an expirable one)."""
+    entries = recording(ENVIRONMENT_FILE)
+    return [recorded(entries, 0, ENVIRONMENT_FILE, names=SCOPE, api_version=DATASTORES),
+            recorded(entries, 1, ENVIRONMENT_FILE, names=SCOPE, api_version=DATASTORES, body=LIST_SECRETS_BODY)]
+
+
+def context_upload(upload: ContextUpload, files: list[str]) -> list[Exchange]:
+    """A fresh upload (recording 6): HEAD the first file (404), PUT each file as a block blob with
+    its MD5 and If-None-Match: *, then PUT the first file's metadata marking the upload complete."""
+    entries = recording(ENVIRONMENT_FILE)
+    first = sorted(files)[0]
+    head = recorded(entries, 2, ENVIRONMENT_FILE, names={}, api_version=None, check=_account_key_signed)
+    head.path = f"{CONTEXT_FOLDER}/{first}"
+    puts = []
+    for name in sorted(files):
+        put = recorded(entries, 3, ENVIRONMENT_FILE, names={}, api_version=None, check=_blob_put(upload, name))
+        put.path = f"{CONTEXT_FOLDER}/{name}"
+        puts.append(put)
+    done = recorded(entries, 7, ENVIRONMENT_FILE, names={}, api_version=None, query={"comp": "metadata"},
+                    check=_completed(upload, first))
+    done.path = f"{CONTEXT_FOLDER}/{first}"
+    return [head, *puts, done]
+
+
+def _account_key_signed(request: Any, body: Any) -> Optional[str]:
+    auth = request.headers.get("Authorization", "")
+    return None if auth.startswith(f"SharedKey {CONTEXT_ACCOUNT}:") else f"Authorization {auth[:20]!r}, expected SharedKey"
+
+
+def _blob_put(upload: ContextUpload, name: str) -> Any:
+    def check(request: Any, body: Any) -> Optional[str]:
+        import base64
+        import hashlib
+        data = request.body or b""
+        data = data if isinstance(data, bytes) else data.encode("utf-8") if isinstance(data, str) else b"".join(data)
+        headers = request.headers
+        if headers.get("x-ms-blob-type") != "BlockBlob" or headers.get("If-None-Match") != "*":
+            return f"blob type {headers.get('x-ms-blob-type')}, If-None-Match {headers.get('If-None-Match')}"
+        if data and headers.get("Content-MD5") != base64.b64encode(hashlib.md5(data).digest()).decode():
+            return "Content-MD5 missing or wrong"
+        upload.blobs[name] = data
+        upload.folder = request.path_url.split("?")[0][:-len(name) - 1]
+        return _account_key_signed(request, body)
+    return check
+
+
+def _completed(upload: ContextUpload, first: str) -> Any:
+    def check(request: Any, body: Any) -> Optional[str]:
+        meta = {k[len("x-ms-meta-"):]: v for k, v in request.headers.items() if k.lower().startswith("x-ms-meta-")}
+        upload.metadata = meta
+        if meta.get("upload_status") != "completed" or not request.path_url.split("?")[0].endswith("/" + first):
+            return f"metadata {meta} on {request.path_url}"
+        return None
+    return check
+
+
+def context_already_uploaded() -> list[Exchange]:
+    """The datastore handing out a SAS, and an upload that completed earlier (recording 8:
+    HEAD of the first file, 200 with upload_status=completed; HEAD of the legacy location, 404)."""
+    entries = recording(UPLOAD_FILE)
+    sas_only = _sas_only
+    head = recorded(entries, 2, UPLOAD_FILE, names={}, api_version=None, check=sas_only)
+    legacy = recorded(entries, 3, UPLOAD_FILE, names={}, api_version=None, check=sas_only)
+    container = entries[2]["RequestUri"].split("/")[3]
+    head.path = f"/{container}/LocalUpload/{ANY_SEGMENT}/horovod-batchai-environment/Dockerfile"
+    legacy.path = f"/{container}/az-ml-artifacts/{ANY_SEGMENT}/horovod-batchai-environment/Dockerfile"
+    return [recorded(entries, 0, UPLOAD_FILE, names=SCOPE, api_version=DATASTORES),
+            recorded(entries, 1, UPLOAD_FILE, names=SCOPE, api_version=DATASTORES), head, legacy]
+
+
+def _sas_only(request: Any, body: Any) -> Optional[str]:
+    if "Authorization" in request.headers:
+        return "a SAS request also carried an Authorization header"
+    return None if "sig=" in (request.url or "") else "the datastore's SAS is missing from the request"
 
 
 def environment_build_put(context_uri: Any) -> Exchange:
-    """The anonymous environment azure-ai-ml registers for a build context. ``context_uri()``
-    says where the (stubbed) upload put the context, once it has happened."""
-    entries = recording(CANCEL_FILE)
-    exchange = recorded(entries, 0, CANCEL_FILE, names=SCOPE, api_version=ENVIRONMENTS,
-                        check=lambda request, body: _environment_build(body, context_uri()))
-    exchange.source = f"built:{BUILD_WHY}"
-    exchange.path = f"{WS_PATH}/environments/CliV2AnonymousEnvironment/versions/{ANY_SEGMENT}"
-    recorded_body = exchange.body["properties"]
-    exchange.body = {"properties": {**{k: v for k, v in recorded_body.items() if k not in ("image", "condaFile")},
-                                    "build": {"contextUri": "", "dockerfilePath": ""}}}
-    exchange.missing_ok = ("properties.description",)
-    exchange.response = patched(exchange.response, {"properties.image": None, "properties.condaFile": None,
-                                                    "properties.isAnonymous": True, "properties.description": None})
-    exchange.response["id"] = exchange.path
+    """The environment registered for the uploaded build context, named after it and versioned by
+    its content hash (recording 6's environment PUT: ``build: {contextUri, dockerfilePath}``; that
+    one also had a description and tags)."""
+    entries = recording(ENVIRONMENT_FILE)
+    exchange = recorded(entries, 8, ENVIRONMENT_FILE, names=SCOPE, api_version=ENVIRONMENTS,
+                        missing_ok=("properties.description", "properties.tags"),
+                        check=lambda request, body: sent.append(request.path_url.split("?")[0]) or _environment_build(
+                            body, context_uri()))
+    exchange.path = f"{WS_PATH}/environments/horovod-batchai-environment/versions/{ANY_SEGMENT}"
     exchange.headers = {}
+    sent: list[str] = []
 
-    def echo(response: Any, body: Any) -> Any:
+    def echo(response: Any, body: Any) -> Any:  # the service echoes the definition it was given, at its path
         response["properties"]["build"] = body["properties"]["build"]
+        response["id"], response["name"] = sent[-1], sent[-1].rsplit("/", 1)[-1]
         return response
 
     exchange.adapt = echo
@@ -535,12 +609,12 @@ def job_submit(submitted: SubmittedJob, name: str = JOB) -> list[Exchange]:
             environment_put(), job_put(submitted, name)]
 
 
-def job_submit_built(submitted: SubmittedJob, context_uri: Any, name: str = JOB) -> list[Exchange]:
+def job_submit_built(submitted: SubmittedJob, upload: ContextUpload, files: list[str], name: str = JOB) -> list[Exchange]:
     """Submitting a job whose spec names no image: is the name free (404), the default datastore
-    and its SAS (for the build context's upload, stubbed), the environment built from the
-    uploaded context, the job."""
+    and its secret, the build context's upload, the environment built from it, the job."""
     return [not_found(f"{WS_PATH}/jobs/{name}", JOB_GET, "UserError", "the job does not exist yet"),
-            *default_datastore(), environment_build_put(context_uri), job_put(submitted, name)]
+            *context_datastore(), *context_upload(upload, files), environment_build_put(upload.uri),
+            job_put(submitted, name)]
 
 
 def job_list(*jobs: tuple[str, str], api_version: str) -> Exchange:

@@ -15,7 +15,7 @@ import pytest
 from horovod_batchai import ExecutionState, HorovodJob, InputDirectory
 from horovod_batchai._backends.azureml.command import node_command, output_placeholder
 from horovod_batchai._backends.azureml.conversions import read_spec_property, spec_property
-from horovod_batchai._backends.azureml.environment import CONTEXT_NAME, DOCKERFILE, build_context
+from horovod_batchai._backends.azureml.environment import DOCKERFILE, content_hash, context_files
 from horovod_batchai._backends.azureml.states import JOB_STATES, execution_state
 
 import scenario as S
@@ -117,17 +117,16 @@ def test_the_dockerfile_pins_what_setup_py_pins() -> None:
     assert re.search(r"^FROM nvidia/cuda:12\.2\.\d+-cudnn8-devel-ubuntu22\.04$", dockerfile, re.M)  # TF 2.15's CUDA
 
 
-def test_the_build_context_holds_the_dockerfile_and_training(tmp_path: Path) -> None:
-    context = build_context()
-    try:
-        assert context.name == CONTEXT_NAME  # the same upload path for the same content, run after run
-        assert sorted(p.name for p in context.parent.iterdir()) == [CONTEXT_NAME]
-        assert (context / "Dockerfile").read_bytes() == DOCKERFILE.read_bytes()
-        assert (context / "training" / "train.py").is_file()
-        assert not list(context.rglob("__pycache__"))
-    finally:
-        import shutil
-        shutil.rmtree(context.parent)
+def test_the_build_context_holds_the_dockerfile_and_training() -> None:
+    files = context_files()
+    assert files["Dockerfile"] == DOCKERFILE.read_bytes()
+    assert files["training/train.py"] == (ROOT / "training" / "train.py").read_bytes()
+    assert not [name for name in files if "__pycache__" in name or name.endswith(".pyc")]
+    # the same content is the same upload path run after run; any change is another
+    assert content_hash(files) == content_hash(dict(reversed(list(files.items()))))
+    assert content_hash({**files, "Dockerfile": files["Dockerfile"] + b"\n"}) != content_hash(files)
+    moved = {("other/" + k if k == "Dockerfile" else k): v for k, v in files.items()}
+    assert content_hash(moved) != content_hash(files)
 
 
 def test_the_dockerfile_ships_in_the_package() -> None:

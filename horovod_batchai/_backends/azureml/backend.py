@@ -10,7 +10,6 @@ by the exact azure-ai-ml version of the ``azureml`` extra.
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 
@@ -385,27 +384,30 @@ class AzureMLBackend:
             check_same_job(existing, spec, cluster.id)
             log.info("job %s exists with these settings; returning it instead of submitting again", existing.id)
             return existing
-        context = None
-        if spec.container_image:
-            from azure.ai.ml.entities import Environment
-            environment = Environment(image=spec.container_image)
-        else:
-            from azure.ai.ml.entities import BuildContext, Environment
-            from .environment import DOCKERFILE, build_context
-            context = build_context()
-            # Named although it is the service's default: the build is the package's Dockerfile.
-            environment = Environment(build=BuildContext(path=str(context), dockerfile_path=DOCKERFILE.name))
+        environment = self._environment(spec)
         entity = command_job_entity(spec, job_name=ref.name, experiment=ref.experiment, compute=cluster.name,
                                     environment=environment)
         log.info("submitting Azure ML job %s to %s (%d node(s) x %d process(es))", ref.name, cluster.name,
                  spec.node_count, (spec.process_count or spec.node_count) // spec.node_count)
-        try:
-            with azure_errors("submitting job", self.job_id(ref)):
-                created = self.ml.jobs.create_or_update(entity)
-        finally:
-            if context is not None:
-                shutil.rmtree(context.parent, ignore_errors=True)
+        with azure_errors("submitting job", self.job_id(ref)):
+            created = self.ml.jobs.create_or_update(entity)
         return self._job_record(ref, created)
+
+    def _environment(self, spec: HorovodJob) -> Any:
+        """The job's image, or the package's Docker build context: uploaded here, through the
+        target's blob client, and handed to azure-ai-ml as a URI (which it does not upload)."""
+        from azure.ai.ml.entities import BuildContext, Environment
+        if spec.container_image:
+            return Environment(image=spec.container_image)
+        from .environment import CONTEXT_NAME, DOCKERFILE, ENVIRONMENT_VERSION_LENGTH, content_hash, context_files
+        from .upload import upload_context
+        files = context_files()
+        digest = content_hash(files)
+        uri = upload_context(self.ml, self._target, files, name=CONTEXT_NAME, digest=digest)
+        # One environment version per content: the same package registers (and builds) the same
+        # environment run after run. The Dockerfile is named although it is the service's default.
+        return Environment(name=CONTEXT_NAME, version=digest[:ENVIRONMENT_VERSION_LENGTH],
+                           build=BuildContext(path=uri, dockerfile_path=DOCKERFILE.name))
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]:
         self._check_scope(resource_group, workspace)

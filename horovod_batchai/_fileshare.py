@@ -132,6 +132,8 @@ class FileShare:
             raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
         if quota_gib is not None and (not isinstance(quota_gib, int) or not 1 <= quota_gib <= 102400):
             raise InvalidSpecError("quota_gib", f"{quota_gib!r} is not a share quota", "1..102400 GiB")
+        # Where jobs will find the share must not be other storage: checked before anything is created.
+        backend_for(target).check_share_datastore(account_name, share_name)
         ensure_resource_group(target, resource_group, location)
         share._ensure_account(location, sku)
         with azure_errors("creating share", share._where()):
@@ -145,15 +147,18 @@ class FileShare:
 
     @classmethod
     def get(cls, target: "Target", resource_group: str, account_name: str, share_name: str) -> "FileShare":
-        """The existing share; :class:`NotFoundError` when the account or the share is missing."""
+        """The existing share; :class:`NotFoundError` when the account or the share is missing.
+        Only reads: on Azure ML it registers no datastore (:meth:`create` does), and a job that
+        mounts the share finds its datastore when it is submitted."""
         share = cls(target, resource_group, account_name, share_name)
         share._read_account()
         share.check_exists()
-        share._register()
         return share
 
     def _register(self) -> None:
-        """Make the share known where jobs run (on Azure ML: an AzureFile datastore with the key)."""
+        """Make the share known where jobs run. On Azure ML: an AzureFile datastore with the key,
+        read first -- one that is already this share is used; one that is other storage is a
+        :class:`ConflictError`, raised before anything changes."""
         backend_for(self.target).register_share(self._account_name, self.share_name, self.get_account_key())
 
     def check_exists(self) -> None:

@@ -175,6 +175,7 @@ def share_create(resources_version: str, storage_version: str) -> list[Exchange]
                "primaryEndpoints": {"file": f"https://{FILE_HOST}/", "blob": f"https://{ACCOUNT}.blob.core.windows.net/"}}}
     keys = {"keys": [{"keyName": "key1", "value": ACCOUNT_KEY, "permissions": "FULL"}]}
     return [
+        datastore_missing(DATASTORE),
         Exchange("GET", RG_PATH, f"built:{STORAGE_WHY}", api_version=resources_version, response=group),
         Exchange("GET", ACCOUNT_PATH, f"built:{STORAGE_WHY}", api_version=storage_version, response=account),
         Exchange("POST", f"{ACCOUNT_PATH}/listKeys", f"built:{STORAGE_WHY}", api_version=storage_version,
@@ -183,6 +184,17 @@ def share_create(resources_version: str, storage_version: str) -> list[Exchange]
                  status=201, headers={"ETag": '"0x8D0"', "x-ms-version": "2025-01-05"}),
         *datastore_put(),
     ]
+
+
+BLOB_STORE_FILE = "datastore__test_datastore.pyTestDatastoretest_blob_store_credential_less"
+RECORDED_BLOB_STORE = "test_318669269601"
+
+
+def datastore_missing(name: str) -> Exchange:
+    """A datastore the workspace does not have: recording 10's GET after its DELETE (404,
+    UserError "Could not find datastore", inner code NotFoundError)."""
+    entries = recording(BLOB_STORE_FILE)
+    return recorded(entries, 4, BLOB_STORE_FILE, names={**SCOPE, RECORDED_BLOB_STORE: name}, api_version=DATASTORES)
 
 
 def datastore_put() -> list[Exchange]:
@@ -196,14 +208,42 @@ def datastore_put() -> list[Exchange]:
     return [put]
 
 
-def datastore_get() -> Exchange:
-    """The share's datastore, looked up before a submit by a process that did not register it
-    (recording 2's GET)."""
+def datastore_get(name: str = DATASTORE, *, storage: Optional[dict[str, str]] = None) -> Exchange:
+    """A datastore as the workspace has it: recording 2's GET (an AzureFile datastore, account
+    key), its sanitized account and its share renamed to this test's (``storage``: others)."""
     entries = recording(DATASTORE_FILE)
-    exchange = recorded(entries, 1, DATASTORE_FILE, names={**SCOPE, "test_180231763309": DATASTORE},
-                        api_version=DATASTORES)
-    exchange.response = patched(exchange.response, {"properties.accountName": ACCOUNT,
-                                                    "properties.fileShareName": SHARE})
+    storage = {"Sanitized": ACCOUNT, "testfileshare": SHARE} if storage is None else storage
+    return recorded(entries, 1, DATASTORE_FILE, names={**SCOPE, "test_180231763309": name, **storage},
+                    api_version=DATASTORES)
+
+
+def blob_datastore_get(name: str, *, storage: Optional[dict[str, str]] = None) -> Exchange:
+    """An AzureBlob datastore without credentials as the workspace has it (recording 10's GET);
+    ``storage`` renames its sanitized account and its container."""
+    entries = recording(BLOB_STORE_FILE)
+    return recorded(entries, 1, BLOB_STORE_FILE, names={**SCOPE, RECORDED_BLOB_STORE: name, **(storage or {})},
+                    api_version=DATASTORES)
+
+
+def blob_datastore_put(name: str, account: str, container: str, credentials: str) -> Exchange:
+    """Registering a blob container (recording 10's PUT, credentialsType None; with a key, the
+    AccountKey credentials of recording 2's PUT)."""
+    entries = recording(BLOB_STORE_FILE)
+    exchange = recorded(entries, 0, BLOB_STORE_FILE,
+                        names={**SCOPE, RECORDED_BLOB_STORE: name, "Sanitized": account, "testblob": container},
+                        api_version=DATASTORES, query={"skipValidation": "true"}, extra_ok=("properties.description",))
+    if credentials == "AccountKey":
+        exchange.body["properties"]["credentials"] = recording(DATASTORE_FILE)[0]["RequestBody"]["properties"][
+            "credentials"]
+        exchange.source += f" (credentials: recording:{DATASTORE_FILE}#0's AccountKey)"
+
+    def check(request: Any, body: Any) -> Optional[str]:
+        props = body["properties"]
+        sent = (props["datastoreType"], props["accountName"], props["containerName"],
+                props["credentials"]["credentialsType"])
+        return None if sent == ("AzureBlob", account, container, credentials) else f"datastore {sent}"
+
+    exchange.check = check
     return exchange
 
 

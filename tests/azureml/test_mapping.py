@@ -58,7 +58,7 @@ def test_the_command_builds_the_batch_ai_world_on_a_node(tmp_path: Path) -> None
     spec = spec.replace(node_count=1, process_count=2, interpreter=sys.executable,
                         input_directories=(InputDirectory(id="DATA", path="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar"),),
                         job_preparation="echo prepared >> $AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/prepared.txt")
-    command = node_command(spec, job_name="cifar_distributed", outputs={"myshare": "mount0_myshare"})
+    command = node_command(spec, job_name="cifar_distributed", mounts={"myshare": output_placeholder("mount0_myshare")})
     assert output_placeholder("mount0_myshare") in command
     runnable = command.replace(output_placeholder("mount0_myshare"), str(share))
     env = {"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path / "node-tmp")}
@@ -78,7 +78,7 @@ def test_the_command_builds_the_batch_ai_world_on_a_node(tmp_path: Path) -> None
 def test_a_failed_preparation_fails_every_process_of_the_node(tmp_path: Path) -> None:
     spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name="mystorageaccount", account_key="a2V5")
     spec = spec.replace(job_preparation="exit 3", interpreter="true")
-    runnable = node_command(spec, job_name="j", outputs={"myshare": "m"}).replace(output_placeholder("m"), str(tmp_path))
+    runnable = node_command(spec, job_name="j", mounts={"myshare": output_placeholder("m")}).replace(output_placeholder("m"), str(tmp_path))
     env = {"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path / "t")}
     ranks = [subprocess.Popen(["sh", "-c", runnable], env={**env, "OMPI_COMM_WORLD_LOCAL_RANK": str(r)},
                               stderr=subprocess.PIPE) for r in (0, 1)]

@@ -491,6 +491,21 @@ def job_put(submitted: SubmittedJob, name: str = JOB) -> Exchange:
     return exchange
 
 
+INPUTS_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_with_inputs_with_datastore_param"
+
+
+def blob_job_put(submitted: SubmittedJob, check: Any) -> Exchange:
+    """A job mounting blob containers: job_put's expected shape, with its inputs shaped as
+    recording 8's datastore-path input (``mode``, ``uri``, ``jobInputType``)."""
+    exchange = job_put(submitted)
+    recorded_input = recording(INPUTS_FILE)[4]["RequestBody"]["properties"]["inputs"]["test1"]
+    exchange.body["properties"]["inputs"] = {"input": recorded_input}
+    exchange.missing_ok = tuple(m for m in exchange.missing_ok if m != "properties.inputs")
+    exchange.check = check
+    exchange.source += f" (+ recording:{INPUTS_FILE}#4's input shape)"
+    return exchange
+
+
 def json_body(value: Any) -> Any:
     import json
     return json.loads(value) if isinstance(value, str) else value

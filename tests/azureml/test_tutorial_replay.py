@@ -29,17 +29,20 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
     assert workspace.location == S.LOCATION
     experiment = workspace.create_experiment(S.EXPERIMENT)
 
-    # The cluster: 2 dedicated nodes, created, then waited on until steady with both idle.
+    # The cluster: 2 dedicated nodes asked for (the PUT is checked), then waited on until steady.
+    # The answers are the recorded compute's and the spec example's, as they were sent: the
+    # package reports what the service says, spelled as Azure documents it.
     transport.add(*S.cluster_create())
     cluster = workspace.create_cluster(S.CLUSTER, vm_size=S.VM_SIZE, vm_priority="dedicated", target_node_count=2,
                                        admin_user_name="azureuser", ssh_public_key=S.SSH_KEY)
-    assert (cluster.vm_size, cluster.maximum_node_count) == (S.VM_SIZE, 2)
+    assert (cluster.vm_size, cluster.maximum_node_count) == ("Standard_DS2_v2", 2)  # recording 1's compute
     transport.add(*S.cluster_ready())
     seen = []
     ready = cluster.wait_until_ready(timeout=60, poll_interval=0, on_status=seen.append)
     assert [s.allocation_state for s in seen] == [AllocationState.RESIZING, AllocationState.STEADY]
-    assert seen[0].node_state_counts.preparing == 2 and ready.node_state_counts.idle == 2
-    assert ready.target_node_count == 2 and ready.is_ready
+    assert seen[0].vm_size == "Standard_NC6"  # the spec example's STANDARD_NC6
+    assert seen[0].auto_scale == (0, 1) and seen[0].node_state_counts.total == 0
+    assert ready.auto_scale == (0, 2) and ready.node_state_counts.total == 0 and ready.is_ready
 
     # The share, registered as an AzureFile datastore with the account key.
     transport.add(*S.share_create(*S.storage_api_versions()))
@@ -88,8 +91,8 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
 
     # Resize to 0, delete the jobs and the cluster.
     transport.add(*S.cluster_resize(0))
-    status = cluster.resize(0, timeout=120)
-    assert status.target_node_count == 0 and status.node_state_counts.total == 0
+    status = cluster.resize(0, timeout=120)  # the PUT sent min = max = 0 (checked); the recorded answer:
+    assert status.auto_scale == (0, 2) and status.node_state_counts.total == 0
     transport.add(S.job_delete("cifar_cancelled"), S.job_delete(S.JOB))
     doomed.delete()
     job.delete()

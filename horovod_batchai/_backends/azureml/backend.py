@@ -229,12 +229,9 @@ class AzureMLBackend:
             return None
 
     def cluster_status(self, ref: ClusterRef) -> ClusterRecord:
-        """The compute (allocation state, errors) with node counts from its node list."""
-        self._check_scope(ref.resource_group, ref.workspace)
-        with azure_errors("reading cluster", self.cluster_id(ref)):
-            resource = self._raw_get(ref)
-            nodes = list(self.ml.compute.list_nodes(ref.name))
-        return self._record(ref, resource, nodes)
+        """The compute as its GET describes it: allocation state, node counts
+        (``nodeStateCounts``), errors. One request per poll."""
+        return self.get_cluster(ref)
 
     def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec) -> "LROPoller[ClusterRecord]":
         self._check_scope(ref.resource_group, ref.workspace)

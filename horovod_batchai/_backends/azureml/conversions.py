@@ -19,7 +19,7 @@ from ..._mounts import AzureBlobMount, AzureFileShareMount
 from ..._states import ClusterStatus, JobStatus, NodeStateCounts
 from .command import input_placeholder, node_command, output_placeholder
 from .states import allocation_state, execution_state
-from .vm_sizes import check_amlcompute_vm_size
+from .vm_sizes import canonical_vm_size, check_amlcompute_vm_size
 
 __all__ = ["check_cluster_spec", "check_job_spec", "check_scale", "compute_entity", "command_job_entity",
            "datastore_name", "blob_datastore_name", "output_name", "node_field", "cluster_status_from_rest",
@@ -159,7 +159,8 @@ def compute_entity(name: str, spec: ClusterSpec) -> Any:
 def cluster_status_from_rest(resource: Any, *, resource_group: str, workspace: str,
                              nodes: Optional[list[Any]] = None) -> ClusterStatus:
     """A ClusterStatus from the generated ``ComputeResource`` of an AmlCompute (and, when given,
-    its node list, which then provides the node counts)."""
+    its node list, which then provides the node counts). While the compute is being created the
+    service sends null counts and allocation state: no nodes, resizing."""
     outer = resource.properties
     props = getattr(outer, "properties", None)
     scale = getattr(props, "scale_settings", None)
@@ -184,7 +185,7 @@ def cluster_status_from_rest(resource: Any, *, resource_group: str, workspace: s
         errors.append(ServiceErrorDetail("ProvisioningFailed", "the compute's provisioningState is Failed"))
     return ClusterStatus(
         name=str(resource.name or ""), resource_group=resource_group, workspace=workspace,
-        vm_size=str(getattr(props, "vm_size", "") or ""),
+        vm_size=canonical_vm_size(str(getattr(props, "vm_size", "") or "")),
         allocation_state=allocation_state(getattr(props, "allocation_state", None)),
         current_node_count=int(getattr(props, "current_node_count", 0) or 0) if nodes is None else counts.total,
         node_state_counts=counts,

@@ -209,6 +209,8 @@ class _ReplayAdapter(requests.adapters.BaseAdapter):
 
     def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None,
              verify: Any = True, cert: Any = None, proxies: Any = None) -> requests.Response:
+        # what requests would have connected through: the caller's proxy settings reach this far
+        self._transport.proxies.append(dict(proxies or {}))
         return self._transport._serve(request)
 
     def close(self) -> None:
@@ -229,6 +231,8 @@ class ReplayTransport(RequestsTransport):
         self.requests: list[str] = []
         self.mismatches: list[str] = []
         self.sleeps: list[float] = []
+        #: the proxies each request was sent with (what requests would have connected through)
+        self.proxies: list[dict[str, str]] = []
 
     def add(self, *exchanges: Exchange) -> "ReplayTransport":
         self.expected.extend(exchanges)

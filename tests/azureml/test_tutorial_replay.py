@@ -113,11 +113,16 @@ def _context_files() -> dict[str, bytes]:
     return {"Dockerfile": DOCKERFILE.read_bytes(), **files}
 
 
-def test_the_tutorials_azure_ml_job_runs_in_the_shipped_environment(target: Target, transport: ReplayTransport) -> None:
+def test_the_tutorials_azure_ml_job_runs_in_the_shipped_environment(transport: ReplayTransport) -> None:
     """What examples/tutorial.py submits on Azure ML: job.json without its TensorFlow 1.8 image and
     its job preparation, so that Azure ML builds the environment from the package's Dockerfile.
-    The build context is uploaded through the target's transport, as recording 6 uploaded one."""
+    The build context is uploaded through the target's transport, as recording 6 uploaded one,
+    with the target's proxy, like every other request."""
+    from conftest import FakeCredential
     from horovod_batchai._experiment import Experiment
+    proxy = "http://proxy.example.com:3128"
+    target = Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=transport,
+                            proxies={"https": proxy}, retry_total=1)
     experiment = Experiment(Workspace(target, S.RG, S.WS), S.EXPERIMENT)
     cluster = S.steady_cluster(target)
     share_spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)
@@ -139,6 +144,11 @@ def test_the_tutorials_azure_ml_job_runs_in_the_shipped_environment(target: Targ
     environment_id = submitted.sent["properties"]["environmentId"]
     assert f"/environments/horovod-batchai-environment/versions/{digest[:32]}" in environment_id
     assert S.TUTORIAL_IMAGE not in str(submitted.sent)
+    # every request, the blob upload's included, went the caller's way
+    assert len(transport.proxies) == len(transport.requests) and all(p.get("https") == proxy
+                                                                     for p in transport.proxies)
+    assert any("blob.core.windows.net" in r for r in transport.requests)
+    target.close()
 
 
 def test_a_build_context_uploaded_earlier_is_not_uploaded_again(target: Target, transport: ReplayTransport) -> None:

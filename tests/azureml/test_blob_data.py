@@ -148,3 +148,18 @@ def test_read_only_is_blobfuses_ro_option() -> None:
     with pytest.raises(InvalidSpecError, match="one credential"):
         AzureBlobMount(account_name=S.ACCOUNT, container_name=DATA, relative_mount_path="d", account_key="a2V5",
                        sas_token="sv=1&sig=x")
+
+
+@pytest.mark.parametrize("credentials, words", [({}, "none is given"), ({"sas_token": "sv=1&sig=c2ln"}, "not a SAS")])
+def test_batch_ai_mounts_blob_containers_with_the_key_only(tmp_path: Path, credentials: dict, words: str) -> None:
+    """The same spec on the Batch AI API: blobfuse there takes the account key, so an
+    identity-based or SAS mount is refused before any request, naming the mount."""
+    from horovod_batchai._backends.batchai import BatchAIBackend
+    target = Target.local(state_dir=tmp_path)  # nothing is started: the check sends no request
+    spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)
+    spec = spec.replace(mounts=spec.mounts + (AzureBlobMount(account_name=DATA_ACCOUNT, container_name=DATA,
+                                                             relative_mount_path="data", **credentials),))
+    record = S.steady_cluster(target)._record
+    with pytest.raises(InvalidSpecError, match=words) as caught:
+        BatchAIBackend(target).check_job_spec(spec, record)
+    assert caught.value.field == "mounts[1]" and "sig=" not in str(caught.value)

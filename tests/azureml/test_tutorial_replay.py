@@ -8,7 +8,6 @@ transport (conftest.no_network).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 

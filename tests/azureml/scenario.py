@@ -618,8 +618,9 @@ def job_delete(job_name: str) -> Exchange:
 
 def cluster_resize(nodes: int) -> list[Exchange]:
     """GET (the compute as azure-ai-ml reads it), PUT with min = max = nodes (recording 1's second
-    PUT; answered as recorded: Creating, null counts), its operation status, the LRO's final GET,
-    then this package's GET (all as recorded)."""
+    PUT; answered as recorded: Creating, null counts), its operation status (twice), the LRO's
+    final GET, this package's GET, then the resize poller's wait for the cluster to be steady at
+    its new size: one poll of the compute (all as recorded)."""
     entries = recording(COMPUTE_FILE)
     put = recorded(entries, 5, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES,
                    check=_scale_to(nodes), missing_ok=COMPUTE_PUT_DIFFERENCES["missing_ok"],
@@ -629,7 +630,7 @@ def cluster_resize(nodes: int) -> list[Exchange]:
     return [compute_get(3), put,
             recorded(entries, 6, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES, query={"service": "new"}),
             recorded(entries, 7, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES),
-            compute_get(8), compute_get(9)]
+            compute_get(8), compute_get(9), compute_get(9)]
 
 
 def _scale_to(nodes: int) -> Any:

@@ -380,7 +380,8 @@ class AzureMLBackend:
                                            f"{mount.account_name!r} is not registered in workspace "
                                            f"{self._target.workspace!r} (no datastore {name!r})",
                                            "a share from FileShare.create(...), which registers it")
-                missing.append(mount)
+                if name not in {mount_datastore(m)[0] for m in missing}:  # two mounts of one container
+                    missing.append(mount)
                 continue
             problem = self._identity_problem(name, found, wanted)
             if problem:

@@ -219,6 +219,11 @@ def test_sources_are_named_for_every_exchange() -> None:
     context = [*S.context_datastore(), *S.context_upload(S.ContextUpload(), ["Dockerfile"]),
                S.environment_build_put(lambda: "")]
     assert {e.source.split("#")[0] for e in context} == {f"recording:{S.ENVIRONMENT_FILE}"}
+    # datastores (absent, other storage, blob), compute shapes and the job input: recorded, unchanged
+    recorded_only = [S.datastore_missing(S.DATASTORE), S.blob_datastore_get(S.DATASTORE),
+                     S.blob_datastore_put(S.DATASTORE, S.ACCOUNT, "data", "None"), S.compute_get_creating(),
+                     *[S.compute_get(i) for i in (3, 4, 8, 9)], S.blob_job_put(submitted, lambda r, b: None)]
+    assert all(e.source.startswith("recording:") for e in recorded_only), [e.source for e in recorded_only]
 
 
 def test_a_failed_job_reports_the_service_error_and_the_tail_of_its_log(target: Target,

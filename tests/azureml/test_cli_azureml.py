@@ -95,3 +95,30 @@ def test_azure_ml_needs_its_workspace(capsys: pytest.CaptureFixture[str], monkey
     monkeypatch.delenv("AZURE_SUBSCRIPTION_ID", raising=False)
     assert main(["--target", "azureml", "experiment", "list", "-g", S.RG, "-w", S.WS]) == 2
     assert "--subscription" in capsys.readouterr().err
+
+
+def test_the_tutorials_job_in_the_package_environment_from_the_cli(cli_targets: list, transport: ReplayTransport,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``job create --package-environment``: job.json without its TensorFlow 1.8 image and its
+    preparation; the package's build context is uploaded through the proxy like everything else."""
+    from test_tutorial_replay import _context_files
+    keys = S.share_create(*S.storage_api_versions())[3]
+    submitted, upload = S.SubmittedJob(), S.ContextUpload()
+    files = _context_files()
+    transport.add(keys, S.compute_get(3), S.datastore_get(), *S.job_submit_built(submitted, upload, list(files)))
+    code = _main("job", "create", "-g", S.RG, "-w", S.WS, "-e", S.EXPERIMENT, "-n", S.JOB, "-c", S.CLUSTER,
+                 "-f", str(JOB_JSON), "--storage-account-name", S.ACCOUNT, "--node-count", "2",
+                 "--package-environment", "--json")
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert upload.blobs == files and submitted.sent is not None and S.TUTORIAL_IMAGE not in str(submitted.sent)
+    assert len(transport.proxies) == len(transport.requests) and all(
+        p.get("https") == PROXY for p in transport.proxies)
+    transport.verify()
+
+
+def test_the_package_environment_is_azure_mls_only(capsys: pytest.CaptureFixture[str]) -> None:
+    from horovod_batchai.cli.run import main
+    code = main(["--target", "local", "job", "create", "-g", S.RG, "-w", S.WS, "-e", S.EXPERIMENT, "-n", S.JOB,
+                 "-c", S.CLUSTER, "-f", str(JOB_JSON), "--package-environment"])
+    assert code == 2 and "only Azure ML builds the package's Docker environment" in capsys.readouterr().err

@@ -366,7 +366,7 @@ class AzureMLBackend:
         container), read before anything changes. A share's datastore must exist
         (FileShare.create registers it); a blob container's is registered here when missing,
         with the mount's credential, once every mount has been checked."""
-        missing = []
+        missing: list[AzureBlobMount] = []
         for i, mount in enumerate(spec.mounts):
             if not isinstance(mount, (AzureFileShareMount, AzureBlobMount)):
                 continue

@@ -1,10 +1,12 @@
-"""Azure Machine Learning through azure-ai-ml: AmlCompute clusters, AzureFile datastores,
-command jobs with MPI distribution, logs from the run-history service and blob storage.
+"""Azure Machine Learning through azure-ai-ml: AmlCompute clusters, AzureFile and AzureBlob
+datastores (checked to be the storage their name stands for), command jobs with MPI
+distribution, logs from the run-history service and blob storage.
 
 Every client is built with the Target's azure-core client options (``transport=`` included):
 azure-ai-ml passes them to each of its generated clients and to the pipeline it reads the
-workspace's discovery URL with; the blob clients that read logs are built here with the same
-options. Calls that reach into azure-ai-ml below its public surface are marked; they are pinned
+workspace's discovery URL with; the blob clients that read logs and upload the build context
+(``upload.py``) are built here with the same options, so azure-ai-ml never uploads anything
+itself. Calls that reach into azure-ai-ml below its public surface are marked; they are pinned
 by the exact azure-ai-ml version of the ``azureml`` extra.
 """
 from __future__ import annotations

@@ -10,26 +10,14 @@ extra), and a missing extra must fail these tests, not hide them.
 from __future__ import annotations
 
 import socket
-import time
 from typing import Any, Iterator
 
 import pytest
-from azure.core.credentials import AccessToken, AccessTokenInfo
 
 from horovod_batchai import Target
 
-from replay import ReplayTransport
+from replay import FakeCredential, ReplayTransport
 from scenario import RG, SUB, WS
-
-
-class FakeCredential:
-    """A token credential that never talks to Azure AD (the replay carries no token traffic)."""
-
-    def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
-        return AccessToken("replay-token", int(time.time()) + 3600)
-
-    def get_token_info(self, *scopes: str, options: Any = None) -> AccessTokenInfo:
-        return AccessTokenInfo("replay-token", int(time.time()) + 3600)
 
 
 class LeftTheTransport(AssertionError):

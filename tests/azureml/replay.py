@@ -17,6 +17,7 @@ import copy
 import io
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
@@ -24,6 +25,7 @@ from urllib.parse import parse_qs, urlparse
 
 import requests
 import requests.adapters
+from azure.core.credentials import AccessToken, AccessTokenInfo
 from azure.core.pipeline.transport import RequestsTransport
 from requests.structures import CaseInsensitiveDict
 from urllib3 import HTTPResponse
@@ -40,6 +42,16 @@ JOB_MAPS = ("properties.tags", "properties.properties", "properties.environmentV
 
 #: the storage response headers a recorded blob exchange keeps (with every x-ms-*: metadata, error code)
 STORAGE_HEADERS = ("etag", "last-modified", "content-md5", "content-length", "content-type", "accept-ranges")
+
+
+class FakeCredential:
+    """A token credential that never talks to Azure AD (the replay carries no token traffic)."""
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        return AccessToken("replay-token", int(time.time()) + 3600)
+
+    def get_token_info(self, *scopes: str, options: Any = None) -> AccessTokenInfo:
+        return AccessTokenInfo("replay-token", int(time.time()) + 3600)
 
 
 class ReplayMismatch(AssertionError):

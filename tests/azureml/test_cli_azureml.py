@@ -12,8 +12,7 @@ import pytest
 from horovod_batchai import Target
 
 import scenario as S
-from conftest import FakeCredential
-from replay import ReplayTransport
+from replay import FakeCredential, ReplayTransport
 
 JOB_JSON = Path(__file__).resolve().parents[2] / "examples" / "job.json"
 PROXY = "http://proxy.example.com:3128"

@@ -15,7 +15,7 @@ from horovod_batchai import (AllocationState, ExecutionState, FileShare, Horovod
                              Workspace)
 
 import scenario as S
-from replay import ReplayTransport
+from replay import FakeCredential, ReplayTransport
 
 JOB_JSON = Path(__file__).resolve().parents[2] / "examples" / "job.json"
 LOG = b"Epoch 1/1\n391/391 - 12s - loss: 1.61\nTest loss: 1.31\nTest accuracy: 0.5312\n"
@@ -117,7 +117,6 @@ def test_the_tutorials_azure_ml_job_runs_in_the_shipped_environment(transport: R
     its job preparation, so that Azure ML builds the environment from the package's Dockerfile.
     The build context is uploaded through the target's transport, as recording 6 uploaded one,
     with the target's proxy, like every other request."""
-    from conftest import FakeCredential
     from horovod_batchai._experiment import Experiment
     proxy = "http://proxy.example.com:3128"
     target = Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=transport,

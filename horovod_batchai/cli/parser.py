@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import AzureFileShareMount, FileShare, HorovodJob, InvalidSpecError
-from .context import EXIT_USAGE, Context
+from .context import EXIT_USAGE, Context, UsageError
 from .views import Result
 
 
@@ -40,6 +40,31 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _proxy(text: str) -> str:
+    from urllib.parse import urlparse
+    parsed = urlparse(text)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = -1
+    if "@" in parsed.netloc:  # the value is not echoed: it holds a password
+        raise argparse.ArgumentTypeError("a proxy with a user name or password does not belong on the command line "
+                                         "(every user of the machine can read it); set $HTTPS_PROXY instead")
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or port == -1 or parsed.path not in ("", "/"):
+        raise argparse.ArgumentTypeError(f"expected a proxy URL like http://proxy.example.com:3128, got {text!r}")
+    return text
+
+
+def _retries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of retries (0 or more), got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a number of retries from 0 to 100, got {value}")
+    return value
+
+
 def _global_options(parser: argparse.ArgumentParser, *, suppress: bool, with_target: bool = True) -> None:
     """Options every command takes, before or after the verb. On the sub-commands their default
     is SUPPRESS, so that a value given before the verb is not overwritten by the default.
@@ -57,6 +82,13 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool, with_tar
                                 "or Batch AI's API on Azure (azure) ($HOROVOD_BATCHAI_TARGET)")
     group.add_argument("--subscription", default=default(os.environ.get("AZURE_SUBSCRIPTION_ID")),
                        help="Azure subscription id ($AZURE_SUBSCRIPTION_ID); required with --target azure/azureml")
+    group.add_argument("--proxy", type=_proxy, default=default(None), metavar="URL",
+                       help="send every request (management, storage, Azure ML) through this HTTP(S) proxy, e.g. "
+                            "http://proxy.example.com:3128; without it $HTTPS_PROXY / $HTTP_PROXY / $NO_PROXY apply "
+                            "(put a proxy password there, never on the command line)")
+    group.add_argument("--retries", type=_retries, default=default(None), metavar="N",
+                       help="retry a failed request at most N times (azure-core's retry_total; default: each "
+                            "client's own, 3 to 10)")
     group.add_argument("--state-dir", type=Path, default=default(None),
                        help="the local service's state directory ($HOROVOD_BATCHAI_STATE_DIR, else "
                             "~/.horovod-batchai/local); a service running for it is reused, else one is started")
@@ -144,6 +176,9 @@ STORAGE_ACCOUNT_ENV = "AZURE_BATCHAI_STORAGE_ACCOUNT"  # what az batchai job cre
 def job_spec_from_args(ctx: Context) -> HorovodJob:
     """The job.json, with storage placeholders and keys filled, the node count and arguments varied."""
     args = ctx.args
+    if args.package_environment and args.target != "azureml":
+        raise UsageError("--package-environment: only Azure ML builds the package's Docker environment; "
+                         f"drop it with --target {args.target}")
     if not args.config_file.is_file():
         raise InvalidSpecError("--config-file", f"{str(args.config_file)!r} is not a file", "the path of a job.json")
     spec = HorovodJob.from_file(args.config_file)
@@ -160,6 +195,9 @@ def job_spec_from_args(ctx: Context) -> HorovodJob:
     changes: dict[str, Any] = {}
     if args.append_args:
         changes["arguments"] = f"{spec.arguments} {args.append_args}".strip()
+    if args.package_environment:
+        # job.json's TensorFlow 1.8 image cannot run the training package, nor does its preparation apply
+        changes.update(container_image=None, job_preparation=None)
     if args.node_count is not None:
         changes["node_count"] = args.node_count
         if spec.process_count is not None:
@@ -178,6 +216,11 @@ def _job_file(p: argparse.ArgumentParser) -> None:
     p.add_argument("--storage-resource-group", default=None,
                    help="resource group of that storage account (default: --resource-group)")
     p.add_argument("--node-count", type=_positive, default=None, help="override the file's nodeCount")
+    p.add_argument("--package-environment", action="store_true",
+                   help="Azure ML only: run in the image built from the package's Dockerfile (TensorFlow 2.15.1, "
+                        "Horovod 0.28.1) instead of the file's containerSettings and jobPreparation (the "
+                        "tutorial's TensorFlow 1.8 image cannot run its training package); the build context is "
+                        "uploaded through the same client options as every other request")
     p.add_argument("--append-args", default=None, metavar="ARGS",
                    help="arguments appended to the file's commandLineArgs, e.g. '--epochs=3' "
                         "(the node expands $AZ_BATCHAI_* variables in them)")

@@ -1,16 +1,17 @@
-"""Azure Machine Learning through azure-ai-ml: AmlCompute clusters, AzureFile datastores,
-command jobs with MPI distribution, logs from the run-history service and blob storage.
+"""Azure Machine Learning through azure-ai-ml: AmlCompute clusters, AzureFile and AzureBlob
+datastores (checked to be the storage their name stands for), command jobs with MPI
+distribution, logs from the run-history service and blob storage.
 
 Every client is built with the Target's azure-core client options (``transport=`` included):
 azure-ai-ml passes them to each of its generated clients and to the pipeline it reads the
-workspace's discovery URL with; the blob clients that read logs are built here with the same
-options. Calls that reach into azure-ai-ml below its public surface are marked; they are pinned
+workspace's discovery URL with; the blob clients that read logs and upload the build context
+(``upload.py``) are built here with the same options, so azure-ai-ml never uploads anything
+itself. Calls that reach into azure-ai-ml below its public surface are marked; they are pinned
 by the exact azure-ai-ml version of the ``azureml`` extra.
 """
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 
@@ -20,14 +21,15 @@ from azure.core.polling import LROPoller
 from ..._cluster_spec import AutoScale, ClusterSpec
 from ..._errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
 from ..._job_spec import HorovodJob
-from ..._lro import DEFAULT_LRO_TIMEOUT, DonePoller, MappedPoller
-from ..._mounts import AzureFileShareMount
+from ..._lro import DonePoller, MappedPoller, background_poller, resume_token
+from ..._mounts import AzureBlobMount, AzureFileShareMount
 from ..._values import OutputFile, RemoteLogin, Usage
 from .. import arm
 from ..base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, WorkspaceRecord
-from .conversions import (check_cluster_spec, check_job_spec, check_scale, cluster_status_from_rest,
-                          command_job_entity, compute_entity, datastore_name, job_status_from_entity,
-                          node_field, read_spec_property)
+from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec, check_scale,
+                          cluster_status_from_rest, command_job_entity, compute_entity, datastore_entity,
+                          datastore_identity, job_status_from_entity, mount_datastore, node_field,
+                          read_spec_property)
 from .states import execution_state
 
 if TYPE_CHECKING:
@@ -75,7 +77,10 @@ class AzureMLBackend:
         self.kind = target.kind
         self._lock = threading.Lock()
         self._ml: Optional["MLClient"] = None
-        self._registered: set[str] = set()
+        #: datastores known to be the storage their name stands for (read or registered here)
+        self._registered: dict[str, DatastoreIdentity] = {}
+        #: datastores check_share_datastore found missing, for the register_share that follows it
+        self._absent: set[str] = set()
 
     @property
     def ml(self) -> "MLClient":
@@ -114,17 +119,22 @@ class AzureMLBackend:
             entity = self.ml.workspaces.get(name)
         return WorkspaceRecord(resource_group=resource_group, name=name, location=str(entity.location or ""))
 
-    def create_workspace(self, resource_group: str, name: str, location: Optional[str],
-                         timeout: Optional[float]) -> WorkspaceRecord:
+    def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
+                               continuation_token: Optional[str] = None) -> "LROPoller[WorkspaceRecord]":
         """Get the workspace; create it only when missing (Azure also creates a storage account,
-        a key vault and an Application Insights instance for it)."""
+        a key vault and an Application Insights instance for it). azure-ai-ml runs the creation
+        as an ARM template deployment whose poller gives no continuation token; resuming from a
+        token of a workspace that already existed reads it again."""
         self._check_scope(resource_group, name)
         resource = self.workspace_id(resource_group, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action="creating workspace", resource=resource)
         with azure_errors("reading workspace", resource):
             try:
                 entity = self.ml.workspaces.get(name)
                 log.info("workspace %s exists; using it", resource)
-                return WorkspaceRecord(resource_group, name, str(entity.location or ""))
+                return DonePoller(WorkspaceRecord(resource_group, name, str(entity.location or "")),
+                                  action="creating workspace", resource=resource)
             except ResourceNotFoundError:
                 pass
         if location is None:
@@ -137,30 +147,37 @@ class AzureMLBackend:
                  "Application Insights)", resource, location)
         with azure_errors("creating workspace", resource):
             poller = self.ml.workspaces.begin_create(WorkspaceEntity(name=name, location=location))
-        entity = MappedPoller(poller, lambda e: e, action="creating workspace", resource=resource).result(timeout)
-        return WorkspaceRecord(resource_group, name, str(getattr(entity, "location", location) or location))
+        return MappedPoller(poller, lambda e: WorkspaceRecord(resource_group, name,
+                                                              str(getattr(e, "location", location) or location)),
+                            action="creating workspace", resource=resource)
 
     def list_workspaces(self, resource_group: Optional[str]) -> List[WorkspaceRecord]:
         if resource_group is not None and resource_group.lower() != str(self._target.resource_group).lower():
             return []
         return [self.get_workspace(str(self._target.resource_group), str(self._target.workspace))]
 
-    def begin_delete_workspace(self, resource_group: str, name: str) -> "LROPoller[None]":
-        """Delete the workspace only (never its dependent resources or resource group here)."""
+    def begin_delete_workspace(self, resource_group: str, name: str, *,
+                               continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Delete the workspace only (never its dependent resources or resource group here).
+        azure-ai-ml's delete takes no continuation token; deleting is idempotent, so resuming asks
+        again."""
         self._check_scope(resource_group, name)
         resource = self.workspace_id(resource_group, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action="deleting workspace", resource=resource)
         with azure_errors("deleting workspace", resource):
             try:
                 poller = self.ml.workspaces.begin_delete(name, delete_dependent_resources=False)
             except ResourceNotFoundError:
-                return DonePoller(None)
+                return DonePoller(None, action="deleting workspace", resource=resource)
         return MappedPoller(poller, lambda _: None, action="deleting workspace", resource=resource)
 
     def ensure_resource_group(self, resource_group: str, location: str) -> None:
         arm.ensure_resource_group(self._target, resource_group, location)
 
-    def delete_resource_group(self, resource_group: str, timeout: Optional[float]) -> None:
-        arm.delete_resource_group(self._target, resource_group, timeout)
+    def begin_delete_resource_group(self, resource_group: str, *,
+                                    continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        return arm.begin_delete_resource_group(self._target, resource_group, continuation_token=continuation_token)
 
     def usages(self, location: str) -> List[Usage]:
         with azure_errors("listing usages in", location):
@@ -172,8 +189,13 @@ class AzureMLBackend:
     def experiment_id(self, resource_group: str, workspace: str, name: str) -> str:
         return f"{self.workspace_id(resource_group, workspace)}/experiments/{name}"
 
-    def create_experiment(self, resource_group: str, workspace: str, name: str, timeout: Optional[float]) -> None:
+    def begin_create_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
         self._check_scope(resource_group, workspace)
+        resource = self.experiment_id(resource_group, workspace, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action="creating experiment", resource=resource)
+        return DonePoller(None, action="creating experiment", resource=resource)
 
     def get_experiment(self, resource_group: str, workspace: str, name: str) -> None:
         self._check_scope(resource_group, workspace)
@@ -184,10 +206,20 @@ class AzureMLBackend:
             names = {str(j.experiment_name) for j in self.ml.jobs.list() if getattr(j, "experiment_name", None)}
         return sorted(names)
 
-    def begin_delete_experiment(self, resource_group: str, workspace: str, name: str) -> "LROPoller[None]":
-        for record in self.list_jobs(resource_group, workspace, name):
-            self.begin_delete_job(JobRef(resource_group, workspace, name, record.name)).result(DEFAULT_LRO_TIMEOUT)
-        return DonePoller(None)
+    def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Delete the experiment's jobs, one after the other, on the poller's thread. Deleting is
+        idempotent, so resuming from a token starts over with the jobs that remain."""
+        action, resource = "deleting experiment", self.experiment_id(resource_group, workspace, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+        records = self.list_jobs(resource_group, workspace, name)
+
+        def delete_jobs() -> None:
+            for record in records:
+                self.begin_delete_job(JobRef(resource_group, workspace, name, record.name)).result(None)
+
+        return background_poller(delete_jobs, action=action, resource=resource)
 
     # -- clusters (AmlCompute) ------------------------------------------------------------------
     def cluster_id(self, ref: ClusterRef) -> str:
@@ -226,29 +258,39 @@ class AzureMLBackend:
             return None
 
     def cluster_status(self, ref: ClusterRef) -> ClusterRecord:
-        """The compute (allocation state, errors) with node counts from its node list."""
-        self._check_scope(ref.resource_group, ref.workspace)
-        with azure_errors("reading cluster", self.cluster_id(ref)):
-            resource = self._raw_get(ref)
-            nodes = list(self.ml.compute.list_nodes(ref.name))
-        return self._record(ref, resource, nodes)
+        """The compute as its GET describes it: allocation state, node counts
+        (``nodeStateCounts``), errors. One request per poll."""
+        return self.get_cluster(ref)
 
-    def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec) -> "LROPoller[ClusterRecord]":
-        self._check_scope(ref.resource_group, ref.workspace)
-        entity = compute_entity(ref.name, spec)
-        resource = self.cluster_id(ref)
-        with azure_errors("creating cluster", resource):
-            poller = self.ml.compute.begin_create_or_update(entity)
-        return MappedPoller(poller, lambda _: self.get_cluster(ref), action="creating cluster", resource=resource)
+    def _resume_compute_update(self, ref: ClusterRef, token: str) -> Any:
+        # Below azure-ai-ml's public surface: its compute pollers give continuation tokens, but
+        # only its generated client takes them back (the same PUT's polling).
+        return self.ml.compute._operation.begin_create_or_update(ref.resource_group, ref.workspace, ref.name,
+                                                                 {}, continuation_token=token)
 
-    def reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec, existing: ClusterRecord) -> ClusterRecord:
+    def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec, *,
+                             continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
+        self._check_scope(ref.resource_group, ref.workspace)
+        action, resource = "creating cluster", self.cluster_id(ref)
+        with azure_errors(action, resource):
+            if continuation_token is not None:
+                inner = resume_token(continuation_token, action=action, resource=resource)
+                if inner is None:
+                    return DonePoller(self.get_cluster(ref), action=action, resource=resource)
+                poller = self._resume_compute_update(ref, inner)
+            else:
+                poller = self.ml.compute.begin_create_or_update(compute_entity(ref.name, spec))
+        return MappedPoller(poller, lambda _: self.get_cluster(ref), action=action, resource=resource)
+
+    def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec,
+                            existing: ClusterRecord) -> "LROPoller[ClusterRecord]":
         """An AmlCompute cluster of another VM size is another cluster; the rest (scale, admin
         user) is the compute's to keep."""
         check_cluster_spec(spec)
         if existing.vm_size.lower() != spec.vm_size.lower():
             raise ConflictError(f"cluster {existing.id} exists with VM size {existing.vm_size}, not {spec.vm_size}; "
                                 "delete it or choose another name", resource=existing.id)
-        return existing
+        return DonePoller(existing, action="creating cluster", resource=existing.id)
 
     def list_clusters(self, resource_group: str, workspace: str) -> List[ClusterRecord]:
         self._check_scope(resource_group, workspace)
@@ -257,22 +299,37 @@ class AzureMLBackend:
         return [self._record(ClusterRef(resource_group, workspace, str(r.name)), r) for r in items
                 if _compute_type(r) == "AmlCompute"]
 
-    def begin_delete_cluster(self, ref: ClusterRef) -> "LROPoller[None]":
+    def begin_delete_cluster(self, ref: ClusterRef, *,
+                             continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Delete the AmlCompute; azure-ai-ml's delete takes no continuation token, and deleting is
+        idempotent, so resuming asks again."""
         self._check_scope(ref.resource_group, ref.workspace)
-        resource = self.cluster_id(ref)
-        with azure_errors("deleting cluster", resource):
+        action, resource = "deleting cluster", self.cluster_id(ref)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+        with azure_errors(action, resource):
             try:
                 poller = self.ml.compute.begin_delete(ref.name, action="Delete")
             except ResourceNotFoundError:
-                return DonePoller(None)
-        return MappedPoller(poller, lambda _: None, action="deleting cluster", resource=resource)
+                return DonePoller(None, action=action, resource=resource)
+        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
-    def scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
-                      auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
-                      known: Optional[ClusterRecord] = None, timeout: Optional[float]) -> ClusterRecord:
+    def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
+                            auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
+                            known: Optional[ClusterRecord] = None,
+                            continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
         """AmlCompute has one scale setting, (min, max): a fixed size is min = max. The update is
-        a long-running operation, waited on for at most ``timeout`` seconds."""
+        a long-running operation; its poller is done once the service has accepted it."""
         self._check_scope(ref.resource_group, ref.workspace)
+        action = "updating cluster"
+        if continuation_token is not None:
+            resource = self.cluster_id(ref)
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(self.get_cluster(ref), action=action, resource=resource)
+            with azure_errors(action, resource):
+                resumed = self._resume_compute_update(ref, inner)
+            return MappedPoller(resumed, lambda _: self.get_cluster(ref), action=action, resource=resource)
         if deallocation_option is not None:
             raise InvalidSpecError("deallocation_option", "AmlCompute only ever removes idle nodes; it cannot "
                                    "requeue or terminate the jobs on them", "None")
@@ -288,8 +345,7 @@ class AzureMLBackend:
             else:
                 entity.min_instances = entity.max_instances = int(target_node_count or 0)
             poller = self.ml.compute.begin_update(entity)
-        MappedPoller(poller, lambda _: None, action="updating cluster", resource=resource).result(timeout)
-        return self.get_cluster(ref)
+        return MappedPoller(poller, lambda _: self.get_cluster(ref), action=action, resource=resource)
 
     def remote_logins(self, ref: ClusterRef) -> List[RemoteLogin]:
         self._check_scope(ref.resource_group, ref.workspace)
@@ -308,24 +364,65 @@ class AzureMLBackend:
         check_job_spec(spec, "job")
 
     def check_job_storage(self, spec: HorovodJob) -> None:
-        """Each mounted share must be registered as a datastore (FileShare.create/get does it).
-        A share this process registered is known; any other is looked up (a read)."""
+        """Every mount's datastore must be the storage the job names (type, account, share or
+        container), read before anything changes. A share's datastore must exist
+        (FileShare.create registers it); a blob container's is registered here when missing,
+        with the mount's credential, once every mount has been checked."""
+        missing: list[AzureBlobMount] = []
         for i, mount in enumerate(spec.mounts):
-            if not isinstance(mount, AzureFileShareMount):
+            if not isinstance(mount, (AzureFileShareMount, AzureBlobMount)):
                 continue
-            name = datastore_name(mount.account_name, mount.share_name)
-            if name in self._registered:
+            name, wanted = mount_datastore(mount)
+            if self._registered.get(name) == wanted:
                 continue
-            try:
-                with azure_errors("reading datastore", name):
-                    self.ml.datastores.get(name)
-            except NotFoundError:
-                raise spec.field_error(f"mounts[{i}]", f"share {mount.share_name!r} of storage account "
-                                       f"{mount.account_name!r} is not registered in workspace "
-                                       f"{self._target.workspace!r} (no datastore {name!r})",
-                                       "a share from FileShare.create(...) or FileShare.get(...), which "
-                                       "registers it") from None
-            self._registered.add(name)
+            found = self._read_datastore(name)
+            if found is None:
+                if isinstance(mount, AzureFileShareMount):
+                    raise spec.field_error(f"mounts[{i}]", f"share {mount.share_name!r} of storage account "
+                                           f"{mount.account_name!r} is not registered in workspace "
+                                           f"{self._target.workspace!r} (no datastore {name!r})",
+                                           "a share from FileShare.create(...), which registers it")
+                if name not in {mount_datastore(m)[0] for m in missing}:  # two mounts of one container
+                    missing.append(mount)
+                continue
+            problem = self._identity_problem(name, found, wanted)
+            if problem:
+                field = spec.field_error(f"mounts[{i}]", "").field
+                raise ConflictError(f"{field}: {problem}; the job was not submitted",
+                                    resource=self._datastore_id(name))
+            self._registered[name] = wanted
+        for mount in missing:
+            assert isinstance(mount, AzureBlobMount)
+            self._create_datastore(mount)
+
+    def _datastore_id(self, name: str) -> str:
+        return f"{self.workspace_id(str(self._target.resource_group), str(self._target.workspace))}/datastores/{name}"
+
+    def _read_datastore(self, name: str) -> Optional[DatastoreIdentity]:
+        """The identity of datastore ``name``; None when the workspace has none of that name."""
+        try:
+            with azure_errors("reading datastore", self._datastore_id(name)):
+                return datastore_identity(self.ml.datastores.get(name))
+        except NotFoundError:
+            return None
+
+    def _identity_problem(self, name: str, found: DatastoreIdentity, wanted: DatastoreIdentity) -> str:
+        differs = found.differences(wanted)
+        if not differs:
+            return ""
+        return (f"datastore {name!r} of workspace {self._target.workspace!r} is {found.describe()}, not "
+                f"{wanted.describe()} ({'; '.join(differs)}); it is left as it is: remove or rename that datastore, "
+                "or use other storage")
+
+    def _create_datastore(self, mount: "AzureFileShareMount | AzureBlobMount") -> None:
+        name, wanted = mount_datastore(mount)
+        what = (f"file share {wanted.place} of {wanted.account}" if wanted.kind == "AzureFile"
+                else f"blob container {wanted.place} of {wanted.account}")
+        entity = datastore_entity(mount, description=f"horovod-batchai: {what}")
+        with azure_errors("registering datastore", self._datastore_id(name)):
+            self.ml.datastores.create_or_update(entity)
+        log.info("registered %s as datastore %s", what, name)
+        self._registered[name] = wanted
 
     def _job_record(self, ref: JobRef, entity: Any) -> JobRecord:
         errors: tuple[ServiceErrorDetail, ...] = ()
@@ -376,36 +473,47 @@ class AzureMLBackend:
                 raise ConflictError(str(err), resource=err.resource) from None
             return None
 
-    def submit_job(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord,
-                   timeout: Optional[float]) -> JobRecord:
+    def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
+                         continuation_token: Optional[str] = None) -> "LROPoller[JobRecord]":
+        """Azure ML accepts a command job in the one request that creates it (azure-ai-ml's
+        ``create_or_update``), so the poller is finished when this returns; resuming from its
+        token reads the job again."""
+        action, resource = "submitting job", self.job_id(ref)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+            return DonePoller(self.get_job(ref), action=action, resource=resource)
+        assert cluster is not None
         check_job_spec(spec, ref.name)
         existing = self.find_job(ref)
         if existing is not None:
             from ..batchai import check_same_job  # secrets are refused here, so what it shows is all there is
             check_same_job(existing, spec, cluster.id)
             log.info("job %s exists with these settings; returning it instead of submitting again", existing.id)
-            return existing
-        context = None
-        if spec.container_image:
-            from azure.ai.ml.entities import Environment
-            environment = Environment(image=spec.container_image)
-        else:
-            from azure.ai.ml.entities import BuildContext, Environment
-            from .environment import DOCKERFILE, build_context
-            context = build_context()
-            # Named although it is the service's default: the build is the package's Dockerfile.
-            environment = Environment(build=BuildContext(path=str(context), dockerfile_path=DOCKERFILE.name))
+            return DonePoller(existing, action=action, resource=resource)
+        environment = self._environment(spec)
         entity = command_job_entity(spec, job_name=ref.name, experiment=ref.experiment, compute=cluster.name,
                                     environment=environment)
         log.info("submitting Azure ML job %s to %s (%d node(s) x %d process(es))", ref.name, cluster.name,
                  spec.node_count, (spec.process_count or spec.node_count) // spec.node_count)
-        try:
-            with azure_errors("submitting job", self.job_id(ref)):
-                created = self.ml.jobs.create_or_update(entity)
-        finally:
-            if context is not None:
-                shutil.rmtree(context.parent, ignore_errors=True)
-        return self._job_record(ref, created)
+        with azure_errors("submitting job", self.job_id(ref)):
+            created = self.ml.jobs.create_or_update(entity)
+        return DonePoller(self._job_record(ref, created), action=action, resource=resource)
+
+    def _environment(self, spec: HorovodJob) -> Any:
+        """The job's image, or the package's Docker build context: uploaded here, through the
+        target's blob client, and handed to azure-ai-ml as a URI (which it does not upload)."""
+        from azure.ai.ml.entities import BuildContext, Environment
+        if spec.container_image:
+            return Environment(image=spec.container_image)
+        from .environment import CONTEXT_NAME, DOCKERFILE, ENVIRONMENT_VERSION_LENGTH, content_hash, context_files
+        from .upload import upload_context
+        files = context_files()
+        digest = content_hash(files)
+        uri = upload_context(self.ml, self._target, files, name=CONTEXT_NAME, digest=digest)
+        # One environment version per content: the same package registers (and builds) the same
+        # environment run after run. The Dockerfile is named although it is the service's default.
+        return Environment(name=CONTEXT_NAME, version=digest[:ENVIRONMENT_VERSION_LENGTH],
+                           build=BuildContext(path=uri, dockerfile_path=DOCKERFILE.name))
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]:
         self._check_scope(resource_group, workspace)
@@ -413,26 +521,38 @@ class AzureMLBackend:
             items = [j for j in self.ml.jobs.list() if getattr(j, "experiment_name", None) == experiment]
         return [self._job_record(JobRef(resource_group, workspace, experiment, str(j.name)), j) for j in items]
 
-    def begin_delete_job(self, ref: JobRef) -> "LROPoller[None]":
+    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
         self._check_scope(ref.resource_group, ref.workspace)
-        resource = self.job_id(ref)
-        with azure_errors("deleting job", resource):
+        action, resource = "deleting job", self.job_id(ref)
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(None, action=action, resource=resource)
+        with azure_errors(action, resource):
             try:
-                poller = self.ml.jobs.begin_delete(ref.name)
+                poller = self.ml.jobs.begin_delete(ref.name, **({"continuation_token": inner} if inner else {}))
             except ResourceNotFoundError:
-                return DonePoller(None)
-        return MappedPoller(poller, lambda _: None, action="deleting job", resource=resource)
+                return DonePoller(None, action=action, resource=resource)
+        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
-    def begin_terminate_job(self, ref: JobRef) -> "LROPoller[None]":
+    def begin_terminate_job(self, ref: JobRef, *,
+                            continuation_token: Optional[str] = None) -> "LROPoller[None]":
         """Cancel the job; a job that has already ended has nothing to cancel."""
-        entity = self._get_entity(ref)
-        if execution_state(entity.status).is_terminal():
-            return DonePoller(None)
-        resource = self.job_id(ref)
-        with azure_errors("cancelling job", resource):
+        action, resource = "cancelling job", self.job_id(ref)
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(None, action=action, resource=resource)
+        else:
+            entity = self._get_entity(ref)
+            if execution_state(entity.status).is_terminal():
+                return DonePoller(None, action=action, resource=resource)
+        with azure_errors(action, resource):
             log.info("cancelling job %s", resource)
-            poller = self.ml.jobs.begin_cancel(ref.name)
-        return MappedPoller(poller, lambda _: None, action="cancelling job", resource=resource)
+            poller = self.ml.jobs.begin_cancel(ref.name, **({"continuation_token": inner} if inner else {}))
+        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
     def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,
                           link_expiry_minutes: int) -> List[OutputFile]:
@@ -467,18 +587,34 @@ class AzureMLBackend:
         return _Blob(BlobClient.from_blob_url(url, **self._target.data_plane_options()))
 
     # -- storage --------------------------------------------------------------------------------
+    def check_share_datastore(self, account_name: str, share_name: str) -> None:
+        """Read the share's datastore: one that is this share is used as it is (remembered);
+        one that is other storage is a ConflictError; none is registered by register_share."""
+        name, wanted = mount_datastore(AzureFileShareMount.for_share(account_name, share_name))
+        found = self._read_datastore(name)
+        if found is None:
+            self._absent.add(name)  # for register_share, which follows
+            return
+        problem = self._identity_problem(name, found, wanted)
+        if problem:
+            raise ConflictError(f"registering file share {account_name}/{share_name}: {problem}",
+                                resource=self._datastore_id(name))
+        log.info("datastore %s is file share %s/%s already; using it", name, account_name, share_name)
+        self._registered[name] = wanted
+
     def register_share(self, account_name: str, share_name: str, account_key: str) -> None:
         """An AzureFile datastore for the share, with the account key (Azure ML keeps it in the
-        workspace's key vault), so that jobs can mount it."""
-        from azure.ai.ml.entities import AccountKeyConfiguration, AzureFileDatastore
-        name = datastore_name(account_name, share_name)
-        datastore = AzureFileDatastore(name=name, account_name=account_name, file_share_name=share_name,
-                                       description=f"horovod-batchai: file share {share_name} of {account_name}",
-                                       credentials=AccountKeyConfiguration(account_key=account_key))
-        with azure_errors("registering datastore", name):
-            self.ml.datastores.create_or_update(datastore)
-        log.info("registered file share %s/%s as datastore %s", account_name, share_name, name)
-        self._registered.add(name)
+        workspace's key vault), so that jobs can mount it -- unless check_share_datastore found
+        it already. Never overwrites a datastore: one that exists is checked, not replaced."""
+        mount = AzureFileShareMount.for_share(account_name, share_name, account_key=account_key)
+        name, wanted = mount_datastore(mount)
+        if self._registered.get(name) == wanted:
+            return
+        if name not in self._absent:
+            self.check_share_datastore(account_name, share_name)
+        if self._registered.get(name) != wanted:
+            self._create_datastore(mount)
+        self._absent.discard(name)
 
 
 def _compute_type(resource: Any) -> str:

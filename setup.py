@@ -29,11 +29,12 @@ TRAINING_REQUIRES = [
 ]
 
 # Curves in a notebook: Job.metrics().plot() and Job.watch() draw with matplotlib; tables convert
-# to pandas. The SDK imports both only when asked. numpy stays below 2 beside TensorFlow 2.15.
+# to pandas. The SDK imports both only when asked. Where the training stack can live (Python 3.11),
+# numpy stays below 2 beside TensorFlow 2.15, so that installing this extra never upgrades it.
 NOTEBOOK_REQUIRES = [
     "matplotlib>=3.7,<3.11",
     "pandas>=2.0,<3",
-    "numpy>=1.23,<2",
+    "numpy>=1.23,<2; python_version < '3.12'",
 ]
 
 # Azure Machine Learning (Target.azureml): Microsoft's Azure ML SDK v2, pinned to the version the

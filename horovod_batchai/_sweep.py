@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ._errors import InvalidSpecError, NotFoundError, WaitTimeoutError
+from ._errors import ConflictError, InvalidSpecError, NotFoundError, WaitTimeoutError
 from ._html import html_table
 from ._metrics import MetricsTable, best_of, check_mode, format_number, text_table
 from ._polling import Polling
@@ -237,6 +237,11 @@ class Sweep:
         """Fetch the trial jobs' states (one listing of the experiment's jobs)."""
         found = sweeps_in(self.experiment.list_jobs()).get(self.name)
         if found is not None:
+            if found[0] != self.definition:
+                raise ConflictError(f"sweep {self.name!r} of experiment {self.experiment.name!r} exists with other "
+                                    f"settings ({', '.join(_differences(found[0], self.definition))}); choose "
+                                    "another name, or get it with experiment.get_sweep()",
+                                    resource=f"{self.experiment.id}/sweeps/{self.name}")
             self._jobs.update(found[1])
         return self
 
@@ -424,6 +429,21 @@ class Sweep:
                                 resource=f"{self.experiment.id}/sweeps/{self.name}")
         pick = max if mode == "max" else min
         return pick(scored, key=lambda pair: pair[0])[1]
+
+
+#: a definition's fields as the caller of Experiment.sweep() names them
+_ARGUMENTS = (("cluster", "cluster"), ("base_arguments", "spec.arguments"), ("space", "parameters"),
+              ("trials", "parameters"), ("sampling", "sampling"), ("seed", "seed"), ("metric", "metric"),
+              ("mode", "mode"), ("max_concurrent_trials", "max_concurrent_trials"),
+              ("median_stopping", "early_stopping"))
+
+
+def _differences(old: SweepDefinition, new: SweepDefinition) -> List[str]:
+    names: List[str] = []
+    for attribute, argument in _ARGUMENTS:
+        if getattr(old, attribute) != getattr(new, attribute) and argument not in names:
+            names.append(argument)
+    return names
 
 
 def check_no_sweep_variables(spec: "HorovodJob") -> None:

@@ -53,13 +53,12 @@ print("trained", flush=True)
 def documented_lines() -> str:
     """The two lines of docs/experiments.rst's "A script of your own" block (its first literal block)."""
     text = (REPO / "docs" / "experiments.rst").read_text(encoding="utf-8")
-    block = text.split(".. own-script-lines\n", 1)[1].split("::\n", 1)[1]
-    lines = [line[4:] for line in block.splitlines()[1:] if line.startswith("    ")]
+    block = text.split(".. own-script-lines\n", 1)[1].split("::\n\n", 1)[1]
     code = []
-    for line in lines:
-        if not line.strip():
+    for line in block.splitlines():  # the indented lines up to the first that is not
+        if not line.startswith("    "):
             break
-        code.append(line)
+        code.append(line[4:])
     assert len(code) == 2, code
     return "\n".join(code)
 

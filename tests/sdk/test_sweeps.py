@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from horovod_batchai import (ExecutionState, Experiment, FileShare, GpuCluster, HorovodJob, InvalidSpecError,
+from horovod_batchai import (ConflictError, ExecutionState, Experiment, FileShare, GpuCluster, HorovodJob, InvalidSpecError,
                              LogUniform, MedianStopping, NotFoundError, SweepState, Uniform, Workspace)
 from horovod_batchai.local import LocalService
 
@@ -100,6 +100,15 @@ def test_a_grid_sweep_runs_every_combination_two_at_a_time(experiment: Experimen
                              parameters={"lr": [0.001, 0.01], "batch-size": [32, 64]}, cluster=cluster,
                              max_concurrent_trials=2)
     assert again.state is SweepState.SUCCEEDED and len(experiment.list_jobs()) == 4
+    # another sweep under the same name is refused, naming what differs, and submits nothing
+    with pytest.raises(ConflictError, match=r"sweep 'grid' of experiment 'sweeps' exists with other settings "
+                                            r"\(parameters\)"):
+        experiment.sweep(trial_spec.replace(arguments="--epochs 2"), name="grid",
+                         parameters={"lr": [0.001, 0.02], "batch-size": [32, 64]}, cluster=cluster)
+    with pytest.raises(ConflictError, match=r"other settings \(spec.arguments\); choose another name"):
+        experiment.sweep(trial_spec.replace(arguments="--epochs 3"), name="grid",
+                         parameters={"lr": [0.001, 0.01], "batch-size": [32, 64]}, cluster=cluster)
+    assert len(experiment.list_jobs()) == 4
 
 
 def test_a_new_process_finds_the_sweep_through_the_service(experiment: Experiment, cluster: GpuCluster,

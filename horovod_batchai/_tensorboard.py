@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 import tempfile
 from typing import IO, TYPE_CHECKING, List, Optional
 
+from ._errors import HorovodBatchAIError, WaitTimeoutError
 from ._names import local_directory
 from ._paths import local_path_under
 
@@ -127,14 +128,14 @@ class TensorBoard:
                 self._stderr.seek(0)
                 error = self._stderr.read().decode(errors="replace")
                 self.stop()
-                raise RuntimeError(f"TensorBoard exited at start: {error.strip()[-2000:]}")
+                raise HorovodBatchAIError(f"TensorBoard exited at start: {error.strip()[-2000:]}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     return self
             except OSError:
                 time.sleep(0.25)
         self.stop()
-        raise TimeoutError(f"TensorBoard did not listen on port {self.port} within {timeout:g}s")
+        raise WaitTimeoutError(f"TensorBoard did not listen on port {self.port} within {timeout:g}s")
 
     def stop(self) -> None:
         """End TensorBoard if this object started it."""

@@ -178,3 +178,12 @@ def test_plot_and_to_pandas_say_what_to_install_when_it_is_missing(monkeypatch: 
 
 def test_execution_state_is_recorded_in_the_table() -> None:
     assert parse_metrics_csv(CSV, job="j", execution_state=ExecutionState.RUNNING.value).execution_state == "running"
+
+
+def test_the_sdk_imports_no_plotting_table_or_training_library() -> None:
+    import subprocess
+    import sys
+    program = ("import sys, horovod_batchai; print(sorted(m for m in ('matplotlib', 'pandas', 'tensorflow', "
+               "'tensorboard', 'IPython') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stdout.strip()) == (0, "[]"), run.stderr

@@ -236,7 +236,16 @@ class Target:
         return kwargs
 
     def _follow_service(self) -> FollowLocalService:
-        return FollowLocalService(lambda: self._local_info().endpoint)
+        return FollowLocalService(lambda: self._local_info().endpoint, self._down_message)
+
+    def _down_message(self, reason: str) -> str:
+        """What a :class:`LocalServiceDownError` says: what happened, and how to start the service."""
+        if self._service is not None:
+            return (f"the local service this target was given is down: {reason}; start it again and build the "
+                    "Target with the new one (or use Target.local() to have the daemon started on demand)")
+        where = f" --state-dir {self._state_dir}" if self._state_dir is not None else ""
+        return (f"the local service is down: {reason}; start it with `horovod-batchai local start{where}` "
+                f"(or `python -m horovod_batchai.local start{where}`) and try again")
 
     def _client(self, key: str, factory: Any) -> Any:
         with self._lock:

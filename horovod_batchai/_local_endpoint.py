@@ -12,7 +12,7 @@ never see those refusals.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 from azure.core.exceptions import ServiceRequestError
@@ -51,12 +51,12 @@ class FollowLocalService(HTTPPolicy):  # type: ignore[type-arg]
     """Points loopback https requests at the current service endpoint, and waits out a restart."""
 
     def __init__(self, current_endpoint: Callable[[], str], down_message: Callable[[str], str], *,
-                 patience: float = RESTART_PATIENCE_S, clock: Callable[[], float] = time.monotonic,
+                 patience: Optional[float] = None, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         super().__init__()
         self._current_endpoint = current_endpoint
         self._down_message = down_message
-        self._patience = patience
+        self._patience = patience  # None: RESTART_PATIENCE_S at the time of the request
         self._clock = clock
         self._sleep = sleep
 
@@ -87,8 +87,9 @@ class FollowLocalService(HTTPPolicy):  # type: ignore[type-arg]
                     raise
                 now = self._clock()
                 started = now if started is None else started
-                if now - started >= self._patience:
+                patience = RESTART_PATIENCE_S if self._patience is None else self._patience
+                if now - started >= patience:
                     where = urlsplit(request.http_request.url).netloc
                     raise LocalServiceDownError(self._down_message(
-                        f"{where} refused connections for {self._patience:g}s")) from err
+                        f"{where} refused connections for {patience:g}s")) from err
                 self._sleep(_PAUSE_S)

@@ -172,8 +172,12 @@ class Target:
                 # the same state directory, or start it again. Requests follow (FollowLocalService).
                 log.info("the local service at %s stopped; finding or starting it again", self._info.endpoint)
                 self._info = None
+            from .local import LocalService
+            if isinstance(self._service, LocalService) and self._service.running:
+                # a service in this process, perhaps started again on another port: follow it
+                self._info = self._service.info
             if self._info is None:
-                from .local import LocalService, ensure_running
+                from .local import ensure_running
                 if isinstance(self._service, LocalService):
                     self._info = self._service.info
                 elif self._service is not None:

@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,9 +110,16 @@ class LocalService:
         self._server: Optional[HttpsServer] = None
         self._scheduler: Optional[Scheduler] = None
         self._lock_fh: Optional[Any] = None
+        self._stopping = threading.Event()
+        self._sweeper: Optional[threading.Thread] = None
 
     def __repr__(self) -> str:
         return f"LocalService(state_dir={str(self.state_dir)!r}, endpoint={self.endpoint if self._server else None!r})"
+
+    @property
+    def running(self) -> bool:
+        """Whether the service is started (and not stopped since)."""
+        return self._server is not None
 
     @property
     def endpoint(self) -> str:
@@ -130,6 +138,7 @@ class LocalService:
         """Take the state directory's lock and serve. Raises :class:`ServiceAlreadyRunning` when
         another service drives the state directory; one that holds the lock while starting or
         exiting is waited for (at most ``lock_wait`` seconds), so a start right after a crash works."""
+        self._stopping.clear()
         secure_state_dir(self.state_dir)
         self._lock_fh = open(os.open(self.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600), "a+")
         deadline = time.monotonic() + lock_wait
@@ -181,16 +190,36 @@ class LocalService:
         batchai.finish_interrupted_operations()  # operations a killed service left InProgress
         from .resources.api import resume_deletions
         resume_deletions(self.backend)  # resource groups a stopped service left half-deleted
-        from .files.store import remove_stale_uploads
-        stale = remove_stale_uploads(self.backend.files_root)  # uploads a crashed client left under a temp name
-        if stale:
-            log.info("removed %d unfinished upload(s) left by clients that stopped mid-way", len(stale))
+        from .files.store import forget_upload_activity
+        forget_upload_activity(self.backend.files_root)
+        self._sweep_stale_uploads()  # uploads a crashed client left under a temporary name
+        self._sweeper = threading.Thread(target=self._sweep_loop, name="stale-uploads", daemon=True)
+        self._sweeper.start()
         self._server.start()
+
+    def _sweep_stale_uploads(self) -> None:
+        from .files.store import remove_stale_uploads
+        assert self.backend is not None
+        stale = remove_stale_uploads(self.backend.files_root)
+        if stale:
+            log.info("removed %d unfinished upload(s) no client has touched lately", len(stale))
+
+    def _sweep_loop(self) -> None:
+        from .files.store import STALE_UPLOAD_SWEEP_S
+        while not self._stopping.wait(STALE_UPLOAD_SWEEP_S):
+            try:
+                self._sweep_stale_uploads()
+            except Exception:  # a disk error: the next sweep tries again
+                log.warning("sweeping unfinished uploads failed", exc_info=True)
 
     def _abort_start(self) -> None:
         self.stop()
 
     def stop(self) -> None:
+        self._stopping.set()
+        if self._sweeper is not None:
+            self._sweeper.join()
+            self._sweeper = None
         if self._server is not None:
             self._server.stop()
         if self.backend is not None:

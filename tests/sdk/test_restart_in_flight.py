@@ -170,3 +170,31 @@ def test_a_target_given_a_service_that_stays_down_says_how_to_start_it(tmp_path:
             Workspace.list(target)
         assert RESTART_PATIENCE_S <= time.monotonic() - started < RESTART_PATIENCE_S + 10
         assert isinstance(info.value, ConnectionError)
+
+
+def test_a_failed_uploads_temporary_file_is_deleted_once_the_service_is_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from horovod_batchai import _local_endpoint
+    from horovod_batchai.local import LocalService
+    monkeypatch.setattr(_local_endpoint, "RESTART_PATIENCE_S", 0.5)
+    state = tmp_path / "state"
+    source = tmp_path / "big.bin"
+    source.write_bytes(os.urandom(16 << 20))
+    service = LocalService(state).start()
+    with Target.local(service=service) as target:
+        share = FileShare.create(target, "rg", "account1", "share", location="eastus")
+
+        def stop_midway(done: int, total: int) -> None:
+            if done >= 4 << 20 and service.backend is not None:
+                service.stop()  # down for good, as far as this upload can tell
+
+        with pytest.raises(LocalServiceDownError, match="refused connections for 0.5s"):
+            share.upload_file(source, "big.bin", max_concurrency=1, progress=stop_midway)
+        warning = [r.getMessage() for r in caplog.records if "could not delete the unfinished upload" in r.getMessage()]
+        assert len(warning) == 1 and "this FileShare deletes it the next time it reaches the share" in warning[0]
+        assert "the local service deletes it after two minutes" in warning[0]
+        left = [p.name for p in (state / "files" / "account1" / "share").iterdir()]
+        assert len(left) == 1 and ".big.bin.uploading-" in left[0]
+        with service.start():  # back, on another port: the target follows it
+            assert share.list() == []
+            assert list((state / "files" / "account1" / "share").iterdir()) == []

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from .errors import StorageError
+from ..core.disk import disk_problem
 from ..core.store import Store
 
 if TYPE_CHECKING:
@@ -643,7 +644,9 @@ class FileShares:
             return os.open(os.path.realpath(entry.disk_path), flags | os.O_NOFOLLOW)
         except (FileNotFoundError, NotADirectoryError):
             raise StorageError(404, "ResourceNotFound", "The specified resource does not exist.") from None
-        except OSError:
+        except OSError as exc:
+            if disk_problem(exc, entry.disk_path) is not None:
+                raise  # a full or read-only disk: said as such (see app.py)
             raise StorageError(409, "SharingViolation",
                                "The file cannot be opened: it changed while the request was served.") from None
 

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from azure.core.credentials import TokenCredential
 
-from ._errors import TargetError
+from ._errors import InvalidSpecError, TargetError
 from ._local_endpoint import LOOPBACK_HOSTS, FollowLocalService
 from ._names import check_subscription_id
 
@@ -47,6 +47,21 @@ AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
 #: listRemoteLoginInformation, terminate, a scale PATCH): azure-core retries only GET/PUT/DELETE
 #: (and a few others) after a dropped connection unless told a request may be repeated.
 IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
+
+
+def _check_state_dir(state_dir: Union[str, Path], field: str = "state_dir") -> Path:
+    """A local state directory: an existing directory, or a path where one can be made."""
+    path = Path(state_dir).expanduser()
+    if path.exists() and not path.is_dir():
+        raise InvalidSpecError(field, f"{str(path)!r} is a file, not a directory",
+                               "a directory for the local service's state (made if missing)")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InvalidSpecError(field, f"{str(path)!r} cannot be made: {str(parent)!r} is a file",
+                                       "a directory for the local service's state (made if missing)")
+            break
+    return path
 
 
 class Target:
@@ -97,7 +112,7 @@ class Target:
         ``~/.horovod-batchai/local``), reused if running and started on first use if not."""
         endpoint = "https://127.0.0.1"  # placeholder until the service is found; see _local_info
         return cls(kind="local", subscription_id=subscription_id, management_endpoint=endpoint,
-                   service=service, state_dir=Path(state_dir).expanduser() if state_dir else None,
+                   service=service, state_dir=_check_state_dir(state_dir) if state_dir else None,
                    client_options=client_options)
 
     @classmethod
@@ -136,7 +151,8 @@ class Target:
         env = os.environ if environ is None else environ
         kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
         if kind == "local":
-            return cls.local(state_dir=env.get(STATE_DIR_ENV) or None,
+            state_dir = env.get(STATE_DIR_ENV) or None
+            return cls.local(state_dir=_check_state_dir(state_dir, STATE_DIR_ENV) if state_dir else None,
                              subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION, **client_options)
         if kind not in KINDS:
             raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use one of {', '.join(KINDS)}")
@@ -184,7 +200,14 @@ class Target:
                     self._info = self._service
                 else:
                     log.info("finding or starting the local service")
-                    self._info = ensure_running(self._state_dir)
+                    try:
+                        self._info = ensure_running(self._state_dir)
+                    except OSError as err:  # the state directory cannot be made or used
+                        from .local import default_state_dir
+                        where = self._state_dir or default_state_dir()
+                        raise TargetError(f"the local service's state directory {where} cannot be used: "
+                                          f"{err.strerror or err}" + (f" ({err.filename})" if err.filename else "")
+                                          ) from err
                 log.debug("using the local service at %s", self._info.endpoint)
             return self._info
 

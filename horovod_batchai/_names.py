@@ -146,10 +146,12 @@ def check_admin_user_name(name: str, field: str = "admin_user_name") -> str:
     return name
 
 
-def check_directory_id(value: str, field: str) -> str:
+def check_directory_id(value: str, field: str, *, kind: str = "INPUT") -> str:
+    """An input (``kind="INPUT"``) or output (``"OUTPUT"``) directory's id, which names the
+    variable ``$AZ_BATCHAI_<kind>_<id>`` the job sees."""
     if not isinstance(value, str) or not _DIRECTORY_ID.match(value):
         raise InvalidSpecError(field, f"{value!r} is not a valid directory id",
-                               "1-64 letters, digits or '_' (it becomes part of $AZ_BATCHAI_INPUT_<id>)")
+                               f"1-64 letters, digits or '_' (it becomes part of $AZ_BATCHAI_{kind}_<id>)")
     return value
 
 

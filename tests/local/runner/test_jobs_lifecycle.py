@@ -345,6 +345,19 @@ def test_list_output_files_pages_and_directories(lab):
     assert "/outputs/sub/n.txt?" in nested["n.txt"].download_url
 
 
+def test_links_a_job_planted_out_of_its_output_directory_are_not_listed(lab):
+    command = ("cd $AZ_BATCHAI_OUTPUT_OUT && echo mine > mine.txt && ln -s /etc/passwd passwd && "
+               "ln -s / rootdir && ln -s mine.txt alias.txt && mkdir sub && ln -s ../../.. sub/up")
+    lab.submit("job", {"customToolkitSettings": {"commandLine": command},
+                       "outputDirectories": [{"id": "OUT", "pathPrefix": "$AZ_BATCHAI_JOB_MOUNT_ROOT/afs"}]})
+    assert lab.wait_state("job").execution_state == "succeeded"
+    assert sorted(lab.files("job", "OUT")) == ["alias.txt", "mine.txt", "sub"]  # a link inside stays listed
+    assert list(lab.files("job", "OUT", directory="sub")) == []
+    with pytest.raises(HttpResponseError) as err:
+        lab.files("job", "OUT", directory="rootdir")
+    assert err.value.status_code == 404
+
+
 def test_list_output_files_errors_name_the_parameter(lab):
     lab.submit("job", {"customToolkitSettings": {"commandLine": "true"}})
     lab.wait_state("job")

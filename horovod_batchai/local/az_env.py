@@ -87,6 +87,7 @@ def _quiet_profile(config_dir: Path) -> None:
     fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         config.write(fh)
+    os.chmod(path, 0o600)  # an older file may have been made with other modes
 
 
 def az_env_lines(info: ServiceInfo, *, storage_account: str = TUTORIAL_ACCOUNT) -> list[str]:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
     from .local import LocalService, ServiceInfo
 
 __all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "RESOURCE_GROUP_ENV", "WORKSPACE_ENV", "LOCAL_SUBSCRIPTION",
-           "AZURE_MANAGEMENT_ENDPOINT", "IDEMPOTENT_POST", "KINDS"]
+           "AZURE_MANAGEMENT_ENDPOINT", "IDEMPOTENT_POST", "KINDS", "check_state_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
 IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
 
 
-def _check_state_dir(state_dir: Union[str, Path], field: str = "state_dir") -> Path:
+def check_state_dir(state_dir: Union[str, Path], field: str = "state_dir") -> Path:
     """A local state directory: an existing directory, or a path where one can be made."""
     path = Path(state_dir).expanduser()
     if path.exists() and not path.is_dir():
@@ -112,7 +112,7 @@ class Target:
         ``~/.horovod-batchai/local``), reused if running and started on first use if not."""
         endpoint = "https://127.0.0.1"  # placeholder until the service is found; see _local_info
         return cls(kind="local", subscription_id=subscription_id, management_endpoint=endpoint,
-                   service=service, state_dir=_check_state_dir(state_dir) if state_dir else None,
+                   service=service, state_dir=check_state_dir(state_dir) if state_dir else None,
                    client_options=client_options)
 
     @classmethod
@@ -152,7 +152,7 @@ class Target:
         kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
         if kind == "local":
             state_dir = env.get(STATE_DIR_ENV) or None
-            return cls.local(state_dir=_check_state_dir(state_dir, STATE_DIR_ENV) if state_dir else None,
+            return cls.local(state_dir=check_state_dir(state_dir, STATE_DIR_ENV) if state_dir else None,
                              subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION, **client_options)
         if kind not in KINDS:
             raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use one of {', '.join(KINDS)}")

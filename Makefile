@@ -43,8 +43,14 @@ tutorial: install
 client-venvs: install
 	$(PY) tests/client_venvs.py
 
+# Two parts: every test that can share the machine, on every core at once (pytest-xdist; tests are
+# independent: each has its own state directory, ports and daemons); then, alone, the few marked
+# `serial`, which measure how fast something reacts or load every core themselves.
+TEST_WORKERS ?= auto
 test: install client-venvs
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not serial"; parallel=$$?; \
+	$(PY) -m pytest -q -m serial; serial=$$?; \
+	test $$parallel -eq 0 && test $$serial -eq 0
 
 docs: install
 	$(PY) -m sphinx -W -b html docs docs/_build/html

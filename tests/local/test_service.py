@@ -538,7 +538,6 @@ def test_a_non_loopback_host_is_refused_unless_allowed(tmp_path: Path, host: str
         assert LocalService(tmp_path / "state", host=loopback).host == loopback
 
 
-@pytest.mark.xdist_group("daemons")
 def test_two_starters_at_once_both_get_the_one_daemon(tmp_path: Path):
     for trial in range(2):
         state = tmp_path / f"state{trial}"
@@ -556,7 +555,6 @@ def test_two_starters_at_once_both_get_the_one_daemon(tmp_path: Path):
             stop_daemon(state)
 
 
-@pytest.mark.xdist_group("daemons")
 def test_two_sdk_clients_starting_the_service_at_once_both_succeed(tmp_path: Path):
     script = ("import sys\n"
               "from horovod_batchai import Target, Workspace\n"

@@ -63,6 +63,7 @@ def test_resize_auto_scale_login_and_delete(workspace: Workspace) -> None:
         workspace.get_cluster("nc6cluster")
 
 
+@pytest.mark.serial
 def test_resize_to_zero_then_wait_returns_with_no_nodes_on_a_loaded_machine(workspace: Workspace,
                                                                             busy_cores: int) -> None:
     cluster = workspace.create_cluster("c1", vm_size="Standard_NC6", target_node_count=2, admin_user_name="demo",

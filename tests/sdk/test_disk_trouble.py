@@ -21,7 +21,6 @@ from horovod_batchai import FileShare, HorovodJob, JobFailedError, ResourceError
 from horovod_batchai.local import find_running, stop_daemon
 from sdk_support import SSH_KEY
 
-pytestmark = pytest.mark.xdist_group("daemons")
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs or a read-only bind mount needs root")
 
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ \S+: |\d+ log line\(s\) were dropped: )")

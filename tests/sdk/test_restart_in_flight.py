@@ -19,8 +19,6 @@ from horovod_batchai import FileShare, LocalServiceDownError, Target, Workspace
 from horovod_batchai.local import ServiceInfo, find_running, stop_daemon
 from sdk_support import SSH_KEY
 
-pytestmark = pytest.mark.xdist_group("daemons")
-
 _HOLD = ("import sys, time\n"
          "from horovod_batchai.local import ensure_running\n"
          "info = ensure_running(sys.argv[1])\n"

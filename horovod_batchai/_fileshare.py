@@ -499,9 +499,14 @@ class FileShare:
                 run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY)
             except BaseException:
                 # A task still busy after the stop grace (a slow range under load) is abandoned, and
-                # the process may exit under it: its temporary file is deleted from here.
-                for temp in set(in_flight):
-                    self._discard(self._file_client(temp), temp)
+                # the process may exit under it: its temporary file is deleted from here, all of
+                # them at once (one after another, each delete would add its round trip to Ctrl-C).
+                deleting = [threading.Thread(target=self._discard, args=(self._file_client(temp), temp), daemon=True)
+                            for temp in set(in_flight)]
+                for thread in deleting:
+                    thread.start()
+                for thread in deleting:
+                    thread.join(10)
                 raise
         log.info("uploaded %d file(s), %d bytes, to %s", len(files), total, self._where(path))
         return [ShareItem(path=remote, is_directory=False, size=sizes[remote]) for _, remote in files]

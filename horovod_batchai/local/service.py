@@ -137,7 +137,10 @@ class LocalService:
     def start(self, *, lock_wait: float = LOCK_WAIT_S) -> "LocalService":
         """Take the state directory's lock and serve. Raises :class:`ServiceAlreadyRunning` when
         another service drives the state directory; one that holds the lock while starting or
-        exiting is waited for (at most ``lock_wait`` seconds), so a start right after a crash works."""
+        exiting is waited for (at most ``lock_wait`` seconds), so a start right after a crash works.
+        Starting a service that runs already does nothing (``with service.start():`` works)."""
+        if self._server is not None:
+            return self
         self._stopping.clear()
         secure_state_dir(self.state_dir)
         self._lock_fh = open(os.open(self.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600), "a+")

@@ -179,7 +179,7 @@ def test_a_failed_uploads_temporary_file_is_deleted_once_the_service_is_back(
     source = tmp_path / "big.bin"
     source.write_bytes(os.urandom(16 << 20))
     service = LocalService(state).start()
-    with Target.local(service=service) as target:
+    with service, Target.local(service=service) as target:
         share = FileShare.create(target, "rg", "account1", "share", location="eastus")
 
         def stop_midway(done: int, total: int) -> None:
@@ -193,6 +193,9 @@ def test_a_failed_uploads_temporary_file_is_deleted_once_the_service_is_back(
         assert "the local service deletes it after two minutes" in warning[0]
         left = [p.name for p in (state / "files" / "account1" / "share").iterdir()]
         assert len(left) == 1 and ".big.bin.uploading-" in left[0]
-        with service.start():  # back, on another port: the target follows it
+        service.start()  # back, on another port: the target follows it
+        try:
             assert share.list() == []
             assert list((state / "files" / "account1" / "share").iterdir()) == []
+        finally:
+            service.stop()

@@ -163,7 +163,11 @@ def test_failing_job_preparation_fails_the_job_before_the_command(lab):
 def test_terminate_stops_a_running_job(lab):
     lab.submit("job", {"customToolkitSettings": {"commandLine": "echo started; sleep 300"}})
     lab.wait_state("job", "running")
-    wait_for(lambda: tagged_processes(lab.service.state_dir), 30, what="the job's processes")
+    # its command runs (tagged processes alone may be its supervisor, before the command starts:
+    # a job stopped then has no exit code)
+    wait_for(lambda: "stdout.txt" in lab.files("job") and "started" in lab.read("job", "stdout.txt"), 60,
+             what="the job's command to run")
+    assert tagged_processes(lab.service.state_dir)
     lab.batchai.jobs.begin_terminate(RG, WS, EXP, "job").result()
     job = lab.job("job")
     assert job.execution_state == "failed"

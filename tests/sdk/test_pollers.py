@@ -22,7 +22,8 @@ from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.core.polling import LROPoller
 
 from horovod_batchai import (ClusterStatus, ExecutionState, Experiment, FileShare, GpuCluster, HorovodJob,
-                             InvalidSpecError, Job, JobFailedError, JobStatus, NotFoundError, Target, WaitTimeoutError, Workspace)
+                             InvalidSpecError, Job, JobFailedError, JobStatus, NotFoundError, Target, WaitTimeoutError,
+                             Workspace)
 from horovod_batchai.local import LocalService, ServiceSettings
 
 from sdk_support import ACCOUNT, RG, SSH_KEY

@@ -114,6 +114,14 @@ def test_workspace_and_experiment_pollers(held: Target, hold: HoldPolls, other: 
     with pytest.raises(NotFoundError):
         ws.get_experiment("cifar")
 
+    second = Workspace.create(held, RG, "second")
+    hold.hold()
+    deleting = second.begin_delete()
+    token = deleting.continuation_token()
+    _spent(deleting, 0.05, "deleting workspace .* had not finished after 0.05s", hold)
+    assert Workspace(other, RG, "second").begin_delete(continuation_token=token).result(60) is None
+    assert deleting.result(60) is None and [w.name for w in Workspace.list(other, RG)] == ["batchaidev"]
+
     hold.hold()
     gone = ws.begin_delete(delete_resource_group=True)
     token = gone.continuation_token()  # taken while the workspace's deletion is polled

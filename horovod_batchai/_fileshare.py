@@ -28,11 +28,10 @@ from ._names import (check_location, check_resource_group, check_share_name, che
                      local_destination, local_directory)
 from ._parallel import check_stop, run_parallel
 from ._progress import Progress, ProgressArg
-from ._backends import backend_for
 from ._backends.arm import ensure_resource_group
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
 from ._paths import local_path_under
-from ._target import IDEMPOTENT_POST
+from ._retry import IDEMPOTENT_POST
 from ._transfer_hash import HashingReader, OrderedHashWriter
 
 if TYPE_CHECKING:
@@ -149,6 +148,8 @@ class FileShare:
             location = check_location(location)
             if sku not in SKUS:
                 raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
+            # Where jobs will find the share must not be other storage: checked before anything is created.
+            target.backend.check_share_datastore(account_name, share_name)
             ensure_resource_group(target, resource_group, location)
             account = share._begin_account(location, sku)
         running = [account]
@@ -185,16 +186,19 @@ class FileShare:
 
     @classmethod
     def get(cls, target: "Target", resource_group: str, account_name: str, share_name: str) -> "FileShare":
-        """The existing share; :class:`NotFoundError` when the account or the share is missing."""
+        """The existing share; :class:`NotFoundError` when the account or the share is missing.
+        Only reads: on Azure ML it registers no datastore (:meth:`create` does), and a job that
+        mounts the share finds its datastore when it is submitted."""
         share = cls(target, resource_group, account_name, share_name)
         share._read_account()
         share.check_exists()
-        share._register()
         return share
 
     def _register(self) -> None:
-        """Make the share known where jobs run (on Azure ML: an AzureFile datastore with the key)."""
-        backend_for(self.target).register_share(self._account_name, self.share_name, self.get_account_key())
+        """Make the share known where jobs run. On Azure ML: an AzureFile datastore with the key,
+        read first -- one that is already this share is used; one that is other storage is a
+        :class:`ConflictError`, raised before anything changes."""
+        self.target.backend.register_share(self._account_name, self.share_name, self.get_account_key())
 
     def check_exists(self) -> None:
         """Raise :class:`NotFoundError` unless the share exists."""

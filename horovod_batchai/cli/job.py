@@ -6,9 +6,9 @@ import sys
 import time
 from pathlib import Path
 
-from .. import ExecutionState, JobFailedError
-from .context import EXIT_FAILED, Context, local_dest
+from .. import ExecutionState, JobFailedError, JobStatus, WaitTimeoutError
 from .._metrics import format_number
+from .context import EXIT_FAILED, EXIT_TIMEOUT, Context, UsageError, local_dest
 from .parser import _Commands, _exp, _job_file, _name, _Parser, _positive, _seconds, _timeout, job_spec_from_args
 from .views import Result, Table, job_data, job_table, output_files_data, output_files_table
 
@@ -38,6 +38,9 @@ def job_wait(ctx: Context) -> Result:
         status = job.wait(timeout=ctx.args.timeout)
     except JobFailedError as err:
         return Result(job_data(job, job.status), job_table([(job, job.status)]), EXIT_FAILED, str(err))
+    except WaitTimeoutError as err:  # where the job stands is printed too (-o json included)
+        last = err.last_state if isinstance(err.last_state, JobStatus) else job.refresh().status
+        return Result(job_data(job, last), job_table([(job, last)]), EXIT_TIMEOUT, str(err))
     return Result(job_data(job, status), job_table([(job, status)]))
 
 
@@ -109,6 +112,8 @@ def job_tensorboard(ctx: Context) -> Result:
     job = ctx.job()
     job.refresh()
     args = ctx.args
+    if args.sync_interval <= 0:
+        raise UsageError(f"--sync-interval: expected seconds > 0, got {args.sync_interval:g}")
     board = job.tensorboard(args.logdir, port=args.port, start=not args.no_start)
     if board.url is None:
         print(f"event files of job {job.name} are in {board.logdir}; start TensorBoard with:\n  {board.command_line}")

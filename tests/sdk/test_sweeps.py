@@ -160,8 +160,9 @@ def test_cancel_terminates_running_trials_and_submits_no_more(experiment: Experi
 
 def test_median_stopping_stops_the_trials_below_the_median(experiment: Experiment, cluster: GpuCluster,
                                                            trial_spec: HorovodJob) -> None:
-    # lr 0.3 and 0.2 run first and finish; 0.1 is then below their median from epoch 1 on
-    sweep = experiment.sweep(trial_spec.replace(arguments="--epochs 30 --pause 0.2"), name="median",
+    # lr 0.3 and 0.2 run first and finish; 0.1 is then below their median from epoch 1 on, and has 15 s
+    # of epochs left in which the rule (checked every second) must stop it
+    sweep = experiment.sweep(trial_spec.replace(arguments="--epochs 30 --pause 0.5"), name="median",
                              parameters={"lr": [0.3, 0.2, 0.1]}, cluster=cluster, max_concurrent_trials=2,
                              early_stopping=MedianStopping(min_epochs=1, min_trials=2))
     results = sweep.wait(timeout=600)

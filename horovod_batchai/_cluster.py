@@ -5,6 +5,7 @@ Clusters are created through :meth:`Workspace.create_cluster` (or ``begin_create
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Callable, List, Optional
@@ -125,13 +126,15 @@ class GpuCluster:
     def wait_until_ready(self, timeout: float = 900.0, *, poll_interval: Optional[float] = None,
                          on_status: Optional[Callable[[ClusterStatus], None]] = None,
                          clock: Callable[[], float] = time.monotonic,
-                         sleep: Callable[[float], None] = time.sleep) -> ClusterStatus:
+                         sleep: Callable[[float], None] = time.sleep,
+                         stop: Optional[threading.Event] = None) -> ClusterStatus:
         """Wait until the cluster is steady with all its target nodes idle (or running jobs).
 
         Raises :class:`ClusterNotReadyError` as soon as the cluster reports errors or unusable
-        nodes, and :class:`WaitTimeoutError` after ``timeout`` seconds.
+        nodes, :class:`WaitTimeoutError` after ``timeout`` seconds, and :class:`StoppedError`
+        within one poll interval of ``stop`` (a ``threading.Event``) being set by another thread.
         """
-        polling = Polling(timeout=timeout, allow_no_timeout=False, clock=clock, sleep=sleep,
+        polling = Polling(timeout=timeout, allow_no_timeout=False, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
         last: list[ClusterStatus] = []
@@ -148,6 +151,7 @@ class GpuCluster:
                                            "unusable node(s)")
 
         return poll_until(self.status, done=lambda s: s.is_ready, polling=polling, on_each=check,
+                          what=f"waiting for cluster {self.name!r}",
                           on_timeout=lambda s: WaitTimeoutError(
                               f"cluster {self.name!r} was not ready after {timeout:g}s: {s.allocation_state.value}, "
                               f"{s.node_state_counts}", last_state=s))

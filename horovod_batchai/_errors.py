@@ -11,6 +11,7 @@
      │    └── ConflictError      (also azure.core.exceptions.ResourceExistsError)
      ├── TransferError           an upload or download did not arrive intact
      ├── WaitTimeoutError        (also TimeoutError) a wait ran out of time
+     ├── StoppedError            a wait, stream or transfer was stopped through its ``stop`` event
      ├── ClusterNotReadyError    the cluster reported errors or unusable nodes while waited on
      └── JobFailedError          the job ended ``failed``: exit code, service errors, stderr tail
 
@@ -30,7 +31,7 @@ from azure.core.exceptions import ResourceNotFoundError as _AzureNotFound
 
 __all__ = [
     "HorovodBatchAIError", "InvalidSpecError", "TargetError", "ResourceError", "NotFoundError",
-    "ConflictError", "TransferError", "WaitTimeoutError", "ClusterNotReadyError", "JobFailedError",
+    "ConflictError", "TransferError", "WaitTimeoutError", "StoppedError", "ClusterNotReadyError", "JobFailedError",
     "ServiceErrorDetail", "wrap_azure_error", "redact", "azure_errors", "is_not_found",
 ]
 
@@ -101,6 +102,17 @@ class WaitTimeoutError(HorovodBatchAIError, TimeoutError):
     """A wait ran out of time; ``last_state`` says where things stood."""
 
     def __init__(self, message: str, *, last_state: Any = None) -> None:
+        super().__init__(message)
+        self.last_state = last_state
+
+
+class StoppedError(HorovodBatchAIError):
+    """The caller set the ``stop`` event given to a wait, a stream or a transfer (from another
+    thread); the operation stopped there. Nothing on the service was changed by stopping: a job
+    waited on runs on (terminate it if that is what is wanted), a transfer's unfinished file is
+    removed as on any other interruption. ``last_state`` says where things stood, when known."""
+
+    def __init__(self, message: str = "stopped by the caller's stop event", *, last_state: Any = None) -> None:
         super().__init__(message)
         self.last_state = last_state
 

@@ -27,6 +27,7 @@ from ._mounts import AzureFileShareMount, azure_file_url
 from ._names import (check_location, check_resource_group, check_share_name, check_share_path, check_storage_account,
                      local_destination, local_directory)
 from ._parallel import check_stop, run_parallel
+from ._polling import check_stop_event
 from ._progress import Progress, ProgressArg
 from ._backends import backend_for
 from ._backends.arm import ensure_resource_group
@@ -301,7 +302,8 @@ class FileShare:
 
     # -- upload ---------------------------------------------------------------------------------
     def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                    progress: ProgressArg = None, verify: bool = True) -> ShareItem:
+                    progress: ProgressArg = None, verify: bool = True,
+                    stop: Optional[threading.Event] = None) -> ShareItem:
         """Upload the local file ``source`` to ``path`` in the share (parent directories are
         created), in parallel 4 MiB ranges. With ``verify`` the file is read back and its MD5
         compared with the local one; a difference raises :class:`TransferError`.
@@ -312,16 +314,18 @@ class FileShare:
         a job never sees a part-written file under ``path``. If the upload fails or is
         interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
         it held; one a crashed process leaves behind is named by that pattern (the local service
-        removes such leftovers when it starts)."""
+        removes such leftovers when it starts). Setting ``stop`` (a ``threading.Event``) from another
+        thread interrupts it the same way, after the range in flight, with :class:`StoppedError`."""
         source = Path(source)
         path = check_share_path(path)
+        stop = check_stop_event(stop)
         if not source.is_file():
             raise InvalidSpecError("source", f"{str(source)!r} is not a file", "the path of an existing local file")
         size = source.stat().st_size
         with Progress(progress, size, source.name) as bar:
             if "/" in path:
                 self.create_directory(path.rsplit("/", 1)[0])
-            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar, verify=verify)
+            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar, verify=verify, stop=stop)
         return ShareItem(path=path, is_directory=False, size=size)
 
     def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress, verify: bool,
@@ -393,7 +397,8 @@ class FileShare:
         return hasher.result()
 
     def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                         progress: ProgressArg = None, verify: bool = True) -> List[ShareItem]:
+                         progress: ProgressArg = None, verify: bool = True,
+                         stop: Optional[threading.Event] = None) -> List[ShareItem]:
         """Upload the tree under ``source`` to ``path`` in the share: directories first, then files,
         ``DEFAULT_FILE_CONCURRENCY`` at a time, each in ``max_concurrency`` parallel ranges, each
         appearing under its name only once complete (see :meth:`upload_file`).
@@ -402,9 +407,11 @@ class FileShare:
         uploaded as that file's content; a link that leads out of the tree, a broken link and a
         link to a directory are skipped, and so are FIFOs, sockets and devices -- each with a
         :class:`UserWarning` naming it. Ctrl-C stops the transfer within about a second: files
-        already complete stay, the ones in flight are removed."""
+        already complete stay, the ones in flight are removed; setting ``stop`` from another thread
+        does the same and raises :class:`StoppedError`."""
         source = Path(source)
         path = check_share_path(path, allow_root=True)
+        stop = check_stop_event(stop)
         if not source.is_dir():
             raise InvalidSpecError("source", f"{str(source)!r} is not a directory", "an existing local directory")
         directories, files = _walk_tree(source, path)
@@ -420,7 +427,8 @@ class FileShare:
                 return lambda stop: self._upload_one(local, sizes[remote], remote, max_concurrency=max_concurrency,
                                                      bar=bar, verify=verify, stop=stop, in_flight=in_flight)
             try:
-                run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY)
+                run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY,
+                             caller_stop=stop)
             except BaseException:
                 # A task still busy after the stop grace (a slow range under load) is abandoned, and
                 # the process may exit under it: its temporary file is deleted from here.
@@ -432,19 +440,22 @@ class FileShare:
 
     # -- download -------------------------------------------------------------------------------
     def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
-                      progress: ProgressArg = None) -> Path:
+                      progress: ProgressArg = None, stop: Optional[threading.Event] = None) -> Path:
         """Download ``path`` to ``dest``: a file path, or a directory to put it in (an existing one,
         or one written with a trailing '/'). The file appears complete or not at all; when the share
         holds an MD5 for it (files this package uploaded do) the download is checked against it.
-        A destination that cannot be written is an :class:`InvalidSpecError` before anything is read."""
+        A destination that cannot be written is an :class:`InvalidSpecError` before anything is read.
+        Setting ``stop`` from another thread ends it after the range in flight with
+        :class:`StoppedError`, leaving no partial file."""
         path = check_share_path(path)
+        stop = check_stop_event(stop)
         dest = local_destination(dest, path.rsplit("/", 1)[-1])
         client = self._file_client(path)
         with azure_errors("reading", self._where(path)):
             properties = client.get_file_properties()
         with Progress(progress, int(properties.size or 0), dest.name) as bar:
             self._download_one(client, path, dest, max_concurrency=max_concurrency, bar=bar,
-                               expected_md5=properties.content_settings.content_md5)
+                               expected_md5=properties.content_settings.content_md5, stop=stop)
         return dest
 
     def _download_one(self, client: "ShareFileClient", path: str, dest: Path, *, max_concurrency: int,
@@ -468,11 +479,13 @@ class FileShare:
         partial.replace(dest)
 
     def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
-                           progress: ProgressArg = None) -> List[Path]:
+                           progress: ProgressArg = None, stop: Optional[threading.Event] = None) -> List[Path]:
         """Download the tree under ``path`` into the local directory ``dest`` (created if missing).
         Each file appears complete or not at all (see :meth:`download_file`); Ctrl-C stops the
-        transfer within about a second, leaving the files already complete and no partial one."""
+        transfer within about a second, leaving the files already complete and no partial one, and
+        so does setting ``stop`` from another thread (which raises :class:`StoppedError`)."""
         path = check_share_path(path, allow_root=True)
+        stop = check_stop_event(stop)
         dest = local_directory(dest)
         items = self.list(path, recursive=True)
         prefix = f"{path}/" if path else ""
@@ -494,7 +507,7 @@ class FileShare:
                 return fetch
             try:
                 run_parallel([task(item, local) for item, local in zip(files, targets)],
-                             workers=DEFAULT_FILE_CONCURRENCY)
+                             workers=DEFAULT_FILE_CONCURRENCY, caller_stop=stop)
             except BaseException:
                 # A task still busy after the stop grace is abandoned, and the process may exit under
                 # it: its partial file is removed from here (finished files have none).

@@ -5,6 +5,7 @@ Jobs are submitted through :meth:`Experiment.submit`.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional, Union
@@ -19,7 +20,8 @@ from ._job_spec import HorovodJob
 from ._lro import DEFAULT_LRO_TIMEOUT
 from ._names import check_batchai_name, local_destination, local_directory
 from ._paths import local_path_under
-from ._polling import Polling, poll_until
+from ._parallel import check_stop
+from ._polling import Polling, check_stop_event, poll_until
 from ._states import ExecutionState, JobStatus
 from ._stream import OutputStream
 from ._values import OutputFile
@@ -135,12 +137,14 @@ class Job:
 
     def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
              on_state: Optional[Callable[[ExecutionState], None]] = None,
-             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> JobStatus:
+             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+             stop: Optional[threading.Event] = None) -> JobStatus:
         """Wait until the job ends. Returns its status on success; raises :class:`JobFailedError`
         (exit code, service errors, the tail of the job's log) on failure and
         :class:`WaitTimeoutError` after ``timeout`` seconds (None: no limit). ``on_state`` sees
-        each new state."""
-        polling = Polling(timeout=timeout, clock=clock, sleep=sleep,
+        each new state. Setting ``stop`` (a ``threading.Event``) from another thread ends the
+        wait within one poll interval with :class:`StoppedError`; the job runs on."""
+        polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
         seen: list[ExecutionState] = []
@@ -153,7 +157,7 @@ class Job:
                     on_state(status.execution_state)
 
         status = poll_until(lambda: self.refresh().status, done=lambda s: s.execution_state.is_terminal(),
-                            polling=polling, on_each=report,
+                            polling=polling, on_each=report, what=f"waiting for job {self.name!r}",
                             on_timeout=lambda s: WaitTimeoutError(
                                 f"job {self.name!r} was still {s.execution_state.value} after {timeout:g}s",
                                 last_state=s.execution_state))
@@ -174,16 +178,23 @@ class Job:
 
     def stream(self, name: str = "stdout.txt", *, output_directory_id: str = STDOUTERR,
                poll_interval: Optional[float] = None, timeout: Optional[float] = None,
-               link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None) -> OutputStream:
+               link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None,
+               stop: Optional[threading.Event] = None) -> OutputStream:
         """Text appended to output file ``name`` as the job writes it, until the job ends; waits
-        for the file to appear. See :class:`OutputStream`."""
+        for the file to appear. Setting ``stop`` from another thread ends the iteration within one
+        poll interval with :class:`StoppedError`. See :class:`OutputStream`."""
         return OutputStream(self, name, output_directory_id=output_directory_id, poll_interval=poll_interval,
-                            timeout=timeout, link_expiry_minutes=link_expiry_minutes, renew_before_s=renew_before_s)
+                            timeout=timeout, link_expiry_minutes=link_expiry_minutes, renew_before_s=renew_before_s,
+                            stop=stop)
 
-    def download(self, path: str, dest: Union[str, Path], *, output_directory_id: str = STDOUTERR) -> Path:
+    def download(self, path: str, dest: Union[str, Path], *, output_directory_id: str = STDOUTERR,
+                 stop: Optional[threading.Event] = None) -> Path:
         """Download output file ``path`` (relative to the output directory; a directory is fetched
         whole) to ``dest``: a file path, or a directory to put it in (an existing one, or one written
-        with a trailing '/'). A destination that cannot be written is an :class:`InvalidSpecError`."""
+        with a trailing '/'). A destination that cannot be written is an :class:`InvalidSpecError`.
+        Setting ``stop`` from another thread ends it between two chunks with :class:`StoppedError`,
+        leaving no partial file."""
+        stop = check_stop_event(stop)
         directory, _, name = path.strip("/").rpartition("/")
         match = next((f for f in self.list_output_files(output_directory_id, directory or ".") if f.name == name), None)
         if match is None:
@@ -193,7 +204,7 @@ class Job:
             dest = local_directory(dest)
             for child in self.list_output_files(output_directory_id, path.strip("/")):
                 self.download(f"{path.strip('/')}/{child.name}", local_path_under(dest, child.name),
-                              output_directory_id=output_directory_id)
+                              output_directory_id=output_directory_id, stop=stop)
             return dest
         dest = local_destination(dest, name)
         if not match.download_url:
@@ -203,6 +214,7 @@ class Job:
         try:
             with azure_errors("downloading", f"{self.name}/{output_directory_id}/{path}"), open(partial, "wb") as fh:
                 for chunk in remote.chunks():
+                    check_stop(stop)
                     fh.write(chunk)
         except BaseException:  # a failed or interrupted download leaves nothing behind
             partial.unlink(missing_ok=True)
@@ -213,7 +225,16 @@ class Job:
     def stderr_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on
         Azure ML); empty when there is none or it cannot be read."""
-        wanted = self._backend.failure_log_name
+        return self._tail(self._backend.failure_log_name, max_bytes)
+
+    def stdout_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
+        """The last lines of the job's ``stdout.txt`` (at most 30, from its last ``max_bytes``
+        bytes); empty when there is none or it cannot be read."""
+        return self._tail("stdout.txt", max_bytes)
+
+    def _tail(self, wanted: str, max_bytes: int) -> str:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            raise InvalidSpecError("max_bytes", f"{max_bytes!r} is not a byte count", "a positive integer")
         directory, _, name = wanted.rpartition("/")
         try:
             match = next((f for f in self.list_output_files(STDOUTERR, directory or ".") if f.name == name), None)

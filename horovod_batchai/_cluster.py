@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 from azure.core.polling import LROPoller
 
@@ -20,11 +20,13 @@ from ._lro import DEFAULT_LRO_TIMEOUT
 from ._mounts import Mount
 from ._names import check_batchai_name
 from ._polling import Polling, check_seconds, poll_until
+from ._resource_ids import parse_id
 from ._states import ClusterStatus
 from ._values import RemoteLogin
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
+    from ._target import Target
     from ._workspace import Workspace
 
 __all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS"]
@@ -39,6 +41,10 @@ class GpuCluster:
 
     Properties describe the cluster as last fetched (by the call that returned it, or
     :meth:`refresh`) and never make a request; :meth:`status` fetches a fresh snapshot.
+
+    A cluster may be shared between threads (what was last fetched is replaced whole, so a reader
+    sees one snapshot or the next, never a mix). It pickles as a reference, without what was
+    fetched: call :meth:`refresh` in the receiving process. :meth:`from_id` rebuilds it from its id.
     """
 
     def __init__(self, workspace: "Workspace", name: str, *, _record: Optional[ClusterRecord] = None) -> None:
@@ -54,6 +60,17 @@ class GpuCluster:
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GpuCluster, (self.workspace, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "GpuCluster":
+        """The existing cluster whose ARM id is ``resource_id`` (as :attr:`id` gives it); an id
+        of another form is an :class:`InvalidSpecError` stating the valid one."""
+        from ._workspace import Workspace
+        names = parse_id(target, resource_id, "cluster")
+        return cls.get(Workspace(target, names["resource group"], names["workspace"]), names["cluster"])
 
     @property
     def _backend(self) -> "Backend":

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, List, Optional, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Union
 
 from azure.core.polling import LROPoller
 
@@ -13,9 +13,11 @@ from ._job import Job
 from ._job_spec import HorovodJob
 from ._lro import DEFAULT_LRO_TIMEOUT
 from ._names import check_batchai_name
+from ._resource_ids import parse_id
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
+    from ._target import Target
     from ._workspace import Workspace
 
 __all__ = ["Experiment", "require_spec"]
@@ -31,7 +33,8 @@ def require_spec(spec: object) -> HorovodJob:
 
 
 class Experiment:
-    """An experiment in a :class:`Workspace`; :meth:`submit` runs a :class:`HorovodJob` in it."""
+    """An experiment in a :class:`Workspace`; :meth:`submit` runs a :class:`HorovodJob` in it.
+    It may be shared between threads, and pickles as a reference (see :class:`Workspace`)."""
 
     def __init__(self, workspace: "Workspace", name: str) -> None:
         self.workspace = workspace
@@ -45,6 +48,17 @@ class Experiment:
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Experiment, (self.workspace, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "Experiment":
+        """The existing experiment whose ARM id is ``resource_id`` (as :attr:`id` gives it); an
+        id of another form is an :class:`InvalidSpecError` stating the valid one."""
+        from ._workspace import Workspace
+        names = parse_id(target, resource_id, "experiment")
+        return cls.get(Workspace(target, names["resource group"], names["workspace"]), names["experiment"])
 
     @property
     def _backend(self) -> "Backend":

@@ -18,7 +18,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Callable, List, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, List, Optional, Union, cast
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
@@ -28,6 +28,7 @@ from ._names import (check_location, check_resource_group, check_share_name, che
                      local_destination, local_directory)
 from ._parallel import check_stop, run_parallel
 from ._polling import check_stop_event
+from ._resource_ids import parse_id
 from ._progress import Progress, ProgressArg
 from ._backends import backend_for
 from ._backends.arm import ensure_resource_group
@@ -88,7 +89,13 @@ def _stoppable(hook: Optional[Callable[[int, Optional[int]], None]],
 
 
 class FileShare:
-    """A file share in a storage account. Build one with :meth:`create` (get-or-create) or :meth:`get`."""
+    """A file share in a storage account. Build one with :meth:`create` (get-or-create), :meth:`get`
+    or :meth:`from_id`.
+
+    A share may be shared between threads (its key and client are fetched once, under its lock).
+    It pickles as a reference, never with its account key: the receiving process fetches the
+    key again with ``listKeys`` when it first needs it.
+    """
 
     def __init__(self, target: "Target", resource_group: str, account_name: str, share_name: str, *,
                  _account_url: Optional[str] = None) -> None:
@@ -103,6 +110,24 @@ class FileShare:
 
     def __repr__(self) -> str:
         return f"FileShare(account_name={self._account_name!r}, share_name={self.share_name!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The account URL is an endpoint, not a secret; the key and the client stay behind.
+        return (FileShare, (self.target, self.resource_group, self._account_name, self.share_name),
+                {"_account_url": self._account_url})
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "FileShare":
+        """The existing share whose ARM id is ``resource_id`` (as :attr:`id` gives it:
+        ``.../storageAccounts/<account>/fileServices/default/shares/<share>``); an id of another
+        form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "file share")
+        return cls.get(target, names["resource group"], names["account"], names["share"])
+
+    @property
+    def id(self) -> str:
+        """The share's ARM resource id."""
+        return f"{self.account_id}/fileServices/default/shares/{self.share_name}"
 
     @property
     def account_name(self) -> str:

@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.core.polling import LROPoller
@@ -22,6 +22,7 @@ from ._names import check_batchai_name, local_destination, local_directory
 from ._paths import local_path_under
 from ._parallel import check_stop
 from ._polling import Polling, check_stop_event, poll_until
+from ._resource_ids import parse_id
 from ._states import ExecutionState, JobStatus
 from ._stream import OutputStream
 from ._values import OutputFile
@@ -45,6 +46,11 @@ class Job:
 
     ``status``, ``execution_state`` and ``spec`` describe the job as last fetched (by the call
     that returned it, or :meth:`refresh`) and never make a request.
+
+    A job may be shared between threads: what was last fetched is replaced whole, so a reader
+    sees one snapshot or the next, never a mix (a :class:`OutputStream` is an iterator: read each
+    from one thread). It pickles as a reference, without what was fetched: call :meth:`refresh`
+    in the receiving process. :meth:`from_id` rebuilds it from :attr:`id`.
     """
 
     def __init__(self, experiment: "Experiment", name: str, *, _record: Optional[JobRecord] = None) -> None:
@@ -61,6 +67,22 @@ class Job:
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Job, (self.experiment, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "Job":
+        """The existing job whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched; an
+        id of another form is an :class:`InvalidSpecError` stating the valid one. (Azure ML job ids
+        do not name the experiment: it is read from the job.)"""
+        from ._experiment import Experiment
+        from ._workspace import Workspace
+        names = parse_id(target, resource_id, "job")
+        workspace = Workspace(target, names["resource group"], names["workspace"])
+        experiment = names.get("experiment") or backend_for(target).job_experiment(
+            workspace.resource_group, workspace.name, names["job"])
+        return cls.get(Experiment(workspace, experiment), names["job"])
 
     @property
     def target(self) -> "Target":

@@ -58,6 +58,17 @@ class Target:
     to every Microsoft client the target builds, as Azure SDK clients take them.
     The clients it hands out are created on first use, shared, and closed by :meth:`close`
     (or on leaving a ``with`` block).
+
+    One target may be shared by any number of threads: its clients and backend are built once,
+    under its lock, and Microsoft's clients are themselves safe to share. Close it once, when
+    every thread is done with it.
+
+    A target pickles without its credential, clients or lock, and reconnects on the other side:
+    a local one finds the service of the same state directory (starting it if none runs); an
+    azure or azureml one builds ``DefaultAzureCredential()`` again there. A target given a
+    credential of the caller's is refused with :class:`TargetError` (a credential may hold a
+    secret): build it in the receiving process instead. Client options travel along when they
+    can be pickled; one that cannot (a ``transport``) is refused the same way, naming it.
     """
 
     def __init__(self, *, kind: str, subscription_id: str, management_endpoint: str,
@@ -86,6 +97,8 @@ class Target:
         self._clients: dict[str, Any] = {}
         #: the backend chosen for this target (see horovod_batchai._backends.backend_for)
         self._backend: Any = None
+        #: True when the target built DefaultAzureCredential itself (then it is rebuilt after pickling)
+        self._default_credential = False
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -106,11 +119,14 @@ class Target:
         """Azure Batch AI (retired in 2019; kept because the local service speaks its API):
         ``credential`` defaults to ``azure.identity.DefaultAzureCredential()``. Only https
         endpoints are accepted."""
+        default = credential is None
         if credential is None:
             from azure.identity import DefaultAzureCredential
             credential = DefaultAzureCredential()
-        return cls(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
-                   credential=credential, client_options=client_options)
+        target = cls(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
+                     credential=credential, client_options=client_options)
+        target._default_credential = default
+        return target
 
     @classmethod
     def azureml(cls, subscription_id: str, resource_group: str, workspace: str,
@@ -121,12 +137,15 @@ class Target:
         from ._names import check_batchai_name, check_resource_group
         check_resource_group(resource_group)
         check_batchai_name(workspace, "workspace")
+        default = credential is None
         if credential is None:
             from azure.identity import DefaultAzureCredential
             credential = DefaultAzureCredential()
-        return cls(kind="azureml", subscription_id=subscription_id, management_endpoint=AZURE_MANAGEMENT_ENDPOINT,
-                   credential=credential, resource_group=resource_group, workspace=workspace,
-                   client_options=client_options)
+        target = cls(kind="azureml", subscription_id=subscription_id, management_endpoint=AZURE_MANAGEMENT_ENDPOINT,
+                     credential=credential, resource_group=resource_group, workspace=workspace,
+                     client_options=client_options)
+        target._default_credential = default
+        return target
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None, **client_options: Any) -> "Target":
@@ -153,6 +172,37 @@ class Target:
             self._info.endpoint if self._info else "not started")
         scope = f", resource_group={self.resource_group!r}, workspace={self.workspace!r}" if self.kind == "azureml" else ""
         return f"Target(kind={self.kind!r}, subscription_id={self.subscription_id!r}{scope}, endpoint={where!r})"
+
+    # -- handing it to another process ----------------------------------------------------------
+    def __reduce__(self) -> tuple[Any, ...]:
+        import pickle
+        for name, value in self._client_options.items():
+            try:
+                pickle.dumps(value)
+            except Exception:  # noqa: BLE001 -- any failure means the same: it cannot travel
+                raise TargetError(f"the client option {name}= ({type(value).__name__}) cannot be pickled; build the "
+                                  "Target in the receiving process and reach resources there with from_id(target, id)"
+                                  ) from None
+        if self.is_local:
+            return (_local_target, (self._local_state_dir(), self.subscription_id, self._client_options))
+        if not self._default_credential:
+            raise TargetError(f"a {self.kind} target built with a credential of the caller's is not pickled (a "
+                              "credential may hold a secret); build the target without one (it then uses "
+                              "DefaultAzureCredential in every process), or build it in the receiving process and "
+                              "reach resources there with from_id(target, id)")
+        if self.kind == "azure":
+            return (_azure_target, (self.subscription_id, self._management_endpoint, self._client_options))
+        return (_azureml_target, (self.subscription_id, self.resource_group, self.workspace, self._client_options))
+
+    def _local_state_dir(self) -> Path:
+        """The state directory of the service this target uses (or will use)."""
+        service = self._service if self._service is not None else self._info
+        if service is not None:
+            return Path(service.state_dir)
+        if self._state_dir is not None:
+            return self._state_dir.resolve()
+        from .local import default_state_dir
+        return default_state_dir().resolve()
 
     @property
     def client_options(self) -> dict[str, Any]:
@@ -316,3 +366,16 @@ class Target:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+
+
+def _local_target(state_dir: Path, subscription_id: str, client_options: Mapping[str, Any]) -> Target:
+    return Target.local(state_dir=state_dir, subscription_id=subscription_id, **client_options)
+
+
+def _azure_target(subscription_id: str, management_endpoint: str, client_options: Mapping[str, Any]) -> Target:
+    return Target.azure(subscription_id, management_endpoint=management_endpoint, **client_options)
+
+
+def _azureml_target(subscription_id: str, resource_group: str, workspace: str,
+                    client_options: Mapping[str, Any]) -> Target:
+    return Target.azureml(subscription_id, resource_group, workspace, **client_options)

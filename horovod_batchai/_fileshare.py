@@ -501,6 +501,9 @@ class FileShare:
         if expected_md5 and bytes(expected_md5) != md5:
             partial.unlink()
             raise TransferError(f"{self._where(path)} does not match the MD5 the share holds for it")
+        if stop is not None and stop.is_set():  # stopped during the last range: the caller asked for nothing
+            partial.unlink()
+            check_stop(stop)
         partial.replace(dest)
 
     def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,

@@ -137,8 +137,8 @@ class GpuCluster:
     def status(self) -> ClusterStatus:
         """A fresh snapshot: ``allocation_state``, ``node_state_counts``, ``errors``; ``.table()``
         prints it like the tutorial."""
-        self._record = self._backend.cluster_status(self._ref)
-        return self._record.status
+        record = self._record = self._backend.cluster_status(self._ref)
+        return record.status  # this call's snapshot, whatever another thread fetched since
 
     def wait_until_ready(self, timeout: float = 900.0, *, poll_interval: Optional[float] = None,
                          on_status: Optional[Callable[[ClusterStatus], None]] = None,
@@ -189,10 +189,10 @@ class GpuCluster:
                                    " | ".join(DEALLOCATION_OPTIONS))
         seconds = check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
         log.info("resizing cluster %s to %d node(s)", self.id, target_node_count)
-        self._record = self._backend.scale_cluster(self._ref, target_node_count=target_node_count,
-                                                   deallocation_option=deallocation_option, known=self._record,
-                                                   timeout=seconds)
-        return self._record.status
+        record = self._record = self._backend.scale_cluster(self._ref, target_node_count=target_node_count,
+                                                            deallocation_option=deallocation_option,
+                                                            known=self._record, timeout=seconds)
+        return record.status
 
     def auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
                    idle_time_before_scale_down: Optional[timedelta] = None,
@@ -204,9 +204,9 @@ class GpuCluster:
                              idle_time_before_scale_down=idle_time_before_scale_down)
         seconds = check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
         log.info("cluster %s auto-scales between %d and %d node(s)", self.id, minimum, maximum)
-        self._record = self._backend.scale_cluster(self._ref, auto_scale=settings, known=self._record,
-                                                   timeout=seconds)
-        return self._record.status
+        record = self._record = self._backend.scale_cluster(self._ref, auto_scale=settings, known=self._record,
+                                                            timeout=seconds)
+        return record.status
 
     def remote_login_info(self) -> List[RemoteLogin]:
         """Each node's public IP and SSH port."""

@@ -128,13 +128,19 @@ class Job:
     def terminate(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> JobStatus:
         """Stop the job, wait until the service has done so, and return its fresh status."""
         self.begin_terminate().result(timeout)
-        return self.refresh().status
+        return self._fetch().status
 
     # -- state ----------------------------------------------------------------------------------
     def refresh(self) -> "Job":
         """Fetch the job's current state; returns the job itself (see :attr:`status`)."""
-        self._record = self._backend.get_job(self._ref)
+        self._fetch()
         return self
+
+    def _fetch(self) -> JobRecord:
+        """Fetch the job and keep the record; returns this call's record, which another thread's
+        refresh cannot replace under the caller."""
+        record = self._record = self._backend.get_job(self._ref)
+        return record
 
     def _known(self) -> JobRecord:
         if self._record is None:
@@ -178,7 +184,7 @@ class Job:
                 if on_state is not None:
                     on_state(status.execution_state)
 
-        status = poll_until(lambda: self.refresh().status, done=lambda s: s.execution_state.is_terminal(),
+        status = poll_until(lambda: self._fetch().status, done=lambda s: s.execution_state.is_terminal(),
                             polling=polling, on_each=report, what=f"waiting for job {self.name!r}",
                             on_timeout=lambda s: WaitTimeoutError(
                                 f"job {self.name!r} was still {s.execution_state.value} after {timeout:g}s",

@@ -109,7 +109,7 @@ class OutputStream(Iterator[str]):
         polling = self._polling = Polling(**self._polling_args)  # type: ignore[arg-type]
         while True:
             polling.check_stopped(self._what)
-            finished = self._job.refresh().execution_state.is_terminal()
+            finished = self._job._fetch().status.execution_state.is_terminal()
             # Reading after seeing the terminal state guarantees one read after the job ended.
             yield from self._read_new()
             if finished:

@@ -1,0 +1,65 @@
+"""``horovod-batchai local``: start, stop, status and az-env of the local service."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .context import EXIT_NOT_FOUND, Context, UsageError
+from .parser import _Commands
+from .views import Result, Table, service_data, service_table
+
+
+def _local_only(ctx: Context) -> Path:
+    if ctx.args.target != "local":
+        raise UsageError("local: these commands manage the local service; drop --target azure")
+    from ..local import default_state_dir
+    return Path(ctx.args.state_dir).expanduser() if ctx.args.state_dir else default_state_dir()
+
+
+def local_start(ctx: Context) -> Result:
+    from ..local import ensure_running
+    data = service_data(ensure_running(_local_only(ctx)))
+    return Result(data, service_table(data))
+
+
+def local_stop(ctx: Context) -> Result:
+    from ..local import stop_daemon
+    state_dir = _local_only(ctx)
+    stopped = stop_daemon(state_dir)
+    return Result({"stopped": stopped, "stateDir": str(state_dir)},
+                  Table(["Stopped", "State Directory"], [[str(stopped).lower(), str(state_dir)]]))
+
+
+def local_status(ctx: Context) -> Result:
+    from ..local import find_running
+    state_dir = _local_only(ctx)
+    info = find_running(state_dir)
+    if info is None:
+        data = {"running": False, "stateDir": str(state_dir)}
+        return Result(data, service_table(data), EXIT_NOT_FOUND, f"no local service is running for {state_dir}")
+    data = service_data(info)
+    return Result(data, service_table(data))
+
+
+def local_az_env(ctx: Context) -> Result:
+    """The shell lines that point an installed Azure CLI at the local service (started if need be):
+    ``eval "$(horovod-batchai local az-env)"``, then the tutorial's az commands."""
+    from ..local import ensure_running
+    from ..local.az_env import az_env_lines
+    info = ensure_running(_local_only(ctx))
+    try:
+        lines = az_env_lines(info, storage_account=ctx.args.storage_account)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    print("\n".join(lines))
+    return Result(quiet=True)
+
+
+def register(c: _Commands) -> None:
+    sub = c.group("local", "the local service (state, jobs and files on this machine)")
+    c.command(sub, "start", local_start, "start the local service in the background (reused if running)")
+    c.command(sub, "stop", local_stop, "stop the local service")
+    c.command(sub, "status", local_status, "say whether the local service runs; exit 3 if not")
+    p = c.command(sub, "az-env", local_az_env, "print the shell lines that point the Azure CLI at the local service: "
+                                             'eval "$(horovod-batchai local az-env)"')
+    p.add_argument("--storage-account", default="mystorageaccount",
+                   help="the storage account az storage commands use (default: the tutorial's mystorageaccount)")

@@ -1,0 +1,137 @@
+"""The argparse plumbing every command group uses: the parser class, the global options, the
+option types and the options several commands share."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .context import EXIT_USAGE, Context
+from .views import Result
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text}")
+    return value
+
+
+def _global_options(parser: argparse.ArgumentParser, *, suppress: bool, with_target: bool = True) -> None:
+    """Options every command takes, before or after the verb. On the sub-commands their default
+    is SUPPRESS, so that a value given before the verb is not overwritten by the default.
+    ``cluster create`` and ``resize`` use ``--target N`` for the node count, as ``az`` did, so
+    there the global ``--target local|azure`` goes before the verb."""
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if suppress else value
+
+    group = parser.add_argument_group("global options")
+    if with_target:
+        group.add_argument("--target", choices=("local", "azure", "azureml"),
+                           default=default(os.environ.get("HOROVOD_BATCHAI_TARGET", "local").strip().lower()
+                                           or "local"),
+                           help="where to run: the local service (default), Azure Machine Learning (azureml) "
+                                "or Batch AI's API on Azure (azure) ($HOROVOD_BATCHAI_TARGET)")
+    group.add_argument("--subscription", default=default(os.environ.get("AZURE_SUBSCRIPTION_ID")),
+                       help="Azure subscription id ($AZURE_SUBSCRIPTION_ID); required with --target azure/azureml")
+    group.add_argument("--state-dir", type=Path, default=default(None),
+                       help="the local service's state directory ($HOROVOD_BATCHAI_STATE_DIR, else "
+                            "~/.horovod-batchai/local); a service running for it is reused, else one is started")
+    group.add_argument("-o", "--output", choices=("table", "json"), default=default("table"),
+                       help="table (default) or json")
+    group.add_argument("--json", dest="output", action="store_const", const="json", default=default("table"),
+                       help="same as --output json")
+    group.add_argument("--query", default=default(None), metavar="PATH",
+                       help="print one value of the JSON result, e.g. executionState or nodeStateCounts.idleNodeCount")
+    group.add_argument("--progress", action="store_true", default=default(False),
+                       help="show progress bars for uploads and downloads")
+    group.add_argument("-v", "--verbose", action="store_true", default=default(False),
+                       help="log each request's purpose to stderr")
+    group.add_argument("--debug", action="store_true", default=default(False),
+                       help="print a traceback for unexpected errors")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+class _Commands:
+    """Builds the command groups: a verb is a parser with its function and the options it shares."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self._groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True, parser_class=_Parser)
+
+    def group(self, name: str, text: str) -> Any:
+        p = self._groups.add_parser(name, help=text, description=text)
+        return p.add_subparsers(dest="verb", metavar="VERB", required=True, parser_class=_Parser)
+
+    @staticmethod
+    def command(sub: Any, name: str, func: Callable[[Context], Result], text: str, *,
+                with_target: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=text, description=text)
+        p.set_defaults(func=func)
+        _global_options(p, suppress=True, with_target=with_target)
+        return p
+
+
+def _rg(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("-g", "--resource-group", required=required, help="resource group")
+
+
+def _ws(p: argparse.ArgumentParser) -> None:
+    _rg(p)
+    p.add_argument("-w", "--workspace", required=True, help="workspace")
+
+
+def _exp(p: argparse.ArgumentParser) -> None:
+    _ws(p)
+    p.add_argument("-e", "--experiment", required=True, help="experiment")
+
+
+def _name(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("-n", "--name", required=True, help=f"{what} name")
+
+
+def _timeout(p: argparse.ArgumentParser, default: Optional[float], what: str) -> None:
+    p.add_argument("--timeout", type=_seconds, default=default,
+                   help=f"seconds to wait for {what} (default: {default or 'no limit'}); exit 4 after")
+
+
+def _account(p: argparse.ArgumentParser) -> None:
+    _rg(p)
+    p.add_argument("--account-name", required=True, help="storage account")
+    p.add_argument("--share-name", required=True, help="file share")
+
+
+def _scale(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--target", dest="target_nodes", type=_count, default=None, metavar="N",
+                   help="a fixed number of nodes")
+    p.add_argument("--min", type=_count, default=None, help="auto-scale: fewest nodes")
+    p.add_argument("--max", type=_positive, default=None, help="auto-scale: most nodes")
+    p.add_argument("--initial", type=_count, default=None, help="auto-scale: nodes to start with (default 0)")
+    p.add_argument("--wait", action="store_true", help="wait until the cluster is steady and its nodes idle")
+    _timeout(p, 900.0, "the cluster")

@@ -1,0 +1,127 @@
+"""``main``: parse the command line, run the command, print its result (``--output``,
+``--query``) and turn what it raised into an exit status."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any, Callable, Optional, Sequence
+
+from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+from .. import (ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, JobFailedError, NotFoundError,
+                TargetError, TransferError, WaitTimeoutError)
+from .._errors import redact
+from . import cluster, experiment, job, local, storage, workspace
+from .context import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE, PROG, Context, UsageError
+from .parser import _Commands, _global_options, _Parser
+from .views import Result
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Batch AI workspaces, clusters, jobs and file shares, on Azure or the "
+                                            "local service.", epilog="exit status: 0 ok, 1 failed, 2 usage, "
+                                                                    "3 not found, 4 timeout")
+    _global_options(parser, suppress=False)
+    commands = _Commands(parser)
+    for group in (workspace, experiment, cluster, job, storage, local):
+        group.register(commands)
+    return parser
+
+
+# -- output ---------------------------------------------------------------------------------------
+def _query(data: Any, path: str) -> Any:
+    """``a.b[0].c`` in ``data``; a missing key is a usage mistake naming what exists."""
+    value = data
+    for part in path.replace("]", "").replace("[", ".").split("."):
+        if not part:
+            continue
+        if isinstance(value, list) and part.lstrip("-").isdigit() and -len(value) <= int(part) < len(value):
+            value = value[int(part)]
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            keys = ", ".join(value) if isinstance(value, dict) else f"an index below {len(value)}" \
+                if isinstance(value, list) else "nothing: it is a single value"
+            raise UsageError(f"--query: {path!r} has no {part!r}; what is there: {keys}")
+    return value
+
+
+def _print(result: Result, args: argparse.Namespace) -> None:
+    if result.quiet:
+        return
+    if args.query:
+        value = _query(result.data, args.query)
+        if args.output == "table" and not isinstance(value, (dict, list)):
+            print("" if value is None else value)
+        else:
+            print(json.dumps(value, indent=2))
+        return
+    if args.output == "json" or result.table is None:
+        print(json.dumps(result.data, indent=2))
+    else:
+        print(result.table.render())
+
+
+def _log_steps(verbose: bool) -> Callable[[], None]:
+    """With ``-v``, this package's steps go to stderr (not azure-core's HTTP lines); returns what
+    undoes it, so that ``main`` called in-process leaves logging as it found it."""
+    if not verbose:
+        return lambda: None
+    package = logging.getLogger("horovod_batchai")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    level = package.level
+    package.addHandler(handler)
+    package.setLevel(logging.INFO)
+
+    def restore() -> None:
+        package.removeHandler(handler)
+        package.setLevel(level)
+    return restore
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"{PROG}: error: {redact(message)}", file=sys.stderr)
+    return code
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run one command; returns the exit status (see the package docstring)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # usage mistakes and --help
+        return int(exit_.code or 0) if not isinstance(exit_.code, str) else EXIT_USAGE
+    ctx = Context(args)
+    restore_logging = _log_steps(args.verbose)
+    try:
+        result = args.func(ctx)
+        _print(result, args)
+        if result.error:
+            return _fail(result.error, result.exit_code)
+        return result.exit_code
+    except (UsageError, InvalidSpecError, TargetError) as err:
+        return _fail(str(err), EXIT_USAGE)
+    except (NotFoundError, ResourceNotFoundError) as err:
+        return _fail(str(err), EXIT_NOT_FOUND)
+    except (WaitTimeoutError, TimeoutError) as err:
+        return _fail(str(err), EXIT_TIMEOUT)
+    except (JobFailedError, ClusterNotReadyError, TransferError, HorovodBatchAIError) as err:
+        return _fail(str(err), EXIT_FAILED)
+    except AzureError as err:
+        return _fail(f"{type(err).__name__}: {err}", EXIT_FAILED)
+    except OSError as err:  # a local file that cannot be read or written
+        return _fail(f"{err.strerror or type(err).__name__}: {err.filename or err}", EXIT_FAILED)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:  # a bug: say so in one line, the traceback only when asked
+        if args.debug:
+            raise
+        return _fail(f"unexpected {type(err).__name__}: {err} (run again with --debug for the traceback)",
+                     EXIT_FAILED)
+    finally:
+        ctx.close()
+        restore_logging()

@@ -18,6 +18,10 @@
 Because :class:`ResourceError` and its subclasses are also azure-core exceptions, code written
 against Microsoft's clients (``except ResourceNotFoundError``) keeps working. Messages never carry
 secrets: they are built from resource ids, codes and the service's error messages only.
+
+Every one pickles (a process pool hands a worker's exception back to its caller that way) with its
+message and attributes, but without the HTTP response, the request behind it or the azure-core
+error it wraps: those hold headers and connections, not facts the caller acts on.
 """
 from __future__ import annotations
 
@@ -38,6 +42,25 @@ __all__ = [
 
 class HorovodBatchAIError(Exception):
     """Base class of every exception this package raises."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The subclasses take keyword-only arguments that pickle's default (cls(*args)) would miss.
+        state = {name: None if name in _NOT_PICKLED else value for name, value in vars(self).items()
+                 if not name.startswith("_")}
+        return (_rebuild_error, (type(self), self.args, state))
+
+
+#: attributes of an exception that stay behind (None on the other side) when it is pickled:
+#: azure-core's response and the request it carries, the wrapped error, the one it was raised in
+_NOT_PICKLED = frozenset({"response", "azure_error", "model", "error", "exc_type", "exc_value", "exc_traceback", "exc_msg",
+                          "inner_exception"})
+
+
+def _rebuild_error(cls: type, args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    err: BaseException = cls.__new__(cls)
+    BaseException.__init__(err, *args)
+    vars(err).update(state)
+    return err
 
 
 class InvalidSpecError(HorovodBatchAIError, ValueError):

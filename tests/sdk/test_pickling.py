@@ -253,3 +253,23 @@ def test_a_target_pickles_without_its_credential(monkeypatch: pytest.MonkeyPatch
         pickle.dumps(Target.local(state_dir=tmp_path, per_call_policies=[LockedPolicy()]))
     local = pickle.loads(pickle.dumps(Target.local(state_dir=tmp_path / "state")))
     assert local._local_state_dir() == (tmp_path / "state").resolve()
+
+
+def test_errors_cross_processes_without_the_response(target: Target, workspace: Workspace) -> None:
+    """A process pool hands a worker's exception back pickled: ours keep their message and
+    attributes, and leave the response (and the request, with its Authorization header) behind."""
+    from azure.core.exceptions import ResourceNotFoundError
+    from horovod_batchai import JobFailedError, NotFoundError, ServiceErrorDetail, StoppedError
+    with pytest.raises(NotFoundError) as caught:
+        GpuCluster.get(workspace, "missing")
+    payload = pickle.dumps(caught.value)
+    token = target.credential().get_token("https://management.azure.com/.default").token
+    assert token.encode() not in payload and b"Bearer" not in payload
+    again = pickle.loads(payload)
+    assert isinstance(again, ResourceNotFoundError) and str(again) == str(caught.value)
+    assert (again.status_code, again.resource, again.response) == (404, caught.value.resource, None)
+    for err in (InvalidSpecError("node_count", "0 is not a positive integer", "1 or more", source="job.json"),
+                JobFailedError("j", exit_code=3, errors=[ServiceErrorDetail("Code", "text")], stderr_tail="boom"),
+                StoppedError("waiting for job 'j' was stopped", last_state="running")):
+        again = pickle.loads(pickle.dumps(err))
+        assert type(again) is type(err) and str(again) == str(err) and vars(again) == vars(err)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+from dataclasses import replace
 import threading
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,13 @@ def test_references_work_in_a_spawned_process(service: LocalService, tmp_path: P
     job.wait(timeout=300)
 
     payload = pickle.dumps((target, ws, cluster, experiment, job, share, job.spec))
+    # what the calls return pickles too -- except a SAS link
+    values = (job.status, cluster.status(), share.list("scripts"), ws.usages())
+    assert pickle.loads(pickle.dumps(values)) == values
+    listed = job.list_output_files()
+    with pytest.raises(InvalidSpecError, match="output_file.download_url: holds a secret"):
+        pickle.dumps(listed)
+    assert "sig=" not in str(pickle.loads(pickle.dumps([replace(f, download_url=None) for f in listed])))
     for name, secret in _secrets_of(target, share, job).items():
         assert secret.encode() not in payload, f"the {name} is in the pickle"
     assert b"sig=" not in payload and b"Bearer" not in payload

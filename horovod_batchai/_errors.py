@@ -56,8 +56,8 @@ _NOT_PICKLED = frozenset({"response", "azure_error", "model", "error", "exc_type
                           "inner_exception"})
 
 
-def _rebuild_error(cls: type, args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
-    err: BaseException = cls.__new__(cls)
+def _rebuild_error(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    err = cls.__new__(cls)
     BaseException.__init__(err, *args)
     vars(err).update(state)
     return err

@@ -16,7 +16,7 @@ from replay import ReplayTransport
 def test_a_job_comes_back_from_its_id(target: Target, transport: ReplayTransport) -> None:
     submitted = S.SubmittedJob()
     submitted.sent = {"properties": {"computeId": S.COMPUTE_PATH, "experimentName": S.EXPERIMENT, "properties": {}}}
-    # one read for the experiment the job is in, one as Job.get makes it
+    # one read for the experiment the job is in, one as get_job makes it
     transport.add(S.job_get(submitted, "Completed"), S.job_get(submitted, "Completed"))
     job = Job.from_id(target, f"{S.WS_PATH}/jobs/{S.JOB}")
     assert (job.experiment.name, job.name, job.execution_state) == (S.EXPERIMENT, S.JOB, ExecutionState.SUCCEEDED)

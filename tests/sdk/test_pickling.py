@@ -269,7 +269,7 @@ def test_errors_cross_processes_without_the_response(target: Target, workspace: 
     from azure.core.exceptions import ResourceNotFoundError
     from horovod_batchai import JobFailedError, NotFoundError, ServiceErrorDetail, StoppedError
     with pytest.raises(NotFoundError) as caught:
-        GpuCluster.get(workspace, "missing")
+        workspace.get_cluster("missing")
     payload = pickle.dumps(caught.value)
     token = target.credential().get_token("https://management.azure.com/.default").token
     assert token.encode() not in payload and b"Bearer" not in payload

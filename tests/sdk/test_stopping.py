@@ -212,9 +212,9 @@ def test_transfers_stop_when_told(service: LocalService, share: FileShare, tmp_p
 
 _CHILD = """
 import sys
-from horovod_batchai import Experiment, Job, Target, Workspace
+from horovod_batchai import Target, Workspace
 state, rg = sys.argv[1:3]
-job = Job.get(Experiment(Workspace(Target.local(state_dir=state), rg, "batchaidev"), "stops"), "sleeper")
+job = Workspace(Target.local(state_dir=state), rg, "batchaidev").get_experiment("stops").get_job("sleeper")
 print("waiting", flush=True)
 job.wait(poll_interval=30)
 print("finished", flush=True)

@@ -15,7 +15,7 @@ from ._job_spec import HorovodJob
 from ._deprecation import deprecated
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._names import check_batchai_name
-from ._resource_ids import parse_id
+from ._resource_ids import parent_class, parse_id, register_parent
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
@@ -59,9 +59,8 @@ class Experiment:
     def from_id(cls, target: "Target", resource_id: str) -> "Experiment":
         """The existing experiment whose ARM id is ``resource_id`` (as :attr:`id` gives it); an
         id of another form is an :class:`InvalidSpecError` stating the valid one."""
-        from ._workspace import Workspace
         names = parse_id(target, resource_id, "experiment")
-        return Workspace(target, names["resource group"], names["workspace"]).get_experiment(names["experiment"])
+        return parent_class("workspace")(target, names["resource group"], names["workspace"]).get_experiment(names["experiment"])
 
     @property
     def _backend(self) -> "Backend":
@@ -165,3 +164,6 @@ class Experiment:
         """The experiment's jobs."""
         ws = self.workspace
         return [Job(self, r.name, _record=r) for r in self._backend.list_jobs(ws.resource_group, ws.name, self.name)]
+
+
+register_parent("experiment", Experiment)

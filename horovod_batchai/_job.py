@@ -24,7 +24,7 @@ from ._names import check_batchai_name, local_destination, local_directory
 from ._paths import local_path_under
 from ._parallel import check_stop
 from ._polling import Polling, check_stop_event, poll_until
-from ._resource_ids import parse_id
+from ._resource_ids import parent_class, parse_id
 from ._states import ExecutionState, JobStatus
 from ._stream import OutputStream
 from ._values import OutputFile
@@ -78,13 +78,12 @@ class Job:
         """The existing job whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched; an
         id of another form is an :class:`InvalidSpecError` stating the valid one. (Azure ML job ids
         do not name the experiment: it is read from the job.)"""
-        from ._experiment import Experiment
-        from ._workspace import Workspace
         names = parse_id(target, resource_id, "job")
-        workspace = Workspace(target, names["resource group"], names["workspace"])
+        workspace = parent_class("workspace")(target, names["resource group"], names["workspace"])
         experiment = names.get("experiment") or backend_for(target).job_experiment(
             workspace.resource_group, workspace.name, names["job"])
-        return Experiment(workspace, experiment).get_job(names["job"])
+        job: Job = parent_class("experiment")(workspace, experiment).get_job(names["job"])
+        return job
 
     @property
     def target(self) -> "Target":

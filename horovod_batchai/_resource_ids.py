@@ -6,10 +6,14 @@ under ``Microsoft.BatchAI/workspaces``; Azure ML names jobs and computes under
 ``Microsoft.MachineLearningServices/workspaces``; file shares are Microsoft.Storage resources
 everywhere. A malformed id, one of another kind of resource or one of another subscription is an
 :class:`InvalidSpecError` naming the id as given and the form expected.
+
+``from_id`` of a cluster, experiment or job builds its parents (a ``Workspace``, an
+``Experiment``): those classes sit above the child's module, so they register here when defined
+(:func:`register_parent`) instead of being imported from below.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ._errors import InvalidSpecError
 from ._names import check_batchai_name, check_resource_group, check_share_name, check_storage_account
@@ -17,7 +21,7 @@ from ._names import check_batchai_name, check_resource_group, check_share_name, 
 if TYPE_CHECKING:
     from ._target import Target
 
-__all__ = ["parse_id", "id_form"]
+__all__ = ["parse_id", "id_form", "register_parent", "parent_class"]
 
 _PREFIX = "/subscriptions/<subscription>/resourceGroups/<resource group>/providers/"
 #: the provider and the path after ``workspaces/<workspace>`` of each kind, per target kind
@@ -30,6 +34,20 @@ _CHECKS: dict[str, Callable[[str, str], str]] = {
     "<cluster>": check_batchai_name, "<job>": check_batchai_name, "<account>": check_storage_account,
     "<share>": check_share_name,
 }
+
+
+#: "workspace" -> Workspace, "experiment" -> Experiment, registered by their modules
+_PARENTS: dict[str, Any] = {}
+
+
+def register_parent(kind: str, cls: Any) -> None:
+    _PARENTS[kind] = cls
+
+
+def parent_class(kind: str) -> Any:
+    """The class that resources of ``kind`` (workspace | experiment) are, for building the parents
+    of a child from its id."""
+    return _PARENTS[kind]
 
 
 def _segments(target: "Target", kind: str) -> list[str]:

@@ -17,7 +17,7 @@ from ._experiment import Experiment
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
 from ._mounts import Mount
 from ._names import check_batchai_name, check_location, check_resource_group
-from ._resource_ids import parse_id
+from ._resource_ids import parse_id, register_parent
 from ._values import Usage
 
 if TYPE_CHECKING:
@@ -269,6 +269,9 @@ class Workspace:
         return [GpuCluster(self, r.name, _record=r)
                 for r in self._backend.list_clusters(self.resource_group, self.name)]
 
+
+
+register_parent("workspace", Workspace)
 
 def _default_admin_user() -> str:
     """The local user name, as the CLI defaulted ``--user-name``; 'batchai' when it is not usable."""

@@ -198,11 +198,11 @@ class Target:
         """The state directory of the service this target uses (or will use)."""
         service = self._service if self._service is not None else self._info
         if service is not None:
-            return Path(service.state_dir)
+            return Path(service.state_dir).absolute()
         if self._state_dir is not None:
-            return self._state_dir.resolve()
-        from .local import default_state_dir
-        return default_state_dir().resolve()
+            return self._state_dir.absolute()
+        from .local import default_state_dir  # resolved here: the other process may have another environment
+        return default_state_dir().absolute()
 
     @property
     def client_options(self) -> dict[str, Any]:

@@ -260,7 +260,12 @@ def test_a_target_pickles_without_its_credential(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(TargetError, match=r"client option per_call_policies= \(list\) cannot be pickled"):
         pickle.dumps(Target.local(state_dir=tmp_path, per_call_policies=[LockedPolicy()]))
     local = pickle.loads(pickle.dumps(Target.local(state_dir=tmp_path / "state")))
-    assert local._local_state_dir() == (tmp_path / "state").resolve()
+    assert local._local_state_dir() == (tmp_path / "state").absolute()
+    # no state directory given: the one this process would use, not the other process's default
+    monkeypatch.setenv("HOROVOD_BATCHAI_STATE_DIR", str(tmp_path / "from-env"))
+    payload = pickle.dumps(Target.local())
+    monkeypatch.setenv("HOROVOD_BATCHAI_STATE_DIR", str(tmp_path / "elsewhere"))
+    assert pickle.loads(payload)._local_state_dir() == tmp_path / "from-env"
 
 
 def test_errors_cross_processes_without_the_response(target: Target, workspace: Workspace) -> None:

@@ -1,5 +1,7 @@
 """One Workspace, its clusters, one FileShare and their jobs, driven from 8 threads at once
-against the real local service: no error, and each thread sees only its own results."""
+against the real local service: no error, and each thread sees only its own results. The
+workspace, the share, one cluster object and every job object are shared: each job is followed
+by the thread that submitted it and waited on, at the same time, by its neighbour."""
 from __future__ import annotations
 
 import os
@@ -8,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from horovod_batchai import (ExecutionState, FileShare, HorovodJob, Job, Target,
-                             Workspace)
+from horovod_batchai import ExecutionState, FileShare, GpuCluster, HorovodJob, Job, Target, Workspace
 from sdk_support import SSH_KEY
 
 pytestmark = pytest.mark.slow
@@ -26,12 +27,16 @@ with open(os.path.join(os.environ["AZ_BATCHAI_JOB_MOUNT_ROOT"], "myshare", "out"
 """
 
 
-def _work(i: int, target: Target, ws: Workspace, share: FileShare, tmp: Path) -> dict:
+def _work(i: int, ws: Workspace, share: FileShare, shared_c0: GpuCluster, jobs: dict[int, Job],
+          submitted: threading.Barrier, tmp: Path) -> dict:
     """What one thread does with the shared objects; returns what it saw."""
     token = f"thread-{i}-{os.urandom(4).hex()}"
-    # Two clusters and two experiments, each got-or-created by four threads at once.
+    # Two clusters and two experiments, each got-or-created by four threads at once; the threads
+    # of c0 then use one GpuCluster object between them.
     cluster = ws.create_cluster(f"c{i % 2}", vm_size="Standard_NC6", target_node_count=2, admin_user_name="demo",
                                 ssh_public_key=SSH_KEY)
+    if i % 2 == 0:
+        cluster = shared_c0
     experiment = ws.create_experiment(f"exp{i % 2}")
     payload = os.urandom(1024 * 1024 + i)
     local = tmp / f"data-{i}.bin"
@@ -44,28 +49,34 @@ def _work(i: int, target: Target, ws: Workspace, share: FileShare, tmp: Path) ->
     cluster.wait_until_ready(timeout=300)
     spec = HorovodJob(script=f"$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/scripts/job-{i}.py", arguments=[token],
                       mounts=(share.mount(),))
-    job = experiment.submit(f"job{i}", spec, cluster=cluster)
+    job = jobs[i] = experiment.submit(f"job{i}", spec, cluster=cluster)
+    submitted.wait(timeout=600)
+    neighbour = jobs[(i + 1) % THREADS]  # its own thread streams and waits on it too
+    neighbour_state = neighbour.wait(timeout=600).execution_state
     streamed = "".join(job.stream("stdout.txt"))
     status = job.wait(timeout=600)
     return {"token": token, "payload_ok": back.read_bytes() == payload, "streamed": streamed,
             "state": status.execution_state, "tail": job.stdout_tail(), "job": job,
-            "written": share.list("out")}
+            "neighbour_state": neighbour_state, "neighbour_tail": neighbour.stdout_tail()}
 
 
 def test_one_workspace_driven_from_eight_threads(target: Target, tmp_path: Path) -> None:
     ws = Workspace.create(target, "batchai.horovod", "batchaidev", location="eastus")
     share = FileShare.create(target, "batchai.horovod", "mystorageaccount", "myshare")
     share.create_directory("out")
+    shared_c0 = GpuCluster(ws, "c0")
     results: dict[int, dict] = {}
     errors: dict[int, BaseException] = {}
-    start = threading.Barrier(THREADS)
+    jobs: dict[int, Job] = {}
+    start, submitted = threading.Barrier(THREADS), threading.Barrier(THREADS)
 
     def run(i: int) -> None:
         try:
             start.wait()
-            results[i] = _work(i, target, ws, share, tmp_path)
+            results[i] = _work(i, ws, share, shared_c0, jobs, submitted, tmp_path)
         except BaseException as err:  # noqa: BLE001 -- reported below, with the thread it came from
             errors[i] = err
+            submitted.abort()  # the others stop waiting for this thread's job
 
     threads = [threading.Thread(target=run, args=(i,), name=f"user-{i}") for i in range(THREADS)]
     for thread in threads:
@@ -84,6 +95,9 @@ def test_one_workspace_driven_from_eight_threads(target: Target, tmp_path: Path)
         assert result["tail"].splitlines() == result["streamed"].splitlines(), i
         assert not any(t in result["streamed"] + result["tail"] for t in others), i
         assert result["job"].name == f"job{i}" and result["job"].experiment.name == f"exp{i % 2}"
+        neighbour = (i + 1) % THREADS
+        assert result["neighbour_state"] is ExecutionState.SUCCEEDED
+        assert result["neighbour_tail"] == results[neighbour]["tail"], i
     # the service holds exactly what the threads made, once each
     assert sorted(c.name for c in ws.list_clusters()) == ["c0", "c1"]
     assert sorted(e.name for e in ws.list_experiments()) == ["exp0", "exp1"]

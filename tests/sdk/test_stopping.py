@@ -5,6 +5,7 @@ The poll intervals here are long (30 s) so that a stop that only took effect at 
 would be seen for what it is; the bound asserted is a fraction of that interval."""
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -79,6 +80,26 @@ def test_a_job_wait_stops_when_told(sleeping_job: Job) -> None:
     assert isinstance(err, HorovodBatchAIError)
     # stopping the wait is not stopping the job
     assert sleeping_job.refresh().execution_state in (ExecutionState.QUEUED, ExecutionState.RUNNING)
+
+
+def test_an_asyncio_caller_that_gives_up_leaves_no_thread_polling(sleeping_job: Job) -> None:
+    """The pattern docs/service.rst shows: asyncio.run returns only once its worker threads are
+    done, so a wait that went on polling would hold it for a whole poll interval or more."""
+    async def wait(stop: threading.Event) -> Any:
+        try:
+            return await asyncio.to_thread(sleeping_job.wait, poll_interval=LONG_POLL, stop=stop)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
+
+    async def give_up_after_a_second() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(wait(threading.Event()), 1.0)
+
+    started = time.monotonic()
+    asyncio.run(give_up_after_a_second())
+    took = time.monotonic() - started
+    assert took < 1.0 + PROMPT, f"asyncio.run returned {took:.2f}s after it started"
 
 
 def test_a_stream_stops_when_told(sleeping_job: Job) -> None:

@@ -2,7 +2,7 @@
 
 A frozen spec (``HorovodJob``, ``ClusterSpec``, the mounts, ...) is a value: it pickles as its
 fields, its read-only mappings travelling as plain dicts and made read-only again when loaded.
-A spec that holds a secret -- a storage account key, a password, a secret environment value, an
+A spec that holds a secret -- a storage account key or SAS token, a password, a secret environment value, an
 unmanaged mount's command, an output file's SAS link -- is refused with :class:`InvalidSpecError` naming each such field:
 pickled bytes end up in task queues, databases and logs, where no key belongs. The receiving
 process fills them in itself (``spec.with_storage(share)`` fetches the key with ``listKeys``).
@@ -18,7 +18,7 @@ from ._errors import InvalidSpecError
 __all__ = ["PicklesWithoutSecrets", "secret_fields", "SECRET_ATTRIBUTES"]
 
 #: the fields of a spec that hold a secret value when set
-SECRET_ATTRIBUTES = frozenset({"account_key", "password", "admin_password", "mount_command", "secrets",
+SECRET_ATTRIBUTES = frozenset({"account_key", "sas_token", "password", "admin_password", "mount_command", "secrets",
                                "download_url"})
 #: stands for a key still to be filled in; not a secret
 _PLACEHOLDERS = frozenset({"<AZURE_BATCHAI_STORAGE_KEY>"})

@@ -49,6 +49,17 @@ AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
 IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
 
 
+#: client options that say how requests travel, which the default credential's token requests take too
+CREDENTIAL_OPTIONS = ("transport", "proxies", "retry_total", "connection_verify")
+
+
+def default_credential(client_options: Mapping[str, Any]) -> TokenCredential:
+    """``DefaultAzureCredential``, its own token requests sent the way the target's are (the
+    same transport and proxy, the same retries)."""
+    from azure.identity import DefaultAzureCredential
+    return DefaultAzureCredential(**{k: v for k, v in client_options.items() if k in CREDENTIAL_OPTIONS})
+
+
 class Target:
     """Where requests go. Build one with :meth:`local`, :meth:`azure`, :meth:`azureml` or
     :meth:`from_env`.
@@ -121,8 +132,7 @@ class Target:
         endpoints are accepted."""
         default = credential is None
         if credential is None:
-            from azure.identity import DefaultAzureCredential
-            credential = DefaultAzureCredential()
+            credential = default_credential(client_options)
         target = cls(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
                      credential=credential, client_options=client_options)
         target._default_credential = default
@@ -139,8 +149,7 @@ class Target:
         check_batchai_name(workspace, "workspace")
         default = credential is None
         if credential is None:
-            from azure.identity import DefaultAzureCredential
-            credential = DefaultAzureCredential()
+            credential = default_credential(client_options)
         target = cls(kind="azureml", subscription_id=subscription_id, management_endpoint=AZURE_MANAGEMENT_ENDPOINT,
                      credential=credential, resource_group=resource_group, workspace=workspace,
                      client_options=client_options)
@@ -177,6 +186,10 @@ class Target:
     def __reduce__(self) -> tuple[Any, ...]:
         import pickle
         for name, value in self._client_options.items():
+            if _holds_credentials(name, value):
+                raise TargetError(f"the client option {name}= holds a user name or password, which is never pickled; "
+                                  "build the Target in the receiving process (a proxy's credentials can come from "
+                                  "$HTTPS_PROXY there) and reach resources with from_id(target, id)")
             try:
                 pickle.dumps(value)
             except Exception:  # noqa: BLE001 -- any failure means the same: it cannot travel
@@ -379,3 +392,13 @@ def _azure_target(subscription_id: str, management_endpoint: str, client_options
 def _azureml_target(subscription_id: str, resource_group: str, workspace: str,
                     client_options: Mapping[str, Any]) -> Target:
     return Target.azureml(subscription_id, resource_group, workspace, **client_options)
+
+
+def _holds_credentials(name: str, value: Any) -> bool:
+    """Whether a client option carries a secret: a proxy URL with a user name or password, or an
+    Authorization header."""
+    if name == "proxies" and isinstance(value, Mapping):
+        return any("@" in urlparse(str(url)).netloc for url in value.values())
+    if name == "headers" and isinstance(value, Mapping):
+        return any(str(key).lower() in ("authorization", "proxy-authorization") for key in value)
+    return False

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 
-from horovod_batchai import (AzureFileShareMount, ClusterSpec, ContainerRegistry, ExecutionState, Experiment,
+from horovod_batchai import (AzureBlobMount, AzureFileShareMount, ClusterSpec, ContainerRegistry, ExecutionState, Experiment,
                              FileShare, GpuCluster, HorovodBatchAIError, HorovodJob, InvalidSpecError, Job, SetupTask,
                              Target, TargetError, UnmanagedMount, Workspace)
 from horovod_batchai.local import LocalService
@@ -206,6 +206,12 @@ def test_a_spec_holding_a_secret_is_not_pickled() -> None:
         assert secret not in str(caught.value)
     with pytest.raises(InvalidSpecError, match="mount.account_key"):
         pickle.dumps(mount)
+    blob = AzureBlobMount(account_name=ACCOUNT, container_name="data", relative_mount_path="data",
+                          sas_token="sv=2024&sig=c2Fz")
+    with pytest.raises(InvalidSpecError, match="mount.sas_token") as caught:
+        pickle.dumps(blob)
+    assert "c2Fz" not in str(caught.value)
+    assert pickle.loads(pickle.dumps(replace(blob, sas_token=None))).sas_token is None
 
     bare = spec.without_secrets()
     payload = pickle.dumps(bare)
@@ -257,6 +263,11 @@ def test_a_target_pickles_without_its_credential(monkeypatch: pytest.MonkeyPatch
             pickle.dumps(target)
         with pytest.raises(TargetError):  # nor anything that refers to it
             pickle.dumps(Workspace(target, "rg", "ws"))
+    with pytest.raises(TargetError, match=r"client option proxies= holds a user name or password") as caught:
+        pickle.dumps(Target.azure(sub, proxies={"https": "http://me:proxy-pw@proxy.example.com:3128"}))
+    assert "proxy-pw" not in str(caught.value)
+    proxied = pickle.loads(pickle.dumps(Target.azure(sub, proxies={"https": "http://proxy.example.com:3128"})))
+    assert proxied.client_options == {"proxies": {"https": "http://proxy.example.com:3128"}}
     with pytest.raises(TargetError, match=r"client option per_call_policies= \(list\) cannot be pickled"):
         pickle.dumps(Target.local(state_dir=tmp_path, per_call_policies=[LockedPolicy()]))
     local = pickle.loads(pickle.dumps(Target.local(state_dir=tmp_path / "state")))

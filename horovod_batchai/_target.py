@@ -79,7 +79,8 @@ class Target:
     azure or azureml one builds ``DefaultAzureCredential()`` again there. A target given a
     credential of the caller's is refused with :class:`TargetError` (a credential may hold a
     secret): build it in the receiving process instead. Client options travel along when they
-    can be pickled; one that cannot (a ``transport``) is refused the same way, naming it.
+    can be pickled; one that cannot (a policy holding a lock) or that holds credentials (a proxy
+    URL with a password, an ``Authorization`` header) is refused the same way, naming it.
     """
 
     def __init__(self, *, kind: str, subscription_id: str, management_endpoint: str,

@@ -76,7 +76,8 @@ class Target:
     every thread is done with it.
 
     A target pickles without its credential, clients or lock, and reconnects on the other side:
-    a local one finds the service of the same state directory (starting it if none runs); an
+    a local one finds the service of the same state directory (starting it, with the same
+    ``node_runtime``, if none runs); an
     azure or azureml one builds ``DefaultAzureCredential()`` again there. A target given a
     credential of the caller's is refused with :class:`TargetError` (a credential may hold a
     secret): build it in the receiving process instead. Client options travel along when they
@@ -221,7 +222,8 @@ class Target:
                                   "Target in the receiving process and reach resources there with from_id(target, id)"
                                   ) from None
         if self.is_local:
-            return (_local_target, (self._local_state_dir(), self.subscription_id, self._client_options))
+            return (_local_target, (self._local_state_dir(), self.subscription_id, self._client_options,
+                                    self._node_runtime))
         if not self._default_credential:
             raise TargetError(f"a {self.kind} target built with a credential of the caller's is not pickled (a "
                               "credential may hold a secret); build the target without one (it then uses "
@@ -405,8 +407,10 @@ class Target:
 
 
 
-def _local_target(state_dir: Path, subscription_id: str, client_options: Mapping[str, Any]) -> Target:
-    return Target.local(state_dir=state_dir, subscription_id=subscription_id, **client_options)
+def _local_target(state_dir: Path, subscription_id: str, client_options: Mapping[str, Any],
+                  node_runtime: Optional[str] = None) -> Target:
+    return Target.local(state_dir=state_dir, subscription_id=subscription_id, node_runtime=node_runtime,
+                        **client_options)
 
 
 def _azure_target(subscription_id: str, management_endpoint: str, client_options: Mapping[str, Any]) -> Target:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import sys
 from dataclasses import replace
 import threading
 from pathlib import Path
@@ -270,8 +271,10 @@ def test_a_target_pickles_without_its_credential(monkeypatch: pytest.MonkeyPatch
     assert proxied.client_options == {"proxies": {"https": "http://proxy.example.com:3128"}}
     with pytest.raises(TargetError, match=r"client option per_call_policies= \(list\) cannot be pickled"):
         pickle.dumps(Target.local(state_dir=tmp_path, per_call_policies=[LockedPolicy()]))
-    local = pickle.loads(pickle.dumps(Target.local(state_dir=tmp_path / "state")))
+    runtime = Path(sys.executable)
+    local = pickle.loads(pickle.dumps(Target.local(state_dir=tmp_path / "state", node_runtime=runtime)))
     assert local._local_state_dir() == (tmp_path / "state").absolute()
+    assert local._node_runtime == Target.local(node_runtime=runtime)._node_runtime
     # no state directory given: the one this process would use, not the other process's default
     monkeypatch.setenv("HOROVOD_BATCHAI_STATE_DIR", str(tmp_path / "from-env"))
     payload = pickle.dumps(Target.local())

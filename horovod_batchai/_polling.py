@@ -18,10 +18,7 @@ from typing import Callable, Optional, TypeVar
 
 from ._errors import InvalidSpecError, StoppedError
 
-__all__ = ["Polling", "check_seconds", "check_stop_event", "poll_until", "StopEvent"]
-
-#: what a ``stop=`` argument takes: a ``threading.Event`` (or anything with ``is_set`` and ``wait``)
-StopEvent = threading.Event
+__all__ = ["Polling", "check_seconds", "check_stop_event", "poll_until"]
 
 T = TypeVar("T")
 

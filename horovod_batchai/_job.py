@@ -79,7 +79,7 @@ class Job:
         do not name the experiment: it is read from the job.)"""
         names = parse_id(target, resource_id, "job")
         workspace = parent_class("workspace")(target, names["resource group"], names["workspace"])
-        experiment = names.get("experiment") or backend_for(target).job_experiment(
+        experiment = names.get("experiment") or target.backend.job_experiment(
             workspace.resource_group, workspace.name, names["job"])
         job: Job = parent_class("experiment")(workspace, experiment).get_job(names["job"])
         return job

@@ -24,7 +24,7 @@ from horovod_batchai._lro import MappedPoller
 from horovod_batchai.local import LocalService, ServiceSettings
 from sdk_support import ACCOUNT, RG, SSH_KEY
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # they measure how soon a wait ends
 
 LONG_POLL = 30.0
 #: how soon a stop must take effect: far below LONG_POLL, far above a request to a loaded machine

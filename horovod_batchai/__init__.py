@@ -25,7 +25,7 @@ from ._cluster import GpuCluster
 from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from ._errors import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
                       LocalServiceDownError, MissingDependencyError, NotFoundError, ResourceError, ServiceErrorDetail,
-                      TargetError, TransferError, WaitTimeoutError)
+                      StoppedError, TargetError, TransferError, WaitTimeoutError)
 from ._experiment import Experiment
 from ._fileshare import FileShare, ShareItem
 from ._job import Job
@@ -57,8 +57,8 @@ __all__ = [
     "ExecutionState", "AllocationState", "NodeStateCounts", "ClusterStatus", "JobStatus",
     # errors
     "HorovodBatchAIError", "InvalidSpecError", "TargetError", "LocalServiceDownError", "ResourceError", "NotFoundError",
-    "ConflictError", "TransferError", "WaitTimeoutError", "ClusterNotReadyError", "JobFailedError", "ServiceErrorDetail",
-    "MissingDependencyError",
+    "ConflictError", "TransferError", "WaitTimeoutError", "StoppedError", "ClusterNotReadyError", "JobFailedError",
+    "ServiceErrorDetail", "MissingDependencyError",
 ]
 
 __version__ = "0.1.0"

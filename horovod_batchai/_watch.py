@@ -89,7 +89,7 @@ def watch(job: "Job", *, lines: int, curves: bool, poll_interval: Optional[float
     try:
         while True:
             status = job.refresh().status
-            tail = job._output_tail("stdout.txt", lines)
+            tail = job.stdout_tail().splitlines()[-lines:] if lines else []
             if curves:
                 table = job.metrics()
                 if len(table) != drawn_epochs:  # draw again only when an epoch was added

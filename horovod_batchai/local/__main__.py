@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .core.backend import ServiceSettings, default_state_dir
+from .core.context import ServiceSettings, default_state_dir
 from .service import LocalService, ServiceAlreadyRunning, ensure_running, find_running, is_loopback, stop_daemon
 
 
@@ -71,7 +71,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"CA certificate:      {info.ca_cert}", flush=True)
         print(f"State directory:     {info.state_dir}", flush=True)
         # Last: Azurite may still be starting (about a second).
-        blob = service.backend.blob if service.backend is not None else None
+        blob = service.context.blob if service.context is not None else None
         if blob is not None and blob.available:
             print(f"Blob endpoint:       {blob.require().endpoint}/<account>  (Azurite)", flush=True)
         else:

@@ -13,7 +13,7 @@ from werkzeug.wrappers import Request, Response
 
 from .batchai import api as batchai_api
 from .core.arm_errors import ArmError, arm_error_response
-from .core.backend import LocalBackend
+from .core.context import ServiceContext
 from .core.http_server import SOCKET_KEY
 from .core.identity import TOKEN_PATH, token_endpoint
 from .core.routing import Call, Router, json_response
@@ -79,14 +79,14 @@ def _outside_arm(request: Request, path: str) -> bool:
 
 
 class LocalApp:
-    def __init__(self, backend: LocalBackend) -> None:
-        self.backend = backend
+    def __init__(self, context: ServiceContext) -> None:
+        self.context = context
         self.router = Router(ARM_ROUTES)
-        self.faults = FaultInjector(backend.settings.fault_rate, backend.settings.fault_seed)
+        self.faults = FaultInjector(context.settings.fault_rate, context.settings.fault_seed)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         request = Request(environ)
-        request.max_content_length = self.backend.settings.max_body_bytes
+        request.max_content_length = self.context.settings.max_body_bytes
         try:
             response = self.handle(request)
         except _DropConnection:
@@ -115,9 +115,9 @@ class LocalApp:
             return storage_error_response(StorageError(status, "ServerBusy" if status != 500 else "InternalError",
                                                        "Fault injected by the local service.", headers=headers),
                                           head=request.method == "HEAD")
-        call = Call(request=request, backend=self.backend, base_url=self.backend.base_url or request.host_url.rstrip("/"))
+        call = Call(request=request, context=self.context, base_url=self.context.base_url or request.host_url.rstrip("/"))
         if _outside_arm(request, TOKEN_PATH):
-            return token_endpoint(request, self.backend.state_dir, self.backend.token_secret)
+            return token_endpoint(request, self.context.state_dir, self.context.token_secret)
         if _outside_arm(request, METADATA_PATH):
             return self._metadata(call)
         if arm:
@@ -167,7 +167,7 @@ class LocalApp:
             return arm_error_response(err)
         except RequestEntityTooLarge:
             return arm_error_response(ArmError(413, "RequestEntityTooLarge",
-                                               f"The request content exceeds {self.backend.settings.max_body_bytes} bytes."))
+                                               f"The request content exceeds {self.context.settings.max_body_bytes} bytes."))
         except Exception:
             log.exception("unhandled error for %s %s", _loggable(request.method), _loggable(request.path))
             return arm_error_response(ArmError(500, "InternalServerError", "The server encountered an internal error."))
@@ -178,11 +178,11 @@ class LocalApp:
         if not header:
             raise ArmError(401, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.",
                            headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
-        if scheme.lower() != "bearer" or not verify_token(self.backend.token_secret, token.strip()):
+        if scheme.lower() != "bearer" or not verify_token(self.context.token_secret, token.strip()):
             raise ArmError(401, "InvalidAuthenticationToken",
                            "The access token is invalid or has expired.",
                            headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
 
 
-def make_app(backend: LocalBackend) -> LocalApp:
-    return LocalApp(backend)
+def make_app(context: ServiceContext) -> LocalApp:
+    return LocalApp(context)

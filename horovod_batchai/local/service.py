@@ -2,7 +2,7 @@
 
 Both use the same pieces, wired here: the HTTPS server (``core/http_server.py``), the application
 in ``app.py`` (every plane's routes), the blob endpoint (Azurite), the job scheduler, and the
-backends that hold the state. A running service holds an exclusive lock on
+service context and resource providers that hold the state. A running service holds an exclusive lock on
 ``<state dir>/service.lock`` (so two services never drive one state directory) and advertises
 where it listens in ``<state dir>/service.json``; :func:`ensure_running` reads that file to reuse
 a running service and otherwise starts a daemon, so calling it twice is harmless.
@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from .app import make_app
-from .batchai.backend import BatchAIBackend
+from .batchai.provider import BatchAIProvider
 from .core.tokens import LocalCredential
-from .core.backend import LocalBackend, ServiceSettings, default_state_dir
+from .core.context import ServiceContext, ServiceSettings, default_state_dir
 from .core.http_server import HttpsServer
 from .core.permissions import secure_state_dir
 from .core.tls import ensure_certificate
@@ -95,7 +95,7 @@ class LocalService:
         self.host = host
         self.port = port
         self.settings = settings or ServiceSettings()
-        self.backend: Optional[LocalBackend] = None
+        self.context: Optional[ServiceContext] = None
         self._server: Optional[HttpsServer] = None
         self._scheduler: Optional[Scheduler] = None
         self._lock_fh: Optional[Any] = None
@@ -139,28 +139,28 @@ class LocalService:
 
     def _start_locked(self) -> None:
         cert, key = ensure_certificate(self.state_dir)
-        self.backend = LocalBackend(self.state_dir, self.settings)
-        self._server = HttpsServer(self.host, self.port, make_app(self.backend), cert=cert, key=key)
-        self.backend.base_url = self.endpoint
+        self.context = ServiceContext(self.state_dir, self.settings)
+        self._server = HttpsServer(self.host, self.port, make_app(self.context), cert=cert, key=key)
+        self.context.base_url = self.endpoint
         # Azurite (the blob endpoint) starts with the first storage account, in a thread of its own:
         # about a CPU-second of Node.js start-up that only blob requests and blob mounts wait for.
         from .storage.accounts import all_account_keys
         from .blob.endpoint import BlobEndpoint
-        store = self.backend.store
-        self.backend.blob = BlobEndpoint(self.state_dir, cert=cert, key=key, node=self.settings.node_binary,
+        store = self.context.store
+        self.context.blob = BlobEndpoint(self.state_dir, cert=cert, key=key, node=self.settings.node_binary,
                                          sync_interval=self.settings.blob_sync_interval_s)
-        self.backend.blob.start_when_needed(lambda: all_account_keys(store))
+        self.context.blob.start_when_needed(lambda: all_account_keys(store))
         from .runner.scheduler import Scheduler  # imported late: the scheduler pulls in process handling
-        batchai = BatchAIBackend.of(self.backend)
-        self.backend.group_deleters += [batchai.delete_group_resources,
-                                        functools.partial(delete_accounts_in_group, self.backend)]
-        self._scheduler = batchai.scheduler = Scheduler(self.backend)
+        batchai = BatchAIProvider.of(self.context)
+        self.context.group_deleters += [batchai.delete_group_resources,
+                                        functools.partial(delete_accounts_in_group, self.context)]
+        self._scheduler = batchai.scheduler = Scheduler(self.context)
         self._scheduler.start()
         batchai.finish_interrupted_operations()  # operations a killed service left InProgress
         from .resources.api import resume_deletions
-        resume_deletions(self.backend)  # resource groups a stopped service left half-deleted
+        resume_deletions(self.context)  # resource groups a stopped service left half-deleted
         from .files.store import remove_stale_uploads
-        stale = remove_stale_uploads(self.backend.files_root)  # uploads a crashed client left under a temp name
+        stale = remove_stale_uploads(self.context.files_root)  # uploads a crashed client left under a temp name
         if stale:
             log.info("removed %d unfinished upload(s) left by clients that stopped mid-way", len(stale))
         self._server.start()
@@ -171,13 +171,13 @@ class LocalService:
     def stop(self) -> None:
         if self._server is not None:
             self._server.stop()
-        if self.backend is not None:
+        if self.context is not None:
             if self._scheduler is not None:
                 self._scheduler.stop()
                 self._scheduler = None
-            if self.backend.blob is not None:
-                self.backend.blob.stop()  # after the jobs: their last writes reach the containers first
-            self.backend.close()
+            if self.context.blob is not None:
+                self.context.blob.stop()  # after the jobs: their last writes reach the containers first
+            self.context.close()
         info_path = self.state_dir / INFO_FILE
         try:
             if json.loads(info_path.read_text()).get("pid") == os.getpid():
@@ -187,7 +187,7 @@ class LocalService:
         if self._lock_fh is not None:
             self._lock_fh.close()
             self._lock_fh = None
-        self._server = self.backend = None
+        self._server = self.context = None
 
     def __enter__(self) -> "LocalService":
         return self.start()

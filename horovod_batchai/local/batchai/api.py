@@ -7,7 +7,7 @@ used (see ``shared/reference/recordings``): lower-case ``provisioningState``, ``
 Workspace and experiment PUT answer 200 directly; cluster, job and file server PUT, every DELETE
 and job terminate answer 202 and a long-running operation (``operations.py``).
 
-Each handler parses (``validation.py``), calls the backend (``backend.py``, which owns the state,
+Each handler parses (``validation.py``), calls the provider (``provider.py``, which owns the state,
 conflicts, quotas, operations and what the job scheduler is told) and serialises its answer.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..core.api_versions import BATCHAI_OPERATIONS, BATCHAI_USAGES
 from ..core.arm_errors import ArmError
 from ..core.routing import Call, Route, json_response
 from . import operations
-from .backend import (CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE, WORKSPACE_TYPE, BatchAIBackend,
+from .provider import (CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE, WORKSPACE_TYPE, BatchAIProvider,
                       etag)
 from .operations import API_VERSION, LongRunningOperation, accepted_response
 from .outputs import list_output_files as list_files
@@ -30,8 +30,8 @@ from .validation import (check_int_query, parse_cluster_create, parse_cluster_up
 __all__ = ["ROUTES", "WORKSPACE_TYPE", "EXPERIMENT_TYPE", "CLUSTER_TYPE", "JOB_TYPE", "FILE_SERVER_TYPE"]
 
 
-def _backend(call: Call) -> BatchAIBackend:
-    return BatchAIBackend.of(call.backend)
+def _provider(call: Call) -> BatchAIProvider:
+    return BatchAIProvider.of(call.context)
 
 
 def _answer(doc: dict[str, Any], status: int = 200) -> Response:
@@ -86,65 +86,65 @@ def list_operations(call: Call) -> Response:
 
 
 def list_usages(call: Call, subscriptionId: str, location: str) -> Response:
-    return _page(call, _backend(call).usages(subscriptionId, location))
+    return _page(call, _provider(call).usages(subscriptionId, location))
 
 
 # -- workspaces -----------------------------------------------------------------------------------
 
 def list_workspaces(call: Call, subscriptionId: str) -> Response:
-    return _page(call, _backend(call).workspaces_of_subscription(subscriptionId))
+    return _page(call, _provider(call).workspaces_of_subscription(subscriptionId))
 
 
 def list_workspaces_by_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    return _page(call, _backend(call).workspaces_of_group(subscriptionId, resourceGroupName))
+    return _page(call, _provider(call).workspaces_of_group(subscriptionId, resourceGroupName))
 
 
 def get_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    return _answer(_backend(call).workspace(subscriptionId, resourceGroupName, workspaceName))
+    return _answer(_provider(call).workspace(subscriptionId, resourceGroupName, workspaceName))
 
 
 def put_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    backend = _backend(call)
-    backend.workspace_scope(subscriptionId, resourceGroupName, workspaceName)
+    provider = _provider(call)
+    provider.workspace_scope(subscriptionId, resourceGroupName, workspaceName)
     request = parse_workspace_create(call.json())
-    return _answer(backend.put_workspace(subscriptionId, resourceGroupName, workspaceName, request))
+    return _answer(provider.put_workspace(subscriptionId, resourceGroupName, workspaceName, request))
 
 
 def patch_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    backend = _backend(call)
-    workspace = backend.workspace(subscriptionId, resourceGroupName, workspaceName, for_write=True)
-    return _answer(backend.patch_workspace(workspace, parse_workspace_update(call.json())))
+    provider = _provider(call)
+    workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName, for_write=True)
+    return _answer(provider.patch_workspace(workspace, parse_workspace_update(call.json())))
 
 
 def delete_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    return _accepted_or_gone(call, _backend(call).delete_workspace(subscriptionId, resourceGroupName, workspaceName))
+    return _accepted_or_gone(call, _provider(call).delete_workspace(subscriptionId, resourceGroupName, workspaceName))
 
 
 # -- experiments ----------------------------------------------------------------------------------
 
 def list_experiments(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    backend = _backend(call)
-    workspace = backend.workspace(subscriptionId, resourceGroupName, workspaceName)
-    return _page(call, backend.children(EXPERIMENT_TYPE, workspace["id"]))
+    provider = _provider(call)
+    workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName)
+    return _page(call, provider.children(EXPERIMENT_TYPE, workspace["id"]))
 
 
 def get_experiment(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    experimentName: str) -> Response:
-    return _answer(_backend(call).experiment(subscriptionId, resourceGroupName, workspaceName, experimentName))
+    return _answer(_provider(call).experiment(subscriptionId, resourceGroupName, workspaceName, experimentName))
 
 
 def put_experiment(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    experimentName: str) -> Response:
-    backend = _backend(call)
-    backend.workspace(subscriptionId, resourceGroupName, workspaceName, for_write=True)
+    provider = _provider(call)
+    provider.workspace(subscriptionId, resourceGroupName, workspaceName, for_write=True)
     if not isinstance(call.json(), dict):
         raise ArmError(400, "InvalidRequestContent", "The request body must be a JSON object (or empty).")
-    return _answer(backend.put_experiment(subscriptionId, resourceGroupName, workspaceName, experimentName))
+    return _answer(provider.put_experiment(subscriptionId, resourceGroupName, workspaceName, experimentName))
 
 
 def delete_experiment(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                       experimentName: str) -> Response:
-    return _accepted_or_gone(call, _backend(call).delete_experiment(subscriptionId, resourceGroupName, workspaceName,
+    return _accepted_or_gone(call, _provider(call).delete_experiment(subscriptionId, resourceGroupName, workspaceName,
                                                                     experimentName))
 
 
@@ -152,92 +152,92 @@ def delete_experiment(call: Call, subscriptionId: str, resourceGroupName: str, w
 
 def get_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                 clusterName: str) -> Response:
-    _, _, doc = _backend(call).cluster(subscriptionId, resourceGroupName, workspaceName, clusterName)
+    _, _, doc = _provider(call).cluster(subscriptionId, resourceGroupName, workspaceName, clusterName)
     assert doc is not None
     return _answer(doc)
 
 
 def list_clusters(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    backend = _backend(call)
-    workspace = backend.workspace(subscriptionId, resourceGroupName, workspaceName)
-    return _page(call, backend.children(CLUSTER_TYPE, workspace["id"]))
+    provider = _provider(call)
+    workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName)
+    return _page(call, provider.children(CLUSTER_TYPE, workspace["id"]))
 
 
 def put_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                 clusterName: str) -> Response:
-    backend = _backend(call)
-    backend.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, must_exist=False, for_write=True)
+    provider = _provider(call)
+    provider.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, must_exist=False, for_write=True)
     parsed = parse_cluster_create(call.json())
-    op = backend.put_cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, parsed)
+    op = provider.put_cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, parsed)
     return accepted_response(call, op)
 
 
 def patch_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                   clusterName: str) -> Response:
-    backend = _backend(call)
-    _, _, doc = backend.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, for_write=True)
+    provider = _provider(call)
+    _, _, doc = provider.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, for_write=True)
     assert doc is not None
     scale = parse_cluster_update(call.json())
-    return _answer(doc if scale is None else backend.scale_cluster(doc, scale))
+    return _answer(doc if scale is None else provider.scale_cluster(doc, scale))
 
 
 def delete_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    clusterName: str) -> Response:
-    return _accepted_or_gone(call, _backend(call).delete_cluster(subscriptionId, resourceGroupName, workspaceName,
+    return _accepted_or_gone(call, _provider(call).delete_cluster(subscriptionId, resourceGroupName, workspaceName,
                                                                  clusterName))
 
 
 def list_cluster_login(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                        clusterName: str) -> Response:
-    backend = _backend(call)
-    _, _, doc = backend.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName)
+    provider = _provider(call)
+    _, _, doc = provider.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName)
     assert doc is not None
-    return _page(call, backend.cluster_logins(doc))
+    return _page(call, provider.cluster_logins(doc))
 
 
 # -- jobs -----------------------------------------------------------------------------------------
 
 def get_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str, experimentName: str,
             jobName: str) -> Response:
-    _, _, doc = _backend(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
+    _, _, doc = _provider(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
     assert doc is not None
     return _answer(doc)
 
 
 def list_jobs(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
               experimentName: str) -> Response:
-    backend = _backend(call)
-    experiment = backend.experiment(subscriptionId, resourceGroupName, workspaceName, experimentName)
-    return _page(call, backend.children(JOB_TYPE, experiment["id"]))
+    provider = _provider(call)
+    experiment = provider.experiment(subscriptionId, resourceGroupName, workspaceName, experimentName)
+    return _page(call, provider.children(JOB_TYPE, experiment["id"]))
 
 
 def put_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str, experimentName: str,
             jobName: str) -> Response:
-    backend = _backend(call)
-    backend.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName, must_exist=False,
+    provider = _provider(call)
+    provider.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName, must_exist=False,
                 for_write=True)
     parsed = parse_job_create(call.json())
-    op = backend.put_job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName, parsed)
+    op = provider.put_job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName, parsed)
     return accepted_response(call, op)
 
 
 def delete_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str, experimentName: str,
                jobName: str) -> Response:
-    return _accepted_or_gone(call, _backend(call).delete_job(subscriptionId, resourceGroupName, workspaceName,
+    return _accepted_or_gone(call, _provider(call).delete_job(subscriptionId, resourceGroupName, workspaceName,
                                                              experimentName, jobName))
 
 
 def terminate_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                   experimentName: str, jobName: str) -> Response:
-    backend = _backend(call)
-    _, _, doc = backend.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
+    provider = _provider(call)
+    _, _, doc = provider.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
     assert doc is not None
-    return accepted_response(call, backend.terminate_job(doc))
+    return accepted_response(call, provider.terminate_job(doc))
 
 
 def list_output_files(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                       experimentName: str, jobName: str) -> Response:
-    _, _, doc = _backend(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
+    _, _, doc = _provider(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
     assert doc is not None
     args = call.request.args
     output_id = args.get("outputdirectoryid")
@@ -247,10 +247,10 @@ def list_output_files(call: Call, subscriptionId: str, resourceGroupName: str, w
                        "job's outputDirectories.", target="outputdirectoryid")
     directory = args.get("directory") or "."
     expiry = check_int_query(args.get("linkexpiryinminutes"), "linkexpiryinminutes", minimum=5, maximum=600,
-                             default=call.backend.settings.default_link_expiry_min)
+                             default=call.context.settings.default_link_expiry_min)
     limit = check_int_query(args.get("maxresults"), "maxresults", minimum=1, maximum=1000, default=1000)
     skip = check_int_query(args.get("$skiptoken"), "$skiptoken", minimum=0, maximum=2**31, default=0)
-    items, next_skip = list_files(call.backend, doc["id"], output_directory_id=output_id, directory=directory,
+    items, next_skip = list_files(call.context, doc["id"], output_directory_id=output_id, directory=directory,
                                   link_expiry_minutes=expiry, max_results=limit, skip=skip)
     body: dict[str, Any] = {"value": items}
     if next_skip is not None:
@@ -262,40 +262,40 @@ def list_output_files(call: Call, subscriptionId: str, resourceGroupName: str, w
 
 def list_job_login(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    experimentName: str, jobName: str) -> Response:
-    backend = _backend(call)
-    _, _, doc = backend.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
+    provider = _provider(call)
+    _, _, doc = provider.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
     assert doc is not None
-    return _page(call, backend.job_logins(doc))
+    return _page(call, provider.job_logins(doc))
 
 
 # -- file servers ---------------------------------------------------------------------------------
 
 def get_file_server(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                     fileServerName: str) -> Response:
-    _, _, doc = _backend(call).file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName)
+    _, _, doc = _provider(call).file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName)
     assert doc is not None
     return _answer(doc)
 
 
 def list_file_servers(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    backend = _backend(call)
-    workspace = backend.workspace(subscriptionId, resourceGroupName, workspaceName)
-    return _page(call, backend.children(FILE_SERVER_TYPE, workspace["id"]))
+    provider = _provider(call)
+    workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName)
+    return _page(call, provider.children(FILE_SERVER_TYPE, workspace["id"]))
 
 
 def put_file_server(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                     fileServerName: str) -> Response:
-    backend = _backend(call)
-    backend.file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName, must_exist=False,
+    provider = _provider(call)
+    provider.file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName, must_exist=False,
                         for_write=True)
     parsed = parse_file_server_create(call.json())
-    op = backend.put_file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName, parsed)
+    op = provider.put_file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName, parsed)
     return accepted_response(call, op)
 
 
 def delete_file_server(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                        fileServerName: str) -> Response:
-    return _accepted_or_gone(call, _backend(call).delete_file_server(subscriptionId, resourceGroupName,
+    return _accepted_or_gone(call, _provider(call).delete_file_server(subscriptionId, resourceGroupName,
                                                                      workspaceName, fileServerName))
 
 

@@ -29,62 +29,62 @@ __all__ = ["STDOUTERR", "record_output_dirs", "forget_output_dirs", "output_dir"
 
 STDOUTERR = "stdouterr"
 
-def _locate_on_share(backend: Any, path: Path) -> Optional[tuple[str, str, str]]:
+def _locate_on_share(context: Any, path: Path) -> Optional[tuple[str, str, str]]:
     """(account, share, path inside the share) if ``path`` is (through mounts) on a file share."""
     try:
         real = path.resolve()
-        rel = real.relative_to(Path(backend.files_root).resolve())
+        rel = real.relative_to(Path(context.files_root).resolve())
     except (OSError, ValueError):
         return None
     parts = rel.parts
     if len(parts) < 2:
         return None
-    account = accounts.find_account(backend.store, parts[0])
+    account = accounts.find_account(context.store, parts[0])
     name = account["name"] if account else parts[0]
     return name, parts[1], "/".join(parts[2:])
 
 
-def _locate_on_container(backend: Any, path: Path) -> Optional[tuple[str, str, str]]:
+def _locate_on_container(context: Any, path: Path) -> Optional[tuple[str, str, str]]:
     """(account, container, path inside it) if ``path`` is (through mounts) in a blob container's mirror."""
-    if backend.blob is None:
+    if context.blob is None:
         return None
     try:
         real = path.resolve()
-        rel = real.relative_to(Path(backend.blob.mounts_root).resolve())
+        rel = real.relative_to(Path(context.blob.mounts_root).resolve())
     except (OSError, ValueError):
         return None
     parts = rel.parts  # <account>/<container>/files/...
     if len(parts) < 3 or parts[2] != "files":
         return None
-    account = accounts.find_account(backend.store, parts[0])
+    account = accounts.find_account(context.store, parts[0])
     return (account["name"] if account else parts[0]), parts[1], "/".join(parts[3:])
 
 
-def record_output_dirs(backend: Any, job_id: str, dirs: Iterable[tuple[str, Path]]) -> None:
+def record_output_dirs(context: Any, job_id: str, dirs: Iterable[tuple[str, Path]]) -> None:
     """Remember where a starting job's output directories are (replacing an earlier run's)."""
     rows = []
     for dir_id, path in dirs:
         storage: Optional[str] = None
-        located = _locate_on_share(backend, path)
+        located = _locate_on_share(context, path)
         if located is None:
-            located = _locate_on_container(backend, path)
+            located = _locate_on_container(context, path)
             storage = "blob" if located else None
         account, share, share_path = located if located else (None, None, None)
         rows.append((resource_key(job_id), dir_id, str(path), account, share, share_path, storage))
-    with backend.store.transaction() as db:
+    with context.store.transaction() as db:
         db.execute("DELETE FROM job_output_dirs WHERE job = ?", (resource_key(job_id),))
         db.executemany("INSERT INTO job_output_dirs (job, dir_id, local_path, account, share, share_path, storage)"
                        " VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
 
-def forget_output_dirs(backend: Any, job_id: str) -> None:
-    with backend.store.transaction() as db:
+def forget_output_dirs(context: Any, job_id: str) -> None:
+    with context.store.transaction() as db:
         db.execute("DELETE FROM job_output_dirs WHERE job = ?", (resource_key(job_id),))
 
 
-def output_dir(backend: Any, job_id: str, dir_id: str) -> Optional[dict[str, Any]]:
+def output_dir(context: Any, job_id: str, dir_id: str) -> Optional[dict[str, Any]]:
     """The recorded location of one output directory of a job (ids match case-insensitively)."""
-    rows = backend.store.query("SELECT * FROM job_output_dirs WHERE job = ? AND lower(dir_id) = lower(?)",
+    rows = context.store.query("SELECT * FROM job_output_dirs WHERE job = ? AND lower(dir_id) = lower(?)",
                                (resource_key(job_id), dir_id))
     return dict(rows[0]) if rows else None
 
@@ -98,12 +98,12 @@ def _timestamp(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, directory: str = ".",
+def list_output_files(context: Any, job_id: str, *, output_directory_id: str, directory: str = ".",
                       link_expiry_minutes: int = 60, max_results: int = 1000,
                       skip: int = 0) -> tuple[list[dict[str, Any]], Optional[int]]:
     """The files and directories in ``directory`` of one output directory of a job, sorted by
     name, from ``skip`` on; returns them and the skip of the next page (None when none is left)."""
-    job = backend.store.get(job_id)
+    job = context.store.get(job_id)
     if job is None:
         raise ArmError(404, "JobNotFound", f"The specified job {job_id.rsplit('/', 1)[-1]} is not found")
     known = _known_ids(job)
@@ -122,7 +122,7 @@ def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, di
     if relative.is_absolute() or ".." in relative.parts:
         raise ArmError(400, "InvalidParameter", f"directory must be a path inside the output directory, such as "
                                                 f"'.' or 'logs/epoch1', got {directory!r}.", target="directory")
-    location = output_dir(backend, job_id, output_directory_id)
+    location = output_dir(context, job_id, output_directory_id)
     if location is None:
         # The job has not started yet: the directory does not exist, so nothing is in it.
         if relative.parts:
@@ -135,11 +135,11 @@ def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, di
                        "so its files have no download links; put its path prefix under a mounted Azure file share "
                        "or blob container.")
     if location.get("storage") == "blob":
-        return _list_blob_directory(backend, location, output_directory_id, directory, relative,
+        return _list_blob_directory(context, location, output_directory_id, directory, relative,
                                     link_expiry_minutes, max_results, skip)
     # The share itself, not the job's view of it: the job's mounts go when the job ends.
     try:
-        share_root = share_directory(backend, location["account"], location["share"])
+        share_root = share_directory(context, location["account"], location["share"])
     except ValueError:
         share_root = None
     if share_root is None:
@@ -156,7 +156,7 @@ def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, di
     except OSError:
         entries = []
     page = entries[skip:skip + max_results]
-    keys = accounts.account_keys(backend.store, location["account"])
+    keys = accounts.account_keys(context.store, location["account"])
     if not keys:
         raise ArmError(404, "StorageAccountNotFound", f"The storage account {location['account']!r} holding "
                                                       f"output directory {output_directory_id!r} no longer exists.")
@@ -175,7 +175,7 @@ def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, di
         segments = base_segments + [entry.name]
         sas = generate_file_sas(location["account"], location["share"], segments, account_key=keys[0],
                                 permission="rl", expiry=expiry)
-        url = (f"{backend.base_url}/{location['account']}/{location['share']}/"
+        url = (f"{context.base_url}/{location['account']}/{location['share']}/"
                + "/".join(quote(s, safe="") for s in segments) + "?" + sas)
         items.append({"name": entry.name, "fileType": "file", "downloadUrl": url,
                       "properties": {"lastModified": _timestamp(stat.st_mtime), "contentLength": stat.st_size}})
@@ -183,13 +183,13 @@ def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, di
     return items, next_skip
 
 
-def _list_blob_directory(backend: Any, location: dict[str, Any], output_directory_id: str, directory: str,
+def _list_blob_directory(context: Any, location: dict[str, Any], output_directory_id: str, directory: str,
                          relative: PurePosixPath, link_expiry_minutes: int, max_results: int,
                          skip: int) -> tuple[list[dict[str, Any]], Optional[int]]:
     from ..blob.azurite import AzuriteError  # imported here: only blob listings need the blob package
 
     account, container = location["account"], location["share"]
-    keys = accounts.account_keys(backend.store, account)
+    keys = accounts.account_keys(context.store, account)
     if not keys:
         raise ArmError(404, "StorageAccountNotFound", f"The storage account {account!r} holding "
                                                       f"output directory {output_directory_id!r} no longer exists.")
@@ -197,11 +197,11 @@ def _list_blob_directory(backend: Any, location: dict[str, Any], output_director
     prefix = "".join(f"{s}/" for s in segments)
     try:
         # What the job wrote since the last sync goes up first, so the listing is current.
-        for mirror in backend.blob.sync.held():
+        for mirror in context.blob.sync.held():
             if (mirror.container.account_name.lower(), mirror.container.container_name) == (account.lower(),
                                                                                             container):
                 mirror.push()
-        entries = backend.blob.list_directory(account, keys[0], container, prefix)
+        entries = context.blob.list_directory(account, keys[0], container, prefix)
     except AzuriteError as exc:
         raise ArmError(503, "BlobStorageUnavailable", f"Output directory {output_directory_id!r} is in blob "
                                                       f"container {account}/{container}, and {exc}") from None
@@ -213,7 +213,7 @@ def _list_blob_directory(backend: Any, location: dict[str, Any], output_director
         if entry["is_directory"]:
             items.append({"name": entry["name"], "fileType": "directory"})
             continue
-        url = backend.blob.download_url(account, keys[0], container, prefix + str(entry["name"]),
+        url = context.blob.download_url(account, keys[0], container, prefix + str(entry["name"]),
                                         expiry_minutes=link_expiry_minutes)
         modified = entry["last_modified"]
         items.append({"name": entry["name"], "fileType": "file", "downloadUrl": url,

@@ -17,7 +17,7 @@ from werkzeug.wrappers import Request, Response
 from .arm_errors import ArmError
 
 if TYPE_CHECKING:
-    from .backend import LocalBackend
+    from .context import ServiceContext
 
 __all__ = ["Route", "Router", "Call", "json_response"]
 
@@ -43,7 +43,7 @@ class Call:
 
     #: kept out of repr: a request's repr shows its URL, and a SAS signature travels in the query.
     request: Request = field(repr=False)
-    backend: "LocalBackend"
+    context: "ServiceContext"
     #: scheme://host:port the caller used, for building Location / nextLink / download URLs.
     base_url: str
     route: Optional[Route] = None

@@ -7,7 +7,7 @@ HEAD answers 204 or 404; DELETE answers 202 with a ``Location`` to
 down and 200 once it is gone.
 
 Deleting a group deletes everything in it, in the order that keeps running work from writing into
-freed places: each provider's backend deletes its resources in the group, in the order the service
+freed places: each resource provider deletes its resources in the group, in the order the service
 registered them in ``group_deleters`` (Batch AI first: jobs stopped, then clusters and file servers;
 then storage accounts with their shares, files and containers), then whatever documents are left,
 then the group. This module imports no other provider.
@@ -33,7 +33,7 @@ from werkzeug.wrappers import Response
 
 from ..core.api_versions import RESOURCES
 from ..core.arm_errors import ArmError
-from ..core.backend import LocalBackend
+from ..core.context import ServiceContext
 from ..core.routing import Call, Route, json_response
 from ..core.store import resource_key
 
@@ -84,7 +84,7 @@ def check_subscription_id(subscription_id: str) -> None:
                        "It must be a GUID such as 00000000-0000-0000-0000-000000000000.")
 
 
-def normalize_location(value: Any, backend: LocalBackend, *, field: str = "location") -> str:
+def normalize_location(value: Any, context: ServiceContext, *, field: str = "location") -> str:
     """A region name as ARM stores it ("East US" -> "eastus"); unknown regions are refused."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise ArmError(400, "LocationRequired", f"The '{field}' property is required for this definition.")
@@ -92,7 +92,7 @@ def normalize_location(value: Any, backend: LocalBackend, *, field: str = "locat
         raise ArmError(400, "InvalidRequestContent",
                        f"The request content was invalid: '{field}' must be a string such as \"eastus\".")
     location = value.replace(" ", "").lower()
-    if location not in KNOWN_LOCATIONS and location != backend.settings.location.lower():
+    if location not in KNOWN_LOCATIONS and location != context.settings.location.lower():
         raise ArmError(400, "LocationNotAvailableForResourceGroup" if field == "location" else "InvalidLocation",
                        f"The provided location '{value}' is not available. Use an Azure region name such as "
                        "'eastus', 'westeurope' or 'northeurope'.")
@@ -123,14 +123,14 @@ def resource_group_id(subscription_id: str, resource_group_name: str) -> str:
     return f"/subscriptions/{subscription_id}/resourceGroups/{resource_group_name}"
 
 
-def require_resource_group(backend: LocalBackend, subscription_id: str, resource_group_name: str, *,
+def require_resource_group(context: ServiceContext, subscription_id: str, resource_group_name: str, *,
                            for_write: bool = False) -> dict[str, Any]:
     """The group's document, as every group-scoped request needs it first.
 
     Raises 404 ``ResourceGroupNotFound`` when there is no such group and, with ``for_write``,
     409 ``ResourceGroupBeingDeleted`` while it is being deleted (ARM refuses writes into it)."""
     check_subscription_id(subscription_id)
-    group = backend.store.get(resource_group_id(subscription_id, resource_group_name))
+    group = context.store.get(resource_group_id(subscription_id, resource_group_name))
     if group is None:
         raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{resource_group_name}' could not be found.")
     if for_write and group["properties"].get("provisioningState") == "Deleting":
@@ -172,14 +172,14 @@ def put_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) 
     check_subscription_id(subscriptionId)
     _check_group_name(resourceGroupName)
     request = _request_object(call)
-    location = normalize_location(request.get("location"), call.backend)
+    location = normalize_location(request.get("location"), call.context)
     tags = validate_tags(request.get("tags"))
     managed_by = request.get("managedBy")
     if managed_by is not None and not isinstance(managed_by, str):
         raise ArmError(400, "InvalidRequestContent", "The request content was invalid: 'managedBy' must be a string.")
-    store = call.backend.store
+    store = call.context.store
     group_id = resource_group_id(subscriptionId, resourceGroupName)
-    with call.backend.lock:
+    with call.context.lock:
         existing = store.get(group_id)
         if existing is not None:
             if existing["properties"].get("provisioningState") == "Deleting":
@@ -201,20 +201,20 @@ def put_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) 
 
 
 def get_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    return json_response(require_resource_group(call.backend, subscriptionId, resourceGroupName))
+    return json_response(require_resource_group(call.context, subscriptionId, resourceGroupName))
 
 
 def head_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
     check_subscription_id(subscriptionId)
-    exists = call.backend.store.get(resource_group_id(subscriptionId, resourceGroupName)) is not None
+    exists = call.context.store.get(resource_group_id(subscriptionId, resourceGroupName)) is not None
     return Response(b"", status=204 if exists else 404)
 
 
 def patch_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    group = require_resource_group(call.backend, subscriptionId, resourceGroupName, for_write=True)
+    group = require_resource_group(call.context, subscriptionId, resourceGroupName, for_write=True)
     request = _request_object(call)
     if "location" in request and request["location"] is not None:
-        location = normalize_location(request["location"], call.backend)
+        location = normalize_location(request["location"], call.context)
         if location != group["location"]:
             raise ArmError(409, "InvalidResourceGroupLocation",
                            f"Invalid resource group location '{location}'. The Resource group already exists "
@@ -234,7 +234,7 @@ def patch_resource_group(call: Call, subscriptionId: str, resourceGroupName: str
         if managed_by is not None:
             body["managedBy"] = managed_by
 
-    updated = call.backend.store.update(group["id"], change)
+    updated = call.context.store.update(group["id"], change)
     if updated is None:
         raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{resourceGroupName}' could not be found.")
     return json_response(updated)
@@ -242,7 +242,7 @@ def patch_resource_group(call: Call, subscriptionId: str, resourceGroupName: str
 
 def list_resource_groups(call: Call, subscriptionId: str) -> Response:
     check_subscription_id(subscriptionId)
-    groups = call.backend.store.list(RESOURCE_GROUP_TYPE, parent=f"/subscriptions/{subscriptionId}")
+    groups = call.context.store.list(RESOURCE_GROUP_TYPE, parent=f"/subscriptions/{subscriptionId}")
     return json_response({"value": groups})
 
 
@@ -255,18 +255,18 @@ class _Deletions:
     _running: dict[str, set[str]] = {}
 
     @classmethod
-    def claim(cls, backend: LocalBackend, group_key: str) -> bool:
+    def claim(cls, context: ServiceContext, group_key: str) -> bool:
         with cls._lock:
-            running = cls._running.setdefault(str(backend.state_dir.resolve()), set())
+            running = cls._running.setdefault(str(context.state_dir.resolve()), set())
             if group_key in running:
                 return False
             running.add(group_key)
             return True
 
     @classmethod
-    def release(cls, backend: LocalBackend, group_key: str) -> None:
+    def release(cls, context: ServiceContext, group_key: str) -> None:
         with cls._lock:
-            cls._running.get(str(backend.state_dir.resolve()), set()).discard(group_key)
+            cls._running.get(str(context.state_dir.resolve()), set()).discard(group_key)
 
 
 def _operation_token(operation_id: str, group_name: str, location: str) -> str:
@@ -284,18 +284,18 @@ def _operation_id(token: str) -> Optional[str]:
 
 
 def delete_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    group = require_resource_group(call.backend, subscriptionId, resourceGroupName)
-    backend = call.backend
+    group = require_resource_group(call.context, subscriptionId, resourceGroupName)
+    context = call.context
     operation_id = uuid.uuid4().hex
 
     def mark_deleting(body: dict[str, Any]) -> None:
         body["properties"]["provisioningState"] = "Deleting"
 
-    with backend.store.transaction() as db:
+    with context.store.transaction() as db:
         db.execute("INSERT INTO resource_group_deletions (id, resource_group, status, started) VALUES (?, ?, ?, ?)",
                    (operation_id, resource_key(group["id"]), "InProgress", time.time()))
-    backend.store.update(group["id"], mark_deleting)
-    _start_teardown(backend, group["id"])
+    context.store.update(group["id"], mark_deleting)
+    _start_teardown(context, group["id"])
     location = call.url(f"/subscriptions/{subscriptionId}/operationresults/"
                         f"{_operation_token(operation_id, group['name'], group['location'])}",
                         **{"api-version": call.api_version})
@@ -304,9 +304,9 @@ def delete_resource_group(call: Call, subscriptionId: str, resourceGroupName: st
 
 def get_deletion_result(call: Call, subscriptionId: str, operationToken: str) -> Response:
     check_subscription_id(subscriptionId)
-    backend = call.backend
+    context = call.context
     operation_id = _operation_id(operationToken)
-    rows = backend.store.query("SELECT * FROM resource_group_deletions WHERE id = ?", (operation_id or "",))
+    rows = context.store.query("SELECT * FROM resource_group_deletions WHERE id = ?", (operation_id or "",))
     if not rows:
         raise ArmError(404, "OperationNotFound", "The operation could not be found; it may have expired.")
     row = rows[0]
@@ -315,34 +315,34 @@ def get_deletion_result(call: Call, subscriptionId: str, operationToken: str) ->
     if row["status"] == "Failed":
         raise ArmError(409, "ResourceGroupDeletionBlocked",
                        f"Deletion of the resource group failed: {row['error']}")
-    group = backend.store.get(row["resource_group"])
+    group = context.store.get(row["resource_group"])
     if group is None:  # gone already; the thread is about to record it
         return Response(b"", status=200)
-    _start_teardown(backend, group["id"])  # no-op unless a restart interrupted it
+    _start_teardown(context, group["id"])  # no-op unless a restart interrupted it
     return Response(b"", status=202, headers={"Location": call.request.url, "Retry-After": _POLL_RETRY_AFTER})
 
 
-def resume_deletions(backend: LocalBackend) -> None:
+def resume_deletions(context: ServiceContext) -> None:
     """Tear down again every group a stopped service left ``Deleting``; called when a service starts."""
-    for group in backend.store.list(RESOURCE_GROUP_TYPE):
+    for group in context.store.list(RESOURCE_GROUP_TYPE):
         if group["properties"].get("provisioningState") == "Deleting":
             log.info("resuming deletion of resource group %s", group["name"])
-            _start_teardown(backend, group["id"])
+            _start_teardown(context, group["id"])
 
 
-def _start_teardown(backend: LocalBackend, group_id: str) -> None:
+def _start_teardown(context: ServiceContext, group_id: str) -> None:
     key = resource_key(group_id)
-    if not _Deletions.claim(backend, key):
+    if not _Deletions.claim(context, key):
         return
-    threading.Thread(target=_teardown, args=(backend, group_id), name=f"delete-{key.rsplit('/', 1)[-1]}",
+    threading.Thread(target=_teardown, args=(context, group_id), name=f"delete-{key.rsplit('/', 1)[-1]}",
                      daemon=True).start()
 
 
-def _teardown(backend: LocalBackend, group_id: str) -> None:
+def _teardown(context: ServiceContext, group_id: str) -> None:
     key = resource_key(group_id)
-    store = backend.store
+    store = context.store
     try:
-        for delete_resources_in in backend.group_deleters:
+        for delete_resources_in in context.group_deleters:
             delete_resources_in(group_id)
         store.delete(group_id, recursive=True)
         with store.transaction() as db:
@@ -361,7 +361,7 @@ def _teardown(backend: LocalBackend, group_id: str) -> None:
         except Exception:  # noqa: BLE001 - the store is closing (service stopping): resumed at next start
             log.warning("could not record the failed deletion of %s; it resumes when the service starts", group_id)
     finally:
-        _Deletions.release(backend, key)
+        _Deletions.release(context, key)
 
 
 _RG = "/subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}"

@@ -62,7 +62,7 @@ from .paths import cluster_dir, job_dir, node_id_for
 from .processes import stop_tagged, tagged_pids
 from .supervisor import EXIT_FILE
 from ..batchai.outputs import forget_output_dirs
-from ..core.backend import LocalBackend
+from ..core.context import ServiceContext
 from ..core.store import resource_key
 
 __all__ = ["Scheduler", "CLUSTER_TYPE", "JOB_TYPE"]
@@ -101,13 +101,13 @@ def _node_count(job: dict[str, Any]) -> int:
 
 
 class Scheduler:
-    """Runs the jobs of one service (see the module docstring); the Batch AI backend holds it as its
+    """Runs the jobs of one service (see the module docstring); the Batch AI provider holds it as its
     :class:`~..batchai.scheduling.JobScheduler`."""
 
-    def __init__(self, backend: LocalBackend) -> None:
-        self.backend = backend
-        self.store = backend.store
-        self.nodes = NodeTable(backend.store)
+    def __init__(self, context: ServiceContext) -> None:
+        self.context = context
+        self.store = context.store
+        self.nodes = NodeTable(context.store)
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -155,11 +155,11 @@ class Scheduler:
                 continue
             key = resource_key(job["id"])
             tag = tags.get(key)
-            run_dir = run_dir_of(self.backend, job["id"], tag) if tag else None
+            run_dir = run_dir_of(self.context, job["id"], tag) if tag else None
             nodes = [NodeSlot(r["idx"], r["node_id"]) for r in self.store.query(
                 "SELECT idx, node_id FROM nodes WHERE job = ? ORDER BY cluster, idx", (key,))]
             if tag and run_dir and nodes and (tagged_pids(tag) or (run_dir / EXIT_FILE).exists()):
-                run = JobRun.reattach(self.backend, job["id"], nodes, tag, self._run_done)
+                run = JobRun.reattach(self.context, job["id"], nodes, tag, self._run_done)
                 self._runs[key] = run
                 reattached.append(run)
                 if state == ExecutionState.TERMINATING.value:
@@ -187,7 +187,7 @@ class Scheduler:
         for run in reattached:
             run.start()
 
-    # -- what the Batch AI backend asks (JobScheduler) ------------------------------------------------------------------------
+    # -- what the Batch AI provider asks (JobScheduler) ----------------------------------------
 
     def terminate_job(self, job_id: str, *, wait: bool = True) -> None:
         """Stop a job for the user: ``terminating``, its processes stopped, then ``failed``."""
@@ -228,8 +228,8 @@ class Scheduler:
             self._free_nodes(key)
             with self.store.transaction() as db:
                 db.execute("DELETE FROM run_tags WHERE owner = ?", (key,))
-        forget_output_dirs(self.backend, job_id)
-        shutil.rmtree(job_dir(self.backend, job_id), ignore_errors=True)  # mounts are symlinks: not followed
+        forget_output_dirs(self.context, job_id)
+        shutil.rmtree(job_dir(self.context, job_id), ignore_errors=True)  # mounts are symlinks: not followed
         self.notify()
 
     def forget_cluster(self, cluster_id: str) -> None:
@@ -245,7 +245,7 @@ class Scheduler:
             with self.store.transaction() as db:
                 db.execute("DELETE FROM run_tags WHERE substr(owner, 1, ?) = ?",
                            (len(f"setup:{key}:"), f"setup:{key}:"))
-        shutil.rmtree(cluster_dir(self.backend, cluster_id), ignore_errors=True)
+        shutil.rmtree(cluster_dir(self.context, cluster_id), ignore_errors=True)
 
     def running_jobs(self, cluster_id: str) -> list[str]:
         """Ids of the jobs running or terminating on a cluster."""
@@ -331,7 +331,7 @@ class Scheduler:
             if not jobs and not self._has_jobs(cluster_key):
                 needed = int(auto.get("initialNodeCount") or 0)
             # A node that became idle lately stays for the scale-down delay, as Batch AI kept one.
-            recent = now - self.backend.settings.scale_down_delay_s
+            recent = now - self.context.settings.scale_down_delay_s
             kept = sum(1 for r in rows if r["state"] == NodeState.RUNNING.value
                        or (r["state"] == NodeState.IDLE.value and (r["since"] or 0) > recent))
             return min(max(needed, low, kept), high), high, "waitforjobcompletion"
@@ -344,7 +344,7 @@ class Scheduler:
         if str(props.get("provisioningState", "succeeded")).lower() in ("creating", "deleting", "failed"):
             return
         cluster_id, key = cluster["id"], resource_key(cluster["id"])
-        settings = self.backend.settings
+        settings = self.context.settings
         now = time.time()
 
         # Timers: leaving nodes go, prepared nodes get mounted and set up.
@@ -385,7 +385,7 @@ class Scheduler:
         self._publish(cluster_id, key, jobs)
 
     def _shrink(self, key: str, live: list[dict[str, Any]], excess: int, deallocation: str, now: float) -> None:
-        leave_at = now + self.backend.settings.deallocation_delay_s
+        leave_at = now + self.context.settings.deallocation_delay_s
         order = {NodeState.UNUSABLE.value: 0, NodeState.PREPARING.value: 1, NodeState.IDLE.value: 2,
                  NodeState.RUNNING.value: 3}
         # Idle nodes go longest-idle first (the others may be inside an auto-scale delay).
@@ -417,7 +417,7 @@ class Scheduler:
 
         def work() -> None:
             try:
-                error = prepare_node(self.backend, cluster_id, node, tag)
+                error = prepare_node(self.context, cluster_id, node, tag)
             except Exception as exc:
                 log.exception("preparing node %s failed", node.node_id)
                 error = job_error("NodeSetupFailed", f"Preparing node {node.node_id} failed: {type(exc).__name__}")
@@ -487,7 +487,7 @@ class Scheduler:
     def _start_job(self, job: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
         job_id, key = job["id"], resource_key(job["id"])
         cluster_key = nodes[0]["cluster"]
-        run = JobRun(self.backend, job_id, [NodeSlot(r["idx"], r["node_id"]) for r in nodes], self._run_done)
+        run = JobRun(self.context, job_id, [NodeSlot(r["idx"], r["node_id"]) for r in nodes], self._run_done)
         # The tag is stored before anything starts, so a service killed at any point after this
         # finds the run when it starts again (and knows from the run's directory whether it ran).
         with self.store.transaction() as db:

@@ -1,5 +1,5 @@
-"""The Batch AI backend: workspaces, experiments, clusters, jobs and file servers as the store
-keeps them, and everything the service decides about them.
+"""The Microsoft.BatchAI resource provider: workspaces, experiments, clusters, jobs and file
+servers as the store keeps them, and everything the service decides about them.
 
 Handlers (``api.py``) parse a request, call one method here and serialise what it returns. This
 module owns the rest: lookups with the checks every scoped request makes, conflicts between a PUT
@@ -16,7 +16,7 @@ import uuid
 from typing import Any, Callable, Optional
 
 from ..core.arm_errors import ArmError
-from ..core.backend import LocalBackend
+from ..core.context import ServiceContext
 from ..core.store import resource_key
 from ..resources.api import normalize_location, require_resource_group, check_subscription_id
 from . import operations
@@ -27,7 +27,7 @@ from .vm_sizes import VM_SIZES, lookup_vm_size
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BatchAIBackend", "WORKSPACE_TYPE", "EXPERIMENT_TYPE", "CLUSTER_TYPE", "JOB_TYPE", "FILE_SERVER_TYPE"]
+__all__ = ["BatchAIProvider", "WORKSPACE_TYPE", "EXPERIMENT_TYPE", "CLUSTER_TYPE", "JOB_TYPE", "FILE_SERVER_TYPE"]
 
 WORKSPACE_TYPE = "Microsoft.BatchAI/workspaces"
 EXPERIMENT_TYPE = "Microsoft.BatchAI/workspaces/experiments"
@@ -99,24 +99,24 @@ def _login_entries(resource_id: str, count: int) -> list[dict[str, Any]]:
             for i in range(count)]
 
 
-class BatchAIBackend:
+class BatchAIProvider:
     """Microsoft.BatchAI on one service's state. Get it with :meth:`of`."""
 
-    def __init__(self, context: LocalBackend) -> None:
+    def __init__(self, context: ServiceContext) -> None:
         self.context = context
         self.store = context.store
         #: whatever runs jobs; the service sets the runner's scheduler when it starts.
         self.scheduler: JobScheduler = NoScheduler()
 
     @classmethod
-    def of(cls, context: LocalBackend) -> "BatchAIBackend":
-        """The backend of ``context`` (one per service)."""
+    def of(cls, context: ServiceContext) -> "BatchAIProvider":
+        """The provider of ``context`` (one per service)."""
         with context.lock:
-            backend = context.planes.get("batchai")
-            if backend is None:
-                backend = context.planes["batchai"] = cls(context)
-        assert isinstance(backend, BatchAIBackend)
-        return backend
+            provider = context.planes.get("batchai")
+            if provider is None:
+                provider = context.planes["batchai"] = cls(context)
+        assert isinstance(provider, BatchAIProvider)
+        return provider
 
     # -- long-running operations ----------------------------------------------------------------
 
@@ -601,10 +601,10 @@ class BatchAIBackend:
                                   lambda: self._finish_delete("fileservers/delete", doc["id"]))
 
 
-def _terminate_done(context: LocalBackend,
+def _terminate_done(context: ServiceContext,
                     op: LongRunningOperation) -> Optional[tuple[str, Optional[dict[str, Any]]]]:
     """A terminate operation ends when its job has reached a terminal state (or is gone)."""
-    return ("Succeeded", None) if BatchAIBackend.of(context)._job_ended(op.resource_id) else None
+    return ("Succeeded", None) if BatchAIProvider.of(context)._job_ended(op.resource_id) else None
 
 
 operations.register_completion_check("jobs/terminate", _terminate_done)

@@ -1,4 +1,4 @@
-"""The local service's backend: settings, state directory layout, and the parts handlers share."""
+"""The local service's context: settings, state directory layout, and the parts handlers share."""
 from __future__ import annotations
 
 import hashlib
@@ -12,7 +12,7 @@ from .permissions import private_dir, secure_state_dir
 from .tokens import ensure_secret
 from .store import Store, resource_key
 
-__all__ = ["ServiceSettings", "LocalBackend", "default_state_dir", "STATE_DIR_ENV"]
+__all__ = ["ServiceSettings", "ServiceContext", "default_state_dir", "STATE_DIR_ENV"]
 
 STATE_DIR_ENV = "HOROVOD_BATCHAI_STATE_DIR"
 
@@ -64,7 +64,7 @@ class ServiceSettings:
 
 
 @dataclass
-class LocalBackend:
+class ServiceContext:
     """State shared by every handler and by the job scheduler.
 
     Layout of the state directory (0700; what the service writes in it is this user's only, see
@@ -87,7 +87,7 @@ class LocalBackend:
     token_secret: bytes = field(init=False, repr=False)
     #: set by the server once it listens: ``https://127.0.0.1:PORT``.
     base_url: str = ""
-    #: each provider's backend, by provider ("batchai"), created on first use (see BatchAIBackend.of).
+    #: each resource provider, by name ("batchai"), created on first use (see BatchAIProvider.of).
     planes: dict[str, object] = field(default_factory=dict)
     #: what deleting a resource group calls, in order, with the group's id: each deletes its provider's
     #: resources in the group. The service registers them when it wires the planes.

@@ -8,11 +8,13 @@ import socket
 import threading
 from typing import Any, Callable, Iterable
 
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import RequestEntityTooLarge as BodyTooLarge
 from werkzeug.wrappers import Request, Response
 
 from .batchai import api as batchai_api
-from .core.arm_errors import ArmError, arm_error_response
+from .core.arm_errors import (ArmError, AuthenticationFailed, InjectedFault, InternalServerError,
+                              InvalidApiVersionParameter, InvalidAuthenticationToken, InvalidResourceType,
+                              MethodNotAllowed, RequestEntityTooLarge, arm_error_response)
 from .core.context import ServiceContext
 from .core.http_server import SOCKET_KEY
 from .core.identity import TOKEN_PATH, token_endpoint
@@ -110,8 +112,8 @@ class LocalApp:
             status = int(fault)
             headers = {"Retry-After": "1"} if status == 429 else {}
             if arm:
-                return arm_error_response(ArmError(status, "InjectedFault", "Fault injected by the local service.",
-                                                   headers=headers))
+                return arm_error_response(InjectedFault(status, "Fault injected by the local service.",
+                                                        headers=headers))
             return storage_error_response(StorageError(status, "ServerBusy" if status != 500 else "InternalError",
                                                        "Fault injected by the local service.", headers=headers),
                                           head=request.method == "HEAD")
@@ -126,7 +128,7 @@ class LocalApp:
             return files_api.handle(call)
         except StorageError as err:
             return storage_error_response(err, head=request.method == "HEAD")
-        except RequestEntityTooLarge:
+        except BodyTooLarge:
             return storage_error_response(StorageError(413, "RequestBodyTooLarge",
                                                        "The request body is too large."), head=request.method == "HEAD")
         except Exception:  # a bug of ours: answer 500 rather than drop the connection
@@ -137,13 +139,13 @@ class LocalApp:
     def _metadata(self, call: Call) -> Response:
         # ARM answers its cloud metadata without authentication.
         if call.request.method != "GET":
-            return arm_error_response(ArmError(405, "MethodNotAllowed", f"The requested method {call.request.method} "
-                                                                        f"is not allowed for {METADATA_PATH}."))
+            return arm_error_response(MethodNotAllowed(f"The requested method {call.request.method} "
+                                                       f"is not allowed for {METADATA_PATH}."))
         if call.api_version not in METADATA_VERSIONS:
             supported = ", ".join(sorted(METADATA_VERSIONS))
-            return arm_error_response(ArmError(400, "InvalidApiVersionParameter",
-                                               f"The api-version '{call.api_version}' is invalid. The supported "
-                                               f"versions are '{supported}'."))
+            return arm_error_response(InvalidApiVersionParameter(
+                f"The api-version '{call.api_version}' is invalid. The supported "
+                f"versions are '{supported}'."))
         return json_response(metadata_body(call.api_version, call.base_url))
 
     def _handle_arm(self, call: Call) -> Response:
@@ -153,35 +155,35 @@ class LocalApp:
             route, params, path_known = self.router.match(request.method, request.path)
             if route is None:
                 if path_known:
-                    raise ArmError(405, "MethodNotAllowed",
-                                   f"The requested method {request.method} is not allowed for {request.path}.")
-                raise ArmError(404, "InvalidResourceType",
-                               f"The resource type could not be found for the path '{request.path}'.")
+                    raise MethodNotAllowed(
+                        f"The requested method {request.method} is not allowed for {request.path}.")
+                raise InvalidResourceType(
+                    f"The resource type could not be found for the path '{request.path}'.")
             if route.api_versions and call.api_version not in route.api_versions:
                 supported = ", ".join(sorted(route.api_versions))
-                raise ArmError(400, "InvalidApiVersionParameter",
-                               f"The api-version '{call.api_version}' is invalid. The supported versions are '{supported}'.")
+                raise InvalidApiVersionParameter(
+                    f"The api-version '{call.api_version}' is invalid. The supported versions are '{supported}'.")
             call.route = route
             return route.handler(call, **params)
         except ArmError as err:
             return arm_error_response(err)
-        except RequestEntityTooLarge:
-            return arm_error_response(ArmError(413, "RequestEntityTooLarge",
-                                               f"The request content exceeds {self.context.settings.max_body_bytes} bytes."))
+        except BodyTooLarge:
+            return arm_error_response(RequestEntityTooLarge(
+                f"The request content exceeds {self.context.settings.max_body_bytes} bytes."))
         except Exception:
             log.exception("unhandled error for %s %s", _loggable(request.method), _loggable(request.path))
-            return arm_error_response(ArmError(500, "InternalServerError", "The server encountered an internal error."))
+            return arm_error_response(InternalServerError("The server encountered an internal error."))
 
     def _authenticate(self, request: Request) -> None:
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
         if not header:
-            raise ArmError(401, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.",
-                           headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
+            raise AuthenticationFailed("Authentication failed. The 'Authorization' header is missing.",
+                                       headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
         if scheme.lower() != "bearer" or not verify_token(self.context.token_secret, token.strip()):
-            raise ArmError(401, "InvalidAuthenticationToken",
-                           "The access token is invalid or has expired.",
-                           headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
+            raise InvalidAuthenticationToken(
+                "The access token is invalid or has expired.",
+                headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
 
 
 def make_app(context: ServiceContext) -> LocalApp:

@@ -17,7 +17,7 @@ from typing import Any, Optional
 from werkzeug.wrappers import Response
 
 from ..core.api_versions import BATCHAI_OPERATIONS, BATCHAI_USAGES
-from ..core.arm_errors import ArmError
+from ..core.arm_errors import InvalidRequestContent, MissingRequiredParameter
 from ..core.routing import Call, Route, json_response
 from . import operations
 from .provider import (CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE, WORKSPACE_TYPE, BatchAIProvider,
@@ -138,7 +138,7 @@ def put_experiment(call: Call, subscriptionId: str, resourceGroupName: str, work
     provider = _provider(call)
     provider.workspace(subscriptionId, resourceGroupName, workspaceName, for_write=True)
     if not isinstance(call.json(), dict):
-        raise ArmError(400, "InvalidRequestContent", "The request body must be a JSON object (or empty).")
+        raise InvalidRequestContent("The request body must be a JSON object (or empty).")
     return _answer(provider.put_experiment(subscriptionId, resourceGroupName, workspaceName, experimentName))
 
 
@@ -242,9 +242,9 @@ def list_output_files(call: Call, subscriptionId: str, resourceGroupName: str, w
     args = call.request.args
     output_id = args.get("outputdirectoryid")
     if not output_id:
-        raise ArmError(400, "MissingRequiredParameter",
-                       "The query parameter 'outputdirectoryid' is required: 'stdouterr' or the id of one of the "
-                       "job's outputDirectories.", target="outputdirectoryid")
+        raise MissingRequiredParameter(
+            "The query parameter 'outputdirectoryid' is required: 'stdouterr' or the id of one of the "
+            "job's outputDirectories.", target="outputdirectoryid")
     directory = args.get("directory") or "."
     expiry = check_int_query(args.get("linkexpiryinminutes"), "linkexpiryinminutes", minimum=5, maximum=600,
                              default=call.context.settings.default_link_expiry_min)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from werkzeug.wrappers import Response
 
-from ..core.arm_errors import ArmError
+from ..core.arm_errors import OperationNotFound
 from ..core.routing import Call, Route, json_response
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def accepted_response(call: Call, op: LongRunningOperation) -> Response:
 def _poll(call: Call, subscriptionId: str, location: str, operationId: str) -> Response:
     op = get_operation(call.context, operationId)
     if op is None or op.subscription.lower() != subscriptionId.lower():
-        raise ArmError(404, "OperationNotFound", f"The operation {operationId} is not found.")
+        raise OperationNotFound(f"The operation {operationId} is not found.")
     op = _refresh(call.context, op)
     headers = {} if op.done else {"Retry-After": str(POLL_AFTER_S)}
     return json_response(operation_body(call.base_url, op), headers=headers)

@@ -21,9 +21,12 @@ from urllib.parse import quote
 from azure.storage.fileshare import generate_file_sas
 
 from ..storage import accounts
-from ..core.arm_errors import ArmError
+from ..storage.errors import StorageAccountNotFound
+from ..core.arm_errors import InvalidParameter
 from ..core.store import resource_key
 from ..files.store import share_path as share_directory
+from .errors import (BlobStorageUnavailable, DirectoryNotFound, JobNotFound, OutputDirectoryNotFound,
+                     OutputDirectoryNotOnFileShare, ShareNotFound)
 
 __all__ = ["STDOUTERR", "record_output_dirs", "forget_output_dirs", "output_dir", "list_output_files"]
 
@@ -105,35 +108,35 @@ def list_output_files(context: Any, job_id: str, *, output_directory_id: str, di
     name, from ``skip`` on; returns them and the skip of the next page (None when none is left)."""
     job = context.store.get(job_id)
     if job is None:
-        raise ArmError(404, "JobNotFound", f"The specified job {job_id.rsplit('/', 1)[-1]} is not found")
+        raise JobNotFound(f"The specified job {job_id.rsplit('/', 1)[-1]} is not found")
     known = _known_ids(job)
     if output_directory_id.lower() not in (k.lower() for k in known):
-        raise ArmError(404, "OutputDirectoryNotFound",
-                       f"The job has no output directory with id {output_directory_id!r}; its output directories "
-                       f"are {', '.join(repr(k) for k in known)}.", target="outputdirectoryid")
+        raise OutputDirectoryNotFound(
+            f"The job has no output directory with id {output_directory_id!r}; its output directories "
+            f"are {', '.join(repr(k) for k in known)}.", target="outputdirectoryid")
     if not 1 <= max_results <= 1000:
-        raise ArmError(400, "InvalidParameter", f"maxresults must be between 1 and 1000, got {max_results}.",
-                       target="maxresults")
+        raise InvalidParameter(f"maxresults must be between 1 and 1000, got {max_results}.",
+                               target="maxresults")
     if not 5 <= link_expiry_minutes <= 600:
-        raise ArmError(400, "InvalidParameter",
-                       f"linkexpiryinminutes must be between 5 and 600, got {link_expiry_minutes}.",
-                       target="linkexpiryinminutes")
+        raise InvalidParameter(
+            f"linkexpiryinminutes must be between 5 and 600, got {link_expiry_minutes}.",
+            target="linkexpiryinminutes")
     relative = PurePosixPath(directory.replace("\\", "/") or ".")
     if relative.is_absolute() or ".." in relative.parts:
-        raise ArmError(400, "InvalidParameter", f"directory must be a path inside the output directory, such as "
-                                                f"'.' or 'logs/epoch1', got {directory!r}.", target="directory")
+        raise InvalidParameter(f"directory must be a path inside the output directory, such as "
+                               f"'.' or 'logs/epoch1', got {directory!r}.", target="directory")
     location = output_dir(context, job_id, output_directory_id)
     if location is None:
         # The job has not started yet: the directory does not exist, so nothing is in it.
         if relative.parts:
-            raise ArmError(404, "DirectoryNotFound", f"The directory {directory!r} does not exist in output "
-                                                     f"directory {output_directory_id!r} yet.", target="directory")
+            raise DirectoryNotFound(f"The directory {directory!r} does not exist in output "
+                                    f"directory {output_directory_id!r} yet.", target="directory")
         return [], None
     if location["account"] is None:
-        raise ArmError(400, "OutputDirectoryNotOnFileShare",
-                       f"Output directory {output_directory_id!r} is not on an Azure file share or blob container, "
-                       "so its files have no download links; put its path prefix under a mounted Azure file share "
-                       "or blob container.")
+        raise OutputDirectoryNotOnFileShare(
+            f"Output directory {output_directory_id!r} is not on an Azure file share or blob container, "
+            "so its files have no download links; put its path prefix under a mounted Azure file share "
+            "or blob container.")
     if location.get("storage") == "blob":
         return _list_blob_directory(context, location, output_directory_id, directory, relative,
                                     link_expiry_minutes, max_results, skip)
@@ -143,14 +146,14 @@ def list_output_files(context: Any, job_id: str, *, output_directory_id: str, di
     except ValueError:
         share_root = None
     if share_root is None:
-        raise ArmError(404, "ShareNotFound", f"The file share {location['share']!r} holding output directory "
-                                             f"{output_directory_id!r} no longer exists.")
+        raise ShareNotFound(f"The file share {location['share']!r} holding output directory "
+                            f"{output_directory_id!r} no longer exists.")
     folder = share_root.joinpath(*[s for s in location["share_path"].split("/") if s], *relative.parts)
     if not folder.is_dir():
         if not relative.parts:
             return [], None
-        raise ArmError(404, "DirectoryNotFound", f"The directory {directory!r} does not exist in output "
-                                                 f"directory {output_directory_id!r}.", target="directory")
+        raise DirectoryNotFound(f"The directory {directory!r} does not exist in output "
+                                f"directory {output_directory_id!r}.", target="directory")
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
@@ -158,8 +161,8 @@ def list_output_files(context: Any, job_id: str, *, output_directory_id: str, di
     page = entries[skip:skip + max_results]
     keys = accounts.account_keys(context.store, location["account"])
     if not keys:
-        raise ArmError(404, "StorageAccountNotFound", f"The storage account {location['account']!r} holding "
-                                                      f"output directory {output_directory_id!r} no longer exists.")
+        raise StorageAccountNotFound(f"The storage account {location['account']!r} holding "
+                                     f"output directory {output_directory_id!r} no longer exists.")
     expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=link_expiry_minutes)
     base_segments = [s for s in location["share_path"].split("/") if s] + list(relative.parts)
     items: list[dict[str, Any]] = []
@@ -191,8 +194,8 @@ def _list_blob_directory(context: Any, location: dict[str, Any], output_director
     account, container = location["account"], location["share"]
     keys = accounts.account_keys(context.store, account)
     if not keys:
-        raise ArmError(404, "StorageAccountNotFound", f"The storage account {account!r} holding "
-                                                      f"output directory {output_directory_id!r} no longer exists.")
+        raise StorageAccountNotFound(f"The storage account {account!r} holding "
+                                     f"output directory {output_directory_id!r} no longer exists.")
     segments = [s for s in location["share_path"].split("/") if s] + list(relative.parts)
     prefix = "".join(f"{s}/" for s in segments)
     try:
@@ -203,11 +206,11 @@ def _list_blob_directory(context: Any, location: dict[str, Any], output_director
                 mirror.push()
         entries = context.blob.list_directory(account, keys[0], container, prefix)
     except AzuriteError as exc:
-        raise ArmError(503, "BlobStorageUnavailable", f"Output directory {output_directory_id!r} is in blob "
-                                                      f"container {account}/{container}, and {exc}") from None
+        raise BlobStorageUnavailable(f"Output directory {output_directory_id!r} is in blob "
+                                     f"container {account}/{container}, and {exc}") from None
     if not entries and relative.parts:
-        raise ArmError(404, "DirectoryNotFound", f"The directory {directory!r} does not exist in output "
-                                                 f"directory {output_directory_id!r}.", target="directory")
+        raise DirectoryNotFound(f"The directory {directory!r} does not exist in output "
+                                f"directory {output_directory_id!r}.", target="directory")
     items: list[dict[str, Any]] = []
     for entry in entries[skip:skip + max_results]:
         if entry["is_directory"]:

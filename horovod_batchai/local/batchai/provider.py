@@ -15,12 +15,15 @@ import shutil
 import uuid
 from typing import Any, Callable, Optional
 
-from ..core.arm_errors import ArmError
+from ..core.arm_errors import ArmError, InvalidLocation, InvalidParameter, InvalidResourceLocation
 from ..core.context import ServiceContext
 from ..core.store import resource_key
 from ..resources.api import normalize_location, require_resource_group, check_subscription_id
 from . import operations
 from .operations import LongRunningOperation, finish_operation, iso_time, start_operation
+from .errors import (AlreadyExists, ClusterAlreadyExists, ClusterInUse, ClusterNotFound, ClusterNotReady,
+                     ExperimentNotFound, FileServerAlreadyExists, FileServerNotFound, JobAlreadyExists, JobNotFound,
+                     NotFound, WorkspaceNotFound)
 from .scheduling import JobScheduler, NoScheduler
 from .validation import TOOLKITS, Parsed, check_job_node_count, check_name
 from .vm_sizes import VM_SIZES, lookup_vm_size
@@ -42,6 +45,9 @@ _LOGIN_BASE_PORT = 50000
 _CLUSTER_QUOTA = 20
 _DEDICATED_CORES_QUOTA = 600
 _LOW_PRIORITY_CORES_QUOTA = 150
+
+#: how an operation that a bug of ours broke ends (the log has the rest).
+_FAILED_INTERNALLY = {"code": "InternalServerError", "message": "The local service failed to complete the operation."}
 
 _CLUSTER_REQUEST_KEYS = ("vmSize", "vmPriority", "scaleSettings", "virtualMachineConfiguration", "userAccountSettings",
                          "nodeSetup", "subnet")
@@ -76,7 +82,7 @@ def _differences(old: Any, new: Any, path: str = "properties") -> list[str]:
     return [] if old == new else [path]
 
 
-def _refuse_conflict(code: str, what: str, name: str, request: dict[str, Any], private: dict[str, Any],
+def _refuse_conflict(conflict: type[AlreadyExists], what: str, name: str, request: dict[str, Any], private: dict[str, Any],
                      stored: dict[str, Any], stored_private: dict[str, Any], hint: str) -> None:
     """Refuse a PUT that would change an existing resource in a way the service cannot; the message
     names the differing properties (never secret values)."""
@@ -85,8 +91,7 @@ def _refuse_conflict(code: str, what: str, name: str, request: dict[str, Any], p
     diffs += [f"(secret) {k}" for k in secret_diffs]
     if diffs:
         shown = ", ".join(diffs[:8]) + (f" and {len(diffs) - 8} more" if len(diffs) > 8 else "")
-        raise ArmError(409, code, f"A {what} named '{name}' already exists with different settings ({shown}). "
-                                  f"{hint}")
+        raise conflict(f"A {what} named '{name}' already exists with different settings ({shown}). {hint}")
 
 
 def _job_request_view(properties: dict[str, Any]) -> dict[str, Any]:
@@ -137,8 +142,7 @@ class BatchAIProvider:
             finish_operation(self.context, op.id, error={"code": err.code, "message": err.message})
             raise
         except Exception:
-            finish_operation(self.context, op.id, error={"code": "InternalServerError",
-                                                         "message": "The local service failed to complete the operation."})
+            finish_operation(self.context, op.id, error=dict(_FAILED_INTERNALLY))
             raise
         if done is not False:
             op = finish_operation(self.context, op.id)
@@ -172,8 +176,7 @@ class BatchAIProvider:
                              "message": "The local service stopped before the operation finished."}
             except Exception:  # a bug of ours: the operation fails rather than stays InProgress
                 log.exception("finishing the interrupted operation %s (%s) failed", op.id, op.kind)
-                error = {"code": "InternalServerError", "message": "The local service failed to complete the "
-                                                                   "operation."}
+                error = dict(_FAILED_INTERNALLY)
             finish_operation(self.context, op.id, error=error)
 
     def _finish_delete(self, kind: str, resource_id: str) -> None:
@@ -212,22 +215,22 @@ class BatchAIProvider:
         require_resource_group(self.context, sub, rg, for_write=for_write)
         doc = self.store.get(workspace_id(sub, rg, ws))
         if doc is None:
-            raise ArmError(404, "WorkspaceNotFound", f"The specified workspace {ws} is not found")
+            raise WorkspaceNotFound.named("workspace", ws)
         return doc
 
-    def _child(self, parent_id: str, segment: str, name: str, *, what: str, param: str, code: str,
+    def _child(self, parent_id: str, segment: str, name: str, *, what: str, param: str, missing: type[NotFound],
                must_exist: bool = True) -> tuple[str, Optional[dict[str, Any]]]:
         check_name(name, what, param)
         resource_id = f"{parent_id}/{segment}/{name}"
         doc = self.store.get(resource_id)
         if doc is None and must_exist:
-            raise ArmError(404, code, f"The specified {what} {name} is not found")
+            raise missing.named(what, name)
         return resource_id, doc
 
     def experiment(self, sub: str, rg: str, ws: str, exp: str, *, for_write: bool = False) -> dict[str, Any]:
         workspace = self.workspace(sub, rg, ws, for_write=for_write)
         _, doc = self._child(workspace["id"], "experiments", exp, what="experiment", param="experimentName",
-                             code="ExperimentNotFound")
+                             missing=ExperimentNotFound)
         assert doc is not None
         return doc
 
@@ -236,14 +239,14 @@ class BatchAIProvider:
         """(workspace, cluster id, cluster document or None)."""
         workspace = self.workspace(sub, rg, ws, for_write=for_write)
         cluster_id, doc = self._child(workspace["id"], "clusters", name, what="cluster", param="clusterName",
-                                      code="ClusterNotFound", must_exist=must_exist)
+                                      missing=ClusterNotFound, must_exist=must_exist)
         return workspace, cluster_id, doc
 
     def job(self, sub: str, rg: str, ws: str, exp: str, name: str, *, must_exist: bool = True,
             for_write: bool = False) -> tuple[dict[str, Any], str, Optional[dict[str, Any]]]:
         """(experiment, job id, job document or None)."""
         experiment = self.experiment(sub, rg, ws, exp, for_write=for_write)
-        job_id, doc = self._child(experiment["id"], "jobs", name, what="job", param="jobName", code="JobNotFound",
+        job_id, doc = self._child(experiment["id"], "jobs", name, what="job", param="jobName", missing=JobNotFound,
                                   must_exist=must_exist)
         return experiment, job_id, doc
 
@@ -251,7 +254,7 @@ class BatchAIProvider:
                     for_write: bool = False) -> tuple[dict[str, Any], str, Optional[dict[str, Any]]]:
         workspace = self.workspace(sub, rg, ws, for_write=for_write)
         fs_id, doc = self._child(workspace["id"], "fileServers", name, what="file server", param="fileServerName",
-                                 code="FileServerNotFound", must_exist=must_exist)
+                                 missing=FileServerNotFound, must_exist=must_exist)
         return workspace, fs_id, doc
 
     def children(self, resource_type: str, parent_id: str) -> list[dict[str, Any]]:
@@ -315,15 +318,15 @@ class BatchAIProvider:
         try:
             location = normalize_location(request["location"], self.context, field="location")
         except ArmError as err:
-            raise ArmError(400, "InvalidLocation", err.message, target="location") from None
+            raise InvalidLocation(err.message, target="location") from None
         ws_id = workspace_id(sub, rg, ws)
         existing = self.store.get(ws_id)
         if existing is not None:
             if existing["location"] != location:
-                raise ArmError(409, "InvalidResourceLocation",
-                               f"The workspace '{existing['name']}' already exists in location "
-                               f"'{existing['location']}'; it cannot be moved to '{location}'. Delete it first or "
-                               "keep its location.")
+                raise InvalidResourceLocation(
+                    f"The workspace '{existing['name']}' already exists in location "
+                    f"'{existing['location']}'; it cannot be moved to '{location}'. Delete it first or "
+                    "keep its location.")
             return self._retag(existing, request.get("tags"))
         now = iso_time()
         doc: dict[str, Any] = {"id": ws_id, "name": ws, "type": WORKSPACE_TYPE, "location": location}
@@ -384,7 +387,7 @@ class BatchAIProvider:
     def put_experiment(self, sub: str, rg: str, ws: str, exp: str) -> dict[str, Any]:
         workspace = self.workspace(sub, rg, ws, for_write=True)
         exp_id, existing = self._child(workspace["id"], "experiments", exp, what="experiment",
-                                       param="experimentName", code="ExperimentNotFound", must_exist=False)
+                                       param="experimentName", missing=ExperimentNotFound, must_exist=False)
         if existing is not None:
             return existing
         now = iso_time()
@@ -397,7 +400,7 @@ class BatchAIProvider:
     def delete_experiment(self, sub: str, rg: str, ws: str, exp: str) -> Optional[LongRunningOperation]:
         workspace = self.workspace(sub, rg, ws)
         _, existing = self._child(workspace["id"], "experiments", exp, what="experiment", param="experimentName",
-                                  code="ExperimentNotFound", must_exist=False)
+                                  missing=ExperimentNotFound, must_exist=False)
         if existing is None:
             return None
 
@@ -413,7 +416,7 @@ class BatchAIProvider:
             # scaleSettings change through PATCH, so a retried create need not repeat the current size.
             request = {k: parsed.properties[k] for k in _CLUSTER_REQUEST_KEYS if k in parsed.properties}
             request["scaleSettings"] = stored.get("scaleSettings")
-            _refuse_conflict("ClusterAlreadyExists", "cluster", existing["name"], request, parsed.private, stored,
+            _refuse_conflict(ClusterAlreadyExists, "cluster", existing["name"], request, parsed.private, stored,
                              self.store.get_private(cluster_id),
                              "A cluster's settings cannot change after creation (only scaleSettings, through "
                              "PATCH); delete the cluster first or create one with another name.")
@@ -442,7 +445,7 @@ class BatchAIProvider:
             body["properties"]["scaleSettings"] = scale
         updated = self.store.update(cluster["id"], change)
         if updated is None:
-            raise ArmError(404, "ClusterNotFound", f"The specified cluster {cluster['name']} is not found")
+            raise ClusterNotFound.named("cluster", cluster["name"])
         self.scheduler.notify()
         return updated
 
@@ -453,9 +456,9 @@ class BatchAIProvider:
         running = self.scheduler.running_jobs(doc["id"])
         if running:
             names = ", ".join(job.rstrip("/").rsplit("/", 1)[-1] for job in running)
-            raise ArmError(409, "ClusterInUse",
-                           f"The cluster '{doc['name']}' cannot be deleted while jobs run on it ({names}); "
-                           "terminate or delete those jobs first.")
+            raise ClusterInUse(
+                f"The cluster '{doc['name']}' cannot be deleted while jobs run on it ({names}); "
+                "terminate or delete those jobs first.")
 
         return self.run_operation(doc["id"], "clusters/delete", lambda: self._finish_delete("clusters/delete", doc["id"]))
 
@@ -476,29 +479,28 @@ class BatchAIProvider:
         shaped = len(parts) == len(_CLUSTER_ID_SHAPE) and all(
             want is None or part.lower() == want for part, want in zip(parts, _CLUSTER_ID_SHAPE))
         if not shaped:
-            raise ArmError(400, "InvalidParameter",
-                           "The property 'properties.cluster.id' must be a cluster resource id, /subscriptions/{sub}/"
-                           "resourceGroups/{group}/providers/Microsoft.BatchAI/workspaces/{workspace}/clusters/"
-                           f"{{cluster}}; got {cluster_ref[:300]!r}.", target="properties.cluster.id")
+            raise InvalidParameter(
+                "The property 'properties.cluster.id' must be a cluster resource id, /subscriptions/{sub}/"
+                "resourceGroups/{group}/providers/Microsoft.BatchAI/workspaces/{workspace}/clusters/"
+                f"{{cluster}}; got {cluster_ref[:300]!r}.", target="properties.cluster.id")
         if parts[1].lower() != subscription.lower():
-            raise ArmError(400, "InvalidParameter",
-                           "The property 'properties.cluster.id' must name a cluster in the job's subscription "
-                           f"({subscription}).", target="properties.cluster.id")
+            raise InvalidParameter(
+                "The property 'properties.cluster.id' must name a cluster in the job's subscription "
+                f"({subscription}).", target="properties.cluster.id")
         doc = self.store.get(cluster_ref)
         if doc is None:
-            raise ArmError(404, "ClusterNotFound", f"The specified cluster {parts[-1]} is not found",
-                           target="properties.cluster.id")
+            raise ClusterNotFound.named("cluster", parts[-1], target="properties.cluster.id")
         if doc["properties"].get("provisioningState") != "succeeded":
-            raise ArmError(409, "ClusterNotReady",
-                           f"The cluster '{doc['name']}' is {doc['properties'].get('provisioningState')}; jobs can "
-                           "be submitted only to clusters whose provisioningState is succeeded.")
+            raise ClusterNotReady(
+                f"The cluster '{doc['name']}' is {doc['properties'].get('provisioningState')}; jobs can "
+                "be submitted only to clusters whose provisioningState is succeeded.")
         return doc
 
     def put_job(self, sub: str, rg: str, ws: str, exp: str, name: str, parsed: Parsed) -> LongRunningOperation:
         experiment, job_id, existing = self.job(sub, rg, ws, exp, name, must_exist=False, for_write=True)
         props = parsed.properties
         if existing is not None:
-            _refuse_conflict("JobAlreadyExists", "job", existing["name"], _job_request_view(props), parsed.private,
+            _refuse_conflict(JobAlreadyExists, "job", existing["name"], _job_request_view(props), parsed.private,
                              _job_request_view(existing["properties"]), self.store.get_private(job_id),
                              "A job cannot be changed once created; delete it first or submit it under another name.")
             return self.run_operation(job_id, "jobs/create", lambda: None)
@@ -565,7 +567,7 @@ class BatchAIProvider:
         if existing is not None:
             stored = {k: existing["properties"][k] for k in _FILE_SERVER_REQUEST_KEYS if k in existing["properties"]}
             request = {k: parsed.properties[k] for k in _FILE_SERVER_REQUEST_KEYS if k in parsed.properties}
-            _refuse_conflict("FileServerAlreadyExists", "file server", existing["name"], request, parsed.private,
+            _refuse_conflict(FileServerAlreadyExists, "file server", existing["name"], request, parsed.private,
                              stored, self.store.get_private(fs_id),
                              "Delete the file server first or create one with another name.")
             return self.run_operation(fs_id, "fileservers/create", lambda: None)

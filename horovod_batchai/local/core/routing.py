@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional
 
 from werkzeug.wrappers import Request, Response
 
-from .arm_errors import ArmError
+from .arm_errors import InvalidRequestContent
 
 if TYPE_CHECKING:
     from .context import ServiceContext
@@ -63,13 +63,20 @@ class Call:
                 try:
                     self._json = json.loads(raw)
                 except (ValueError, UnicodeDecodeError) as exc:
-                    raise ArmError(400, "InvalidRequestContent",
-                                   f"The request content was invalid and could not be deserialized: {exc}.")
+                    raise InvalidRequestContent(
+                        f"The request content was invalid and could not be deserialized: {exc}.")
                 except RecursionError:
-                    raise ArmError(400, "InvalidRequestContent",
-                                   "The request content was invalid and could not be deserialized: it nests "
-                                   "objects or arrays too deeply.") from None
+                    raise InvalidRequestContent(
+                        "The request content was invalid and could not be deserialized: it nests "
+                        "objects or arrays too deeply.") from None
         return self._json
+
+    def json_object(self) -> dict[str, Any]:
+        """The request body as a JSON object (an empty body is an empty one)."""
+        body = self.json()
+        if not isinstance(body, dict):
+            raise InvalidRequestContent("The request content was invalid: the body must be a JSON object.")
+        return body
 
     def url(self, path: str, **query: str) -> str:
         from urllib.parse import urlencode

@@ -32,7 +32,10 @@ from typing import Any, Optional
 from werkzeug.wrappers import Response
 
 from ..core.api_versions import RESOURCES
-from ..core.arm_errors import ArmError
+from ..core.arm_errors import InvalidLocation, InvalidRequestContent, OperationNotFound
+from .errors import (InvalidResourceGroup, InvalidResourceGroupLocation, InvalidSubscriptionId, InvalidTagCount,
+                     InvalidTagLength, InvalidTagNameCharacters, LocationNotAvailableForResourceGroup, LocationRequired,
+                     ResourceGroupBeingDeleted, ResourceGroupDeletionBlocked, ResourceGroupNotFound)
 from ..core.context import ServiceContext
 from ..core.routing import Call, Route, json_response
 from ..core.store import resource_key
@@ -79,23 +82,23 @@ def utc_timestamp() -> str:
 def check_subscription_id(subscription_id: str) -> None:
     """Any well-formed subscription id names a subscription of the local service."""
     if not _SUBSCRIPTION_ID.match(subscription_id):
-        raise ArmError(400, "InvalidSubscriptionId",
-                       f"The provided subscription identifier '{subscription_id}' is malformed or invalid. "
-                       "It must be a GUID such as 00000000-0000-0000-0000-000000000000.")
+        raise InvalidSubscriptionId(
+            f"The provided subscription identifier '{subscription_id}' is malformed or invalid. "
+            "It must be a GUID such as 00000000-0000-0000-0000-000000000000.")
 
 
 def normalize_location(value: Any, context: ServiceContext, *, field: str = "location") -> str:
     """A region name as ARM stores it ("East US" -> "eastus"); unknown regions are refused."""
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise ArmError(400, "LocationRequired", f"The '{field}' property is required for this definition.")
+        raise LocationRequired(f"The '{field}' property is required for this definition.")
     if not isinstance(value, str):
-        raise ArmError(400, "InvalidRequestContent",
-                       f"The request content was invalid: '{field}' must be a string such as \"eastus\".")
+        raise InvalidRequestContent(
+            f"The request content was invalid: '{field}' must be a string such as \"eastus\".")
     location = value.replace(" ", "").lower()
     if location not in KNOWN_LOCATIONS and location != context.settings.location.lower():
-        raise ArmError(400, "LocationNotAvailableForResourceGroup" if field == "location" else "InvalidLocation",
-                       f"The provided location '{value}' is not available. Use an Azure region name such as "
-                       "'eastus', 'westeurope' or 'northeurope'.")
+        unknown = LocationNotAvailableForResourceGroup if field == "location" else InvalidLocation
+        raise unknown(f"The provided location '{value}' is not available. Use an Azure region name such as "
+                      "'eastus', 'westeurope' or 'northeurope'.")
     return location
 
 
@@ -104,18 +107,18 @@ def validate_tags(tags: Any) -> Optional[dict[str, str]]:
     if tags is None:
         return None
     if not isinstance(tags, dict):
-        raise ArmError(400, "InvalidRequestContent",
-                       "The request content was invalid: 'tags' must be an object of string names to string values.")
+        raise InvalidRequestContent(
+            "The request content was invalid: 'tags' must be an object of string names to string values.")
     if len(tags) > _MAX_TAGS:
-        raise ArmError(400, "InvalidTagCount", f"The number of tags ({len(tags)}) exceeds the limit of {_MAX_TAGS}.")
+        raise InvalidTagCount(f"The number of tags ({len(tags)}) exceeds the limit of {_MAX_TAGS}.")
     for name, value in tags.items():
         if not isinstance(value, str):
-            raise ArmError(400, "InvalidRequestContent",
-                           f"The request content was invalid: the value of tag '{name}' must be a string.")
+            raise InvalidRequestContent(
+                f"The request content was invalid: the value of tag '{name}' must be a string.")
         if not name or len(name) > _MAX_TAG_NAME or len(value) > _MAX_TAG_VALUE:
-            raise ArmError(400, "InvalidTagNameCharacters" if not name else "InvalidTagLength",
-                           f"Tag names must have 1 to {_MAX_TAG_NAME} characters and tag values at most "
-                           f"{_MAX_TAG_VALUE}; tag '{name[:40]}' does not.")
+            refused = InvalidTagNameCharacters if not name else InvalidTagLength
+            raise refused(f"Tag names must have 1 to {_MAX_TAG_NAME} characters and tag values at most "
+                          f"{_MAX_TAG_VALUE}; tag '{name[:40]}' does not.")
     return dict(tags)
 
 
@@ -132,19 +135,17 @@ def require_resource_group(context: ServiceContext, subscription_id: str, resour
     check_subscription_id(subscription_id)
     group = context.store.get(resource_group_id(subscription_id, resource_group_name))
     if group is None:
-        raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{resource_group_name}' could not be found.")
+        raise ResourceGroupNotFound.named(resource_group_name)
     if for_write and group["properties"].get("provisioningState") == "Deleting":
-        raise ArmError(409, "ResourceGroupBeingDeleted",
-                       f"The resource group '{group['name']}' is in deprovisioning state and cannot perform "
-                       "this operation.")
+        raise ResourceGroupBeingDeleted.named(group["name"])
     return group
 
 
 def _check_group_name(name: str) -> None:
     if not _RESOURCE_GROUP_NAME.match(name) or name.endswith("."):
-        raise ArmError(400, "InvalidResourceGroup",
-                       f"The provided resource group name '{name}' is invalid. The name must have 1 to 90 "
-                       "characters, each a letter, digit, '-', '.', '(', ')' or '_', and must not end in '.'.")
+        raise InvalidResourceGroup(
+            f"The provided resource group name '{name}' is invalid. The name must have 1 to 90 "
+            "characters, each a letter, digit, '-', '.', '(', ')' or '_', and must not end in '.'.")
 
 
 # -- resource groups ----------------------------------------------------------------------------
@@ -161,35 +162,24 @@ def _group_body(group_id: str, name: str, location: str, tags: Optional[dict[str
     return body
 
 
-def _request_object(call: Call) -> dict[str, Any]:
-    body = call.json()
-    if not isinstance(body, dict):
-        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: the body must be a JSON object.")
-    return body
-
-
 def put_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
     check_subscription_id(subscriptionId)
     _check_group_name(resourceGroupName)
-    request = _request_object(call)
+    request = call.json_object()
     location = normalize_location(request.get("location"), call.context)
     tags = validate_tags(request.get("tags"))
     managed_by = request.get("managedBy")
     if managed_by is not None and not isinstance(managed_by, str):
-        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: 'managedBy' must be a string.")
+        raise InvalidRequestContent("The request content was invalid: 'managedBy' must be a string.")
     store = call.context.store
     group_id = resource_group_id(subscriptionId, resourceGroupName)
     with call.context.lock:
         existing = store.get(group_id)
         if existing is not None:
             if existing["properties"].get("provisioningState") == "Deleting":
-                raise ArmError(409, "ResourceGroupBeingDeleted",
-                               f"The resource group '{existing['name']}' is in deprovisioning state and cannot "
-                               "perform this operation.")
+                raise ResourceGroupBeingDeleted.named(existing["name"])
             if existing["location"] != location:
-                raise ArmError(409, "InvalidResourceGroupLocation",
-                               f"Invalid resource group location '{location}'. The Resource group already exists "
-                               f"in location '{existing['location']}'.")
+                raise InvalidResourceGroupLocation.moving(location, existing["location"])
             # The group keeps the casing it was created with; a PUT replaces tags (absent: cleared).
             body = _group_body(existing["id"], existing["name"], location, tags,
                                managed_by if managed_by is not None else existing.get("managedBy"))
@@ -212,23 +202,19 @@ def head_resource_group(call: Call, subscriptionId: str, resourceGroupName: str)
 
 def patch_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
     group = require_resource_group(call.context, subscriptionId, resourceGroupName, for_write=True)
-    request = _request_object(call)
+    request = call.json_object()
     if "location" in request and request["location"] is not None:
         location = normalize_location(request["location"], call.context)
         if location != group["location"]:
-            raise ArmError(409, "InvalidResourceGroupLocation",
-                           f"Invalid resource group location '{location}'. The Resource group already exists "
-                           f"in location '{group['location']}'.")
+            raise InvalidResourceGroupLocation.moving(location, group["location"])
     tags = validate_tags(request.get("tags"))
     managed_by = request.get("managedBy")
     if managed_by is not None and not isinstance(managed_by, str):
-        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: 'managedBy' must be a string.")
+        raise InvalidRequestContent("The request content was invalid: 'managedBy' must be a string.")
 
     def change(body: dict[str, Any]) -> None:
         if body["properties"].get("provisioningState") == "Deleting":
-            raise ArmError(409, "ResourceGroupBeingDeleted",
-                           f"The resource group '{body['name']}' is in deprovisioning state and cannot perform "
-                           "this operation.")
+            raise ResourceGroupBeingDeleted.named(body["name"])
         if tags is not None:  # PATCH replaces the tags it names the way ARM does: as a whole
             body["tags"] = tags
         if managed_by is not None:
@@ -236,7 +222,7 @@ def patch_resource_group(call: Call, subscriptionId: str, resourceGroupName: str
 
     updated = call.context.store.update(group["id"], change)
     if updated is None:
-        raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{resourceGroupName}' could not be found.")
+        raise ResourceGroupNotFound.named(resourceGroupName)
     return json_response(updated)
 
 
@@ -308,13 +294,13 @@ def get_deletion_result(call: Call, subscriptionId: str, operationToken: str) ->
     operation_id = _operation_id(operationToken)
     rows = context.store.query("SELECT * FROM resource_group_deletions WHERE id = ?", (operation_id or "",))
     if not rows:
-        raise ArmError(404, "OperationNotFound", "The operation could not be found; it may have expired.")
+        raise OperationNotFound("The operation could not be found; it may have expired.")
     row = rows[0]
     if row["status"] == "Succeeded":
         return Response(b"", status=200)
     if row["status"] == "Failed":
-        raise ArmError(409, "ResourceGroupDeletionBlocked",
-                       f"Deletion of the resource group failed: {row['error']}")
+        raise ResourceGroupDeletionBlocked(
+            f"Deletion of the resource group failed: {row['error']}")
     group = context.store.get(row["resource_group"])
     if group is None:  # gone already; the thread is about to record it
         return Response(b"", status=200)

@@ -32,7 +32,9 @@ from werkzeug.wrappers import Response
 from .accounts import ACCOUNT_TYPE, find_account, new_key
 from ..blob.azurite import AzuriteError
 from ..core.api_versions import STORAGE
-from ..core.arm_errors import ArmError
+from ..core.arm_errors import (InvalidRequestContent, InvalidRequestPropertyValue, InvalidResourceLocation,
+                               ResourceNotFound)
+from .errors import AccountNameInvalid, StorageAccountAlreadyTaken, StorageAccountKindChangeNotAllowed
 from ..core.context import ServiceContext
 from ..core.routing import Call, Route, json_response
 from ..core.store import resource_key
@@ -80,10 +82,10 @@ def _account_id(subscription_id: str, group_name: str, account_name: str) -> str
             f"/providers/Microsoft.Storage/storageAccounts/{account_name}")
 
 
-def _not_found(account_name: str, group_name: str) -> ArmError:
-    return ArmError(404, "ResourceNotFound",
-                    f"The Resource 'Microsoft.Storage/storageAccounts/{account_name}' under resource group "
-                    f"'{group_name}' was not found.")
+def _not_found(account_name: str, group_name: str) -> ResourceNotFound:
+    return ResourceNotFound(
+        f"The Resource 'Microsoft.Storage/storageAccounts/{account_name}' under resource group "
+        f"'{group_name}' was not found.")
 
 
 def _published(context: ServiceContext, account: dict[str, Any]) -> dict[str, Any]:
@@ -105,31 +107,24 @@ def _tell_blob_endpoint(context: ServiceContext) -> None:
         log.warning("the blob endpoint could not take the new account set: %s", exc)
 
 
-def _request_object(call: Call) -> dict[str, Any]:
-    body = call.json()
-    if not isinstance(body, dict):
-        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: the body must be a JSON object.")
-    return body
-
-
 def _enum(value: Any, field: str, allowed: tuple[str, ...]) -> str:
     """``value`` as the canonical member of ``allowed`` (matched case-insensitively, as Azure does)."""
     if isinstance(value, str):
         for member in allowed:
             if member.lower() == value.lower():
                 return member
-    raise ArmError(400, "InvalidRequestPropertyValue",
-                   f"The value '{value}' is not allowed for property '{field}'. Valid values are: "
-                   f"{', '.join(allowed)}.")
+    raise InvalidRequestPropertyValue(
+        f"The value '{value}' is not allowed for property '{field}'. Valid values are: "
+        f"{', '.join(allowed)}.")
 
 
 def _sku(value: Any) -> dict[str, str]:
     if value is None:
-        raise ArmError(400, "InvalidRequestContent",
-                       "The request content was invalid: 'sku' is required, e.g. {\"name\": \"Standard_LRS\"}.")
+        raise InvalidRequestContent(
+            "The request content was invalid: 'sku' is required, e.g. {\"name\": \"Standard_LRS\"}.")
     if not isinstance(value, dict):
-        raise ArmError(400, "InvalidRequestContent",
-                       "The request content was invalid: 'sku' must be an object such as {\"name\": \"Standard_LRS\"}.")
+        raise InvalidRequestContent(
+            "The request content was invalid: 'sku' must be an object such as {\"name\": \"Standard_LRS\"}.")
     name = _enum(value.get("name"), "sku.name", SKU_NAMES)
     return {"name": name, "tier": name.split("_", 1)[0]}
 
@@ -138,16 +133,16 @@ def _settable_properties(properties: Any) -> dict[str, Any]:
     if properties is None:
         return {}
     if not isinstance(properties, dict):
-        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: 'properties' must be an object.")
+        raise InvalidRequestContent("The request content was invalid: 'properties' must be an object.")
     chosen: dict[str, Any] = {}
     for field, (kind, allowed) in _SETTABLE.items():
         if field not in properties or properties[field] is None:
             continue
         value = properties[field]
         if not isinstance(value, kind):
-            raise ArmError(400, "InvalidRequestContent",
-                           f"The request content was invalid: 'properties.{field}' must be a "
-                           f"{'boolean' if kind is bool else 'string'}.")
+            raise InvalidRequestContent(
+                f"The request content was invalid: 'properties.{field}' must be a "
+                f"{'boolean' if kind is bool else 'string'}.")
         chosen[field] = _enum(value, f"properties.{field}", allowed) if allowed else value
     return chosen
 
@@ -185,8 +180,8 @@ def put_account(call: Call, subscriptionId: str, resourceGroupName: str, account
     group = require_resource_group(call.context, subscriptionId, resourceGroupName, for_write=True)
     problem = check_account_name(accountName)
     if problem:
-        raise ArmError(400, "AccountNameInvalid", problem)
-    request = _request_object(call)
+        raise AccountNameInvalid(problem)
+    request = call.json_object()
     if is_classic(call.api_version):
         request = request_from_classic(request, for_create=True)
     sku = _sku(request.get("sku"))
@@ -200,17 +195,17 @@ def put_account(call: Call, subscriptionId: str, resourceGroupName: str, account
     with context.lock:
         holder = find_account(context.store, accountName)
         if holder is not None and resource_key(holder["id"]) != resource_key(account_id):
-            raise ArmError(409, "StorageAccountAlreadyTaken", f"The storage account named {accountName} is already taken.")
+            raise StorageAccountAlreadyTaken(f"The storage account named {accountName} is already taken.")
         if holder is not None:
             if holder["location"] != location:
-                raise ArmError(409, "InvalidResourceLocation",
-                               f"The resource '{accountName}' already exists in location '{holder['location']}' in "
-                               f"resource group '{group['name']}'. A resource with the same name cannot be created "
-                               f"in location '{location}'. Please select a new resource name.")
+                raise InvalidResourceLocation(
+                    f"The resource '{accountName}' already exists in location '{holder['location']}' in "
+                    f"resource group '{group['name']}'. A resource with the same name cannot be created "
+                    f"in location '{location}'. Please select a new resource name.")
             if holder["kind"] != kind:
-                raise ArmError(409, "StorageAccountKindChangeNotAllowed",
-                               f"The kind of storage account {accountName} is '{holder['kind']}' and cannot be changed "
-                               f"to '{kind}' by a PUT; create a new account instead.")
+                raise StorageAccountKindChangeNotAllowed(
+                    f"The kind of storage account {accountName} is '{holder['kind']}' and cannot be changed "
+                    f"to '{kind}' by a PUT; create a new account instead.")
             # An existing account of the caller's: PUT updates it and answers at once, as Azure does.
             body = _account_body(holder["id"], holder["name"], location, sku, kind,
                                  tags if tags is not None else holder.get("tags", {}), settable,
@@ -241,11 +236,11 @@ def get_async_operation(call: Call, subscriptionId: str, location: str, operatio
     store = call.context.store
     rows = store.query("SELECT account FROM storage_async_operations WHERE id = ?", (operationId,))
     if not rows:
-        raise ArmError(404, "ResourceNotFound", f"The async operation '{operationId}' was not found.")
+        raise ResourceNotFound(f"The async operation '{operationId}' was not found.")
     account = store.get(rows[0]["account"])
     if account is None:
-        raise ArmError(404, "ResourceNotFound",
-                       "The storage account this operation created no longer exists.")
+        raise ResourceNotFound(
+            "The storage account this operation created no longer exists.")
     return json_response(account_for_version(_published(call.context, account), call.api_version))
 
 
@@ -265,7 +260,7 @@ def _existing(context: ServiceContext, subscription_id: str, group_name: str, ac
 
 def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
     account = _existing(call.context, subscriptionId, resourceGroupName, accountName, for_write=True)
-    request = _request_object(call)
+    request = call.json_object()
     if is_classic(call.api_version):
         request = request_from_classic(request, for_create=False)
     sku = _sku(request["sku"]) if request.get("sku") is not None else None
@@ -274,8 +269,8 @@ def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accou
     if request.get("kind") is not None:
         kind = _enum(request["kind"], "kind", KINDS)
         if kind != account["kind"] and not (account["kind"] == "Storage" and kind == "StorageV2"):
-            raise ArmError(409, "StorageAccountKindChangeNotAllowed",
-                           f"A storage account of kind '{account['kind']}' can only be upgraded to 'StorageV2'.")
+            raise StorageAccountKindChangeNotAllowed(
+                f"A storage account of kind '{account['kind']}' can only be upgraded to 'StorageV2'.")
     else:
         kind = None
 
@@ -349,11 +344,11 @@ def list_keys(call: Call, subscriptionId: str, resourceGroupName: str, accountNa
 
 def regenerate_key(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
     account = _existing(call.context, subscriptionId, resourceGroupName, accountName, for_write=True)
-    request = _request_object(call)
+    request = call.json_object()
     key_name = request.get("keyName")
     if not isinstance(key_name, str) or key_name.lower() not in _KEY_NAMES:
-        raise ArmError(400, "InvalidRequestPropertyValue",
-                       f"The value '{key_name}' is not allowed for property 'keyName'. Valid values are: key1, key2.")
+        raise InvalidRequestPropertyValue(
+            f"The value '{key_name}' is not allowed for property 'keyName'. Valid values are: key1, key2.")
     store = call.context.store
     with call.context.lock:
         private = store.get_private(account["id"])
@@ -368,15 +363,15 @@ def regenerate_key(call: Call, subscriptionId: str, resourceGroupName: str, acco
 
 def check_name_availability(call: Call, subscriptionId: str) -> Response:
     check_subscription_id(subscriptionId)
-    request = _request_object(call)
+    request = call.json_object()
     name, rtype = request.get("name"), request.get("type", "Microsoft.Storage/storageAccounts")
     if not isinstance(name, str):
-        raise ArmError(400, "InvalidRequestContent",
-                       "The request content was invalid: 'name' must be a string, the account name to check.")
+        raise InvalidRequestContent(
+            "The request content was invalid: 'name' must be a string, the account name to check.")
     if not isinstance(rtype, str) or rtype.lower() != "microsoft.storage/storageaccounts":
-        raise ArmError(400, "InvalidRequestPropertyValue",
-                       f"The value '{rtype}' is not allowed for property 'type'. Valid values are: "
-                       "Microsoft.Storage/storageAccounts.")
+        raise InvalidRequestPropertyValue(
+            f"The value '{rtype}' is not allowed for property 'type'. Valid values are: "
+            "Microsoft.Storage/storageAccounts.")
     problem = check_account_name(name)
     if problem:
         return json_response({"nameAvailable": False, "reason": "AccountNameInvalid", "message": problem})

@@ -151,7 +151,7 @@ class LocalService:
                                          sync_interval=self.settings.blob_sync_interval_s)
         self.context.blob.start_when_needed(lambda: all_account_keys(store))
         from .runner.scheduler import Scheduler  # imported late: the scheduler pulls in process handling
-        batchai = BatchAIProvider.of(self.context)
+        batchai = self.context.provider(BatchAIProvider)
         self.context.group_deleters += [batchai.delete_group_resources,
                                         functools.partial(delete_accounts_in_group, self.context)]
         self._scheduler = batchai.scheduler = Scheduler(self.context)

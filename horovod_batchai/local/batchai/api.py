@@ -20,18 +20,18 @@ from ..core.api_versions import BATCHAI_OPERATIONS, BATCHAI_USAGES
 from ..core.arm_errors import InvalidRequestContent, MissingRequiredParameter
 from ..core.routing import Call, Route, json_response
 from . import operations
-from .provider import (CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE, WORKSPACE_TYPE, BatchAIProvider,
-                      etag)
+from ..runner.resource_types import CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE
+from .provider import BatchAIProvider, etag
 from .operations import API_VERSION, LongRunningOperation, accepted_response
 from .outputs import list_output_files as list_files
 from .validation import (check_int_query, parse_cluster_create, parse_cluster_update, parse_file_server_create,
                          parse_job_create, parse_workspace_create, parse_workspace_update)
 
-__all__ = ["ROUTES", "WORKSPACE_TYPE", "EXPERIMENT_TYPE", "CLUSTER_TYPE", "JOB_TYPE", "FILE_SERVER_TYPE"]
+__all__ = ["ROUTES"]
 
 
 def _provider(call: Call) -> BatchAIProvider:
-    return BatchAIProvider.of(call.context)
+    return call.context.provider(BatchAIProvider)
 
 
 def _answer(doc: dict[str, Any], status: int = 200) -> Response:

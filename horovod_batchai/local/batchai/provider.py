@@ -18,6 +18,9 @@ from typing import Any, Callable, Optional
 from ..core.arm_errors import ArmError, InvalidLocation, InvalidParameter, InvalidResourceLocation
 from ..core.context import ServiceContext
 from ..core.store import resource_key
+from ..runner.resource_types import CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE, WORKSPACE_TYPE
+from ..runner.states import AllocationState, ExecutionState, node_state_counts
+from ..runner.vm_sizes import VM_SIZES, lookup_vm_size
 from ..resources.api import normalize_location, require_resource_group, check_subscription_id
 from . import operations
 from .operations import LongRunningOperation, finish_operation, iso_time, start_operation
@@ -26,19 +29,12 @@ from .errors import (AlreadyExists, ClusterAlreadyExists, ClusterInUse, ClusterN
                      NotFound, WorkspaceNotFound)
 from .scheduling import JobScheduler, NoScheduler
 from .validation import TOOLKITS, Parsed, check_job_node_count, check_name
-from .vm_sizes import VM_SIZES, lookup_vm_size
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BatchAIProvider", "WORKSPACE_TYPE", "EXPERIMENT_TYPE", "CLUSTER_TYPE", "JOB_TYPE", "FILE_SERVER_TYPE"]
+__all__ = ["BatchAIProvider", "etag"]
 
-WORKSPACE_TYPE = "Microsoft.BatchAI/workspaces"
-EXPERIMENT_TYPE = "Microsoft.BatchAI/workspaces/experiments"
-CLUSTER_TYPE = "Microsoft.BatchAI/workspaces/clusters"
-JOB_TYPE = "Microsoft.BatchAI/workspaces/experiments/jobs"
-FILE_SERVER_TYPE = "Microsoft.BatchAI/workspaces/fileservers"
-
-_TERMINAL = ("succeeded", "failed")
+_TERMINAL = tuple(state.value for state in ExecutionState if state.is_terminal())
 #: first port that listRemoteLoginInformation reports; local nodes have no SSH daemon.
 _LOGIN_BASE_PORT = 50000
 #: quotas the local service reports; like Azure's defaults, they are advisory here.
@@ -105,23 +101,13 @@ def _login_entries(resource_id: str, count: int) -> list[dict[str, Any]]:
 
 
 class BatchAIProvider:
-    """Microsoft.BatchAI on one service's state. Get it with :meth:`of`."""
+    """Microsoft.BatchAI on one service's state: ``context.provider(BatchAIProvider)``."""
 
     def __init__(self, context: ServiceContext) -> None:
         self.context = context
         self.store = context.store
         #: whatever runs jobs; the service sets the runner's scheduler when it starts.
         self.scheduler: JobScheduler = NoScheduler()
-
-    @classmethod
-    def of(cls, context: ServiceContext) -> "BatchAIProvider":
-        """The provider of ``context`` (one per service)."""
-        with context.lock:
-            provider = context.planes.get("batchai")
-            if provider is None:
-                provider = context.planes["batchai"] = cls(context)
-        assert isinstance(provider, BatchAIProvider)
-        return provider
 
     # -- long-running operations ----------------------------------------------------------------
 
@@ -187,7 +173,7 @@ class BatchAIProvider:
         if kind == "workspaces/delete":
             self.delete_workspace_tree(resource_id)
         elif kind == "experiments/delete":
-            for job in self.store.list("microsoft.batchai/workspaces/experiments/jobs", parent=resource_id):
+            for job in self.store.list(JOB_TYPE, parent=resource_id):
                 self._stop_job(job["id"])
             self.store.delete(resource_id, recursive=True)
         elif kind == "clusters/delete":
@@ -263,12 +249,12 @@ class BatchAIProvider:
     def workspaces_of_subscription(self, sub: str) -> list[dict[str, Any]]:
         check_subscription_id(sub)
         prefix = f"/subscriptions/{sub.lower()}/"
-        return [w for w in self.store.list("microsoft.batchai/workspaces") if resource_key(w["id"]).startswith(prefix)]
+        return [w for w in self.store.list(WORKSPACE_TYPE) if resource_key(w["id"]).startswith(prefix)]
 
     def workspaces_of_group(self, sub: str, rg: str) -> list[dict[str, Any]]:
         check_subscription_id(sub)
         group = require_resource_group(self.context, sub, rg)
-        return self.store.list("microsoft.batchai/workspaces", parent=group["id"])
+        return self.store.list(WORKSPACE_TYPE, parent=group["id"])
 
     # -- usages ---------------------------------------------------------------------------------
 
@@ -276,7 +262,7 @@ class BatchAIProvider:
         """Usage of the region: clusters, and allocated vCPUs per quota family and priority."""
         check_subscription_id(sub)
         region = location.replace(" ", "").lower()
-        clusters = [c for c in self.store.list("microsoft.batchai/workspaces/clusters")
+        clusters = [c for c in self.store.list(CLUSTER_TYPE)
                     if resource_key(c["id"]).startswith(f"/subscriptions/{sub.lower()}/")
                     and self._workspace_location(c["id"]).replace(" ", "").lower() == region]
         families = sorted({size.family for size in VM_SIZES.values() if not size.premium_storage})
@@ -334,7 +320,7 @@ class BatchAIProvider:
             doc["tags"] = request["tags"]
         doc["properties"] = {"provisioningState": "succeeded", "provisioningStateTransitionTime": now,
                              "creationTime": now}
-        self.store.put(ws_id, "microsoft.batchai/workspaces", group["id"], doc)
+        self.store.put(ws_id, WORKSPACE_TYPE, group["id"], doc)
         return doc
 
     def _retag(self, workspace: dict[str, Any], tags: Optional[dict[str, str]]) -> dict[str, Any]:
@@ -363,17 +349,17 @@ class BatchAIProvider:
     def delete_workspace_tree(self, ws_id: str) -> None:
         """Delete a workspace and everything in it: stop and forget its jobs, free its clusters' nodes,
         remove its file servers' data, then drop the documents."""
-        for job in self.store.list_under(ws_id, "microsoft.batchai/workspaces/experiments/jobs"):
+        for job in self.store.list_under(ws_id, JOB_TYPE):
             self._stop_job(job["id"])
-        for cluster in self.store.list_under(ws_id, "microsoft.batchai/workspaces/clusters"):
+        for cluster in self.store.list_under(ws_id, CLUSTER_TYPE):
             self.scheduler.forget_cluster(cluster["id"])
-        for server in self.store.list_under(ws_id, "microsoft.batchai/workspaces/fileservers"):
+        for server in self.store.list_under(ws_id, FILE_SERVER_TYPE):
             shutil.rmtree(self.context.fileserver_dir(server["id"]), ignore_errors=True)
         self.store.delete(ws_id, recursive=True)
 
     def delete_group_resources(self, group_id: str) -> None:
         """Every workspace of a resource group, with everything in it (resource group deletion)."""
-        for workspace in self.store.list_under(group_id, "microsoft.batchai/workspaces"):
+        for workspace in self.store.list_under(group_id, WORKSPACE_TYPE):
             self.delete_workspace_tree(workspace["id"])
 
     def _stop_job(self, job_id: str) -> None:
@@ -394,7 +380,7 @@ class BatchAIProvider:
         doc = {"id": exp_id, "name": exp, "type": EXPERIMENT_TYPE,
                "properties": {"provisioningState": "succeeded", "provisioningStateTransitionTime": now,
                               "creationTime": now}}
-        self.store.put(exp_id, "microsoft.batchai/workspaces/experiments", workspace["id"], doc)
+        self.store.put(exp_id, EXPERIMENT_TYPE, workspace["id"], doc)
         return doc
 
     def delete_experiment(self, sub: str, rg: str, ws: str, exp: str) -> Optional[LongRunningOperation]:
@@ -425,15 +411,13 @@ class BatchAIProvider:
         def work() -> None:
             now = iso_time()
             props: dict[str, Any] = {
-                "provisioningState": "succeeded", "allocationState": "resizing", "creationTime": now,
-                "allocationStateTransitionTime": now, "provisioningStateTransitionTime": now,
-                "vmSize": parsed.properties["vmSize"], "currentNodeCount": 0,
-                "nodeStateCounts": {"runningNodeCount": 0, "idleNodeCount": 0, "unusableNodeCount": 0,
-                                    "preparingNodeCount": 0, "leavingNodeCount": 0},
+                "provisioningState": "succeeded", "allocationState": AllocationState.RESIZING.value,
+                "creationTime": now, "allocationStateTransitionTime": now, "provisioningStateTransitionTime": now,
+                "vmSize": parsed.properties["vmSize"], "currentNodeCount": 0, "nodeStateCounts": node_state_counts(),
             }
             props.update({k: parsed.properties[k] for k in _CLUSTER_REQUEST_KEYS[1:] if k in parsed.properties})
             doc = {"id": cluster_id, "name": name, "type": CLUSTER_TYPE, "properties": props}
-            self.store.put(cluster_id, "microsoft.batchai/workspaces/clusters", workspace["id"], doc,
+            self.store.put(cluster_id, CLUSTER_TYPE, workspace["id"], doc,
                            private=parsed.private)
             self.scheduler.notify()
         return self.run_operation(cluster_id, "clusters/create", work)
@@ -510,7 +494,7 @@ class BatchAIProvider:
         def work() -> None:
             doc = {"id": job_id, "name": name, "type": JOB_TYPE,
                    "properties": self._new_job_properties(sub, rg, ws, experiment, name, props)}
-            self.store.put(job_id, "microsoft.batchai/workspaces/experiments/jobs", experiment["id"], doc,
+            self.store.put(job_id, JOB_TYPE, experiment["id"], doc,
                            private=parsed.private)
             self.scheduler.notify()
         return self.run_operation(job_id, "jobs/create", work)
@@ -578,7 +562,7 @@ class BatchAIProvider:
                                      "provisioningStateTransitionTime": now}
             props.update({k: parsed.properties[k] for k in _FILE_SERVER_REQUEST_KEYS if k in parsed.properties})
             doc = {"id": fs_id, "name": name, "type": FILE_SERVER_TYPE, "properties": props}
-            self.store.put(fs_id, "microsoft.batchai/workspaces/fileservers", workspace["id"], doc,
+            self.store.put(fs_id, FILE_SERVER_TYPE, workspace["id"], doc,
                            private=parsed.private)
             self._finish_file_server(fs_id)
         return self.run_operation(fs_id, "fileservers/create", work)
@@ -606,7 +590,7 @@ class BatchAIProvider:
 def _terminate_done(context: ServiceContext,
                     op: LongRunningOperation) -> Optional[tuple[str, Optional[dict[str, Any]]]]:
     """A terminate operation ends when its job has reached a terminal state (or is gone)."""
-    return ("Succeeded", None) if BatchAIProvider.of(context)._job_ended(op.resource_id) else None
+    return ("Succeeded", None) if context.provider(BatchAIProvider)._job_ended(op.resource_id) else None
 
 
 operations.register_completion_check("jobs/terminate", _terminate_done)

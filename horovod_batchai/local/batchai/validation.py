@@ -21,7 +21,8 @@ from ..storage import accounts
 from ..core.durations import format_duration, parse_duration
 from ..core.arm_errors import ArmError, InvalidParameter, InvalidRequestContent, MissingRequiredProperty
 from .errors import UnsupportedToolkit
-from .vm_sizes import VmSize, cluster_size_problem, lookup_vm_size
+from ..runner.output_dirs import STDOUTERR
+from ..runner.vm_sizes import VmSize, cluster_size_problem, lookup_vm_size
 
 __all__ = ["Str", "Int", "Obj", "Arr", "StrMap", "check", "check_name", "check_resource_group_name",
            "WORKSPACE_CREATE", "WORKSPACE_UPDATE", "CLUSTER_CREATE", "CLUSTER_UPDATE", "JOB_CREATE",
@@ -601,7 +602,7 @@ def parse_job_create(body: Any) -> Parsed:
                    "The properties 'properties.environmentVariables' and 'properties.secrets' must hold at most "
                    f"{MAX_ENVIRONMENT_BYTES} bytes of NAME=value together (half of Linux's ARG_MAX); got {total}.")
     _require_secret_values(props.get("secrets", []), "properties.secrets")
-    for kind, reserved in (("inputDirectories", ()), ("outputDirectories", ("stdouterr",))):
+    for kind, reserved in (("inputDirectories", ()), ("outputDirectories", (STDOUTERR,))):
         ids: set[str] = set()
         for i, directory in enumerate(props.get(kind, [])):
             here = f"properties.{kind}[{i}].id"

@@ -26,16 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..batchai.outputs import record_output_dirs
 from ..core.context import ServiceContext
 from .gpus import detect_gpus, vm_gpus
 from .environment import base_environment
 from .job_plan import EXECUTION_LOG_ENV, RANK_SECRETS_FILE, JobPlan, JobStartError, Machine, Step, plan_job
 from .mounts import Mount, MountError, apply_mounts, hold_mirrors, plan_mounts, release_mirrors, remove_mounts
 from .node_setup import NodeSlot
+from .output_dirs import record_output_dirs
 from .paths import cluster_dir, digest, job_dir, job_mount_root, job_prep_log_names
 from .processes import RUN_TAG_ENV, STOP_GRACE_S, signal_tagged, stop_tagged, tagged_pids
-from .states import ExecutionState, job_error, utc_now
+from .states import JOB_TERMINATED, ExecutionState, job_error, utc_now
 from .supervisor import EXIT_FILE, PID_FILE, RUN_FILE, STARTED_FILE, write_json_atomically
 
 __all__ = ["StopReason", "RunResult", "JobRun", "RUN_DIR_ENV", "run_dir_of", "run_has_started",
@@ -210,7 +210,7 @@ class JobRun:
             error = job_error("MaxWallClockTimeExceeded",
                               f"The job reached its maximum wall-clock time ({limit}) and was stopped.")
         elif reason is StopReason.TERMINATED:
-            error = job_error("JobTerminated", "The job was terminated by the user.")
+            error = JOB_TERMINATED
         elif reason is StopReason.NODES_REMOVED:
             error = job_error("JobTerminated", "The job was terminated because its nodes were removed from the "
                                                "cluster (nodeDeallocationOption=terminate).")

@@ -26,10 +26,11 @@ each cluster's nodes match its scale settings and starts queued jobs:
   never fit the cluster's size (more nodes than its target, or than its auto-scale maximum)
   waits without holding up the others.
 
-The scheduler is the only writer of a cluster's ``allocationState``,
+Once the Batch AI provider has stored a cluster (``resizing``, with no nodes) or a job
+(``queued``), the scheduler is the only writer of the cluster's ``allocationState``,
 ``allocationStateTransitionTime``, ``currentNodeCount``, ``nodeStateCounts`` and ``errors``, and of
-a job's execution state (through ``states.transition_job``) and of node states (through
-``nodes.NodeTable``). Runs are tagged (see ``processes.py``) and the tags of live runs kept in
+the job's execution state (through ``states.transition_job``); it is the only writer of node
+states (through ``nodes.NodeTable``). Runs are tagged (see ``processes.py``) and the tags of live runs kept in
 the ``run_tags`` table, so that a service started again after it was killed finds what its
 predecessor left (:meth:`Scheduler._recover`):
 
@@ -53,24 +54,23 @@ import time
 import uuid
 from typing import Any, Optional
 
-from .states import (AllocationState, ExecutionState, IllegalTransition, JobGone, NodeState, job_error,
-                         transition_job, utc_now)
+from .states import (JOB_TERMINATED, AllocationState, ExecutionState, IllegalTransition, JobGone, NodeState,
+                     job_error, node_state_counts, transition_job, utc_now)
 from .nodes import NodeTable
 from .job_executor import JobRun, RunResult, StopReason, discard_run_secrets, run_dir_of, run_has_started
 from .node_setup import NodeSlot, prepare_node
+from .output_dirs import forget_output_dirs
+from .resource_types import CLUSTER_TYPE, JOB_TYPE, stored_type
 from .paths import cluster_dir, job_dir, node_id_for
 from .processes import stop_tagged, tagged_pids
 from .supervisor import EXIT_FILE
-from ..batchai.outputs import forget_output_dirs
 from ..core.context import ServiceContext
 from ..core.store import resource_key
 
-__all__ = ["Scheduler", "CLUSTER_TYPE", "JOB_TYPE"]
+__all__ = ["Scheduler"]
 
 log = logging.getLogger(__name__)
 
-CLUSTER_TYPE = "microsoft.batchai/workspaces/clusters"
-JOB_TYPE = "microsoft.batchai/workspaces/experiments/jobs"
 #: how often the loop looks at provisioning and deallocation timers while nodes wait on them.
 TICK_S = 0.2
 #: how often it looks when nothing waits on a timer (notify() wakes it at once anyway).
@@ -173,8 +173,7 @@ class Scheduler:
                 if tag and run_dir and run_has_started(run_dir):
                     transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[SERVICE_KILLED])
                 elif state == ExecutionState.TERMINATING.value:
-                    transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[
-                        job_error("JobTerminated", "The job was terminated by the user.")])
+                    transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[JOB_TERMINATED])
                 else:  # nothing of it ran: it runs from the start, once
                     transition_job(self.store, job["id"], ExecutionState.QUEUED)
             except (IllegalTransition, JobGone):
@@ -191,7 +190,6 @@ class Scheduler:
 
     def terminate_job(self, job_id: str, *, wait: bool = True) -> None:
         """Stop a job for the user: ``terminating``, its processes stopped, then ``failed``."""
-        terminated = job_error("JobTerminated", "The job was terminated by the user.")
         with self._lock:
             job = self.store.get(job_id)
             if job is None:
@@ -201,14 +199,14 @@ class Scheduler:
             try:
                 if state == ExecutionState.QUEUED.value:
                     transition_job(self.store, job_id, ExecutionState.TERMINATING)
-                    transition_job(self.store, job_id, ExecutionState.FAILED, errors=[terminated])
+                    transition_job(self.store, job_id, ExecutionState.FAILED, errors=[JOB_TERMINATED])
                     return
                 if state == ExecutionState.RUNNING.value:
                     transition_job(self.store, job_id, ExecutionState.TERMINATING)
                 if run is not None:
                     run.stop(StopReason.TERMINATED)
                 elif state in (ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value):
-                    transition_job(self.store, job_id, ExecutionState.FAILED, errors=[terminated])
+                    transition_job(self.store, job_id, ExecutionState.FAILED, errors=[JOB_TERMINATED])
             except (IllegalTransition, JobGone):
                 return
         if wait and run is not None:
@@ -276,14 +274,14 @@ class Scheduler:
         rows = self.store.query(
             "SELECT body FROM resources WHERE type = ? AND json_extract(body, '$.properties.executionState')"
             " IN (?, ?, ?) ORDER BY created",
-            (JOB_TYPE, ExecutionState.QUEUED.value, ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value))
+            (stored_type(JOB_TYPE), ExecutionState.QUEUED.value, ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value))
         return [json.loads(r["body"]) for r in rows]
 
     def _has_jobs(self, cluster_key: str) -> bool:
         """Whether any job, finished or not, names the cluster (auto-scale's initialNodeCount ends then)."""
         rows = self.store.query(
             "SELECT 1 FROM resources WHERE type = ? AND lower(json_extract(body, '$.properties.cluster.id')) = ?"
-            " LIMIT 1", (JOB_TYPE, cluster_key))
+            " LIMIT 1", (stored_type(JOB_TYPE), cluster_key))
         return bool(rows)
 
     def _pass(self) -> bool:
@@ -462,11 +460,7 @@ class Scheduler:
             target, _, _ = self._target(key, props, jobs, rows, now)
             steady = live == target and not settling
             counted = rows if steady else [r for r in rows if r["state"] != NodeState.PREPARING.value]
-            counts = {state.count_field: 0 for state in NodeState}
-            for row in counted:
-                counts[NodeState(row["state"]).count_field] += 1
-            ordered = {name: counts[name] for name in ("runningNodeCount", "idleNodeCount", "unusableNodeCount",
-                                                       "preparingNodeCount", "leavingNodeCount")}
+            ordered = node_state_counts(NodeState(row["state"]) for row in counted)
             allocation = (AllocationState.STEADY if steady else AllocationState.RESIZING).value
             if (props.get("allocationState") == allocation and props.get("currentNodeCount") == len(counted)
                     and props.get("nodeStateCounts") == ordered):
@@ -528,8 +522,7 @@ class Scheduler:
         try:
             if state == ExecutionState.TERMINATING.value:
                 # The user's terminate wins over however the processes ended.
-                errors = result.errors if result.stop_reason is StopReason.TERMINATED else [
-                    job_error("JobTerminated", "The job was terminated by the user.")]
+                errors = result.errors if result.stop_reason is StopReason.TERMINATED else [JOB_TERMINATED]
                 transition_job(self.store, job_id, ExecutionState.FAILED, exit_code=result.exit_code, errors=errors)
             elif result.state is ExecutionState.QUEUED:
                 transition_job(self.store, job_id, ExecutionState.QUEUED, allowed_from=[ExecutionState.RUNNING])

@@ -146,6 +146,8 @@ class FileShare:
             location = check_location(location)
             if sku not in SKUS:
                 raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
+            # Where jobs will find the share must not be other storage: checked before anything is created.
+            backend_for(target).check_share_datastore(account_name, share_name)
             ensure_resource_group(target, resource_group, location)
             account = share._begin_account(location, sku)
         running = [account]
@@ -182,15 +184,18 @@ class FileShare:
 
     @classmethod
     def get(cls, target: "Target", resource_group: str, account_name: str, share_name: str) -> "FileShare":
-        """The existing share; :class:`NotFoundError` when the account or the share is missing."""
+        """The existing share; :class:`NotFoundError` when the account or the share is missing.
+        Only reads: on Azure ML it registers no datastore (:meth:`create` does), and a job that
+        mounts the share finds its datastore when it is submitted."""
         share = cls(target, resource_group, account_name, share_name)
         share._read_account()
         share.check_exists()
-        share._register()
         return share
 
     def _register(self) -> None:
-        """Make the share known where jobs run (on Azure ML: an AzureFile datastore with the key)."""
+        """Make the share known where jobs run. On Azure ML: an AzureFile datastore with the key,
+        read first -- one that is already this share is used; one that is other storage is a
+        :class:`ConflictError`, raised before anything changes."""
         backend_for(self.target).register_share(self._account_name, self.share_name, self.get_account_key())
 
     def check_exists(self) -> None:

@@ -49,6 +49,17 @@ AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
 IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
 
 
+#: client options that say how requests travel, which the default credential's token requests take too
+CREDENTIAL_OPTIONS = ("transport", "proxies", "retry_total", "connection_verify")
+
+
+def default_credential(client_options: Mapping[str, Any]) -> TokenCredential:
+    """``DefaultAzureCredential``, its own token requests sent the way the target's are (the
+    same transport and proxy, the same retries)."""
+    from azure.identity import DefaultAzureCredential
+    return DefaultAzureCredential(**{k: v for k, v in client_options.items() if k in CREDENTIAL_OPTIONS})
+
+
 class Target:
     """Where requests go. Build one with :meth:`local`, :meth:`azure`, :meth:`azureml` or
     :meth:`from_env`.
@@ -107,8 +118,7 @@ class Target:
         ``credential`` defaults to ``azure.identity.DefaultAzureCredential()``. Only https
         endpoints are accepted."""
         if credential is None:
-            from azure.identity import DefaultAzureCredential
-            credential = DefaultAzureCredential()
+            credential = default_credential(client_options)
         return cls(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
                    credential=credential, client_options=client_options)
 
@@ -122,8 +132,7 @@ class Target:
         check_resource_group(resource_group)
         check_batchai_name(workspace, "workspace")
         if credential is None:
-            from azure.identity import DefaultAzureCredential
-            credential = DefaultAzureCredential()
+            credential = default_credential(client_options)
         return cls(kind="azureml", subscription_id=subscription_id, management_endpoint=AZURE_MANAGEMENT_ENDPOINT,
                    credential=credential, resource_group=resource_group, workspace=workspace,
                    client_options=client_options)

@@ -194,6 +194,10 @@ class Backend(Protocol):
     failure_log_name: str
 
     # -- storage --------------------------------------------------------------------------------
+    def check_share_datastore(self, account_name: str, share_name: str) -> None:
+        """Raise ConflictError when what jobs would mount for this share is other storage (reads only)."""
+        ...
+
     def register_share(self, account_name: str, share_name: str, account_key: str) -> None: ...
 
     def close(self) -> None: ...

@@ -24,6 +24,16 @@ class UsageError(Exception):
     """A mistake in the command line that argparse cannot see (option combinations)."""
 
 
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The azure-core client options the command line gives every client of the target."""
+    options: dict[str, Any] = {}
+    if getattr(args, "proxy", None):
+        options["proxies"] = {"http": args.proxy, "https": args.proxy}
+    if getattr(args, "retries", None) is not None:
+        options["retry_total"] = args.retries
+    return options
+
+
 class Context:
     """The parsed command line and the target it names, built on first use."""
 
@@ -37,20 +47,21 @@ class Context:
             args = self.args
             if args.target in ("azure", "azureml") and not args.subscription:
                 raise UsageError(f"--subscription (or $AZURE_SUBSCRIPTION_ID) is required with --target {args.target}")
+            options = client_options(args)
             if args.target == "azure":
-                self._target = Target.azure(args.subscription)
+                self._target = Target.azure(args.subscription, **options)
             elif args.target == "azureml":
                 group = getattr(args, "resource_group", None) or os.environ.get("AZURE_RESOURCE_GROUP")
                 workspace = getattr(args, "workspace", None) or os.environ.get("AZUREML_WORKSPACE_NAME")
                 if not group or not workspace:
                     raise UsageError("--target azureml works in one Azure ML workspace: give -g and -w (or "
                                      "$AZURE_RESOURCE_GROUP and $AZUREML_WORKSPACE_NAME)")
-                self._target = Target.azureml(args.subscription, group, workspace)
+                self._target = Target.azureml(args.subscription, group, workspace, **options)
             else:
                 kwargs: dict[str, Any] = {"state_dir": args.state_dir}
                 if args.subscription:
                     kwargs["subscription_id"] = args.subscription
-                self._target = Target.local(**kwargs)
+                self._target = Target.local(**kwargs, **options)
         return self._target
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ conflicts, quotas, operations and what the job scheduler is told) and serialises
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from werkzeug.wrappers import Response
 
@@ -22,6 +22,7 @@ from ..core.routing import Call, Route, json_response
 from . import operations
 from ..runner.resource_types import CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE
 from .provider import BatchAIProvider, etag
+from .records import Cluster, Experiment, FileServer, Job, Resource
 from .operations import API_VERSION, LongRunningOperation, accepted_response
 from .outputs import list_output_files as list_files
 from .validation import (check_int_query, parse_cluster_create, parse_cluster_update, parse_file_server_create,
@@ -34,8 +35,12 @@ def _provider(call: Call) -> BatchAIProvider:
     return call.context.provider(BatchAIProvider)
 
 
-def _answer(doc: dict[str, Any], status: int = 200) -> Response:
-    return json_response(doc, status=status, headers={"ETag": etag(doc)})
+def _answer(resource: Resource, status: int = 200) -> Response:
+    return json_response(resource.doc, status=status, headers={"ETag": etag(resource.doc)})
+
+
+def _docs(resources: Sequence[Resource]) -> list[dict[str, Any]]:
+    return [resource.doc for resource in resources]
 
 
 def _accepted_or_gone(call: Call, op: Optional[LongRunningOperation]) -> Response:
@@ -92,11 +97,11 @@ def list_usages(call: Call, subscriptionId: str, location: str) -> Response:
 # -- workspaces -----------------------------------------------------------------------------------
 
 def list_workspaces(call: Call, subscriptionId: str) -> Response:
-    return _page(call, _provider(call).workspaces_of_subscription(subscriptionId))
+    return _page(call, _docs(_provider(call).workspaces_of_subscription(subscriptionId)))
 
 
 def list_workspaces_by_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    return _page(call, _provider(call).workspaces_of_group(subscriptionId, resourceGroupName))
+    return _page(call, _docs(_provider(call).workspaces_of_group(subscriptionId, resourceGroupName)))
 
 
 def get_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
@@ -105,9 +110,9 @@ def get_workspace(call: Call, subscriptionId: str, resourceGroupName: str, works
 
 def put_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
     provider = _provider(call)
-    provider.workspace_scope(subscriptionId, resourceGroupName, workspaceName)
+    slot = provider.workspace_slot(subscriptionId, resourceGroupName, workspaceName, for_write=True)
     request = parse_workspace_create(call.json())
-    return _answer(provider.put_workspace(subscriptionId, resourceGroupName, workspaceName, request))
+    return _answer(provider.put_workspace(slot, request))
 
 
 def patch_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
@@ -117,7 +122,9 @@ def patch_workspace(call: Call, subscriptionId: str, resourceGroupName: str, wor
 
 
 def delete_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    return _accepted_or_gone(call, _provider(call).delete_workspace(subscriptionId, resourceGroupName, workspaceName))
+    provider = _provider(call)
+    slot = provider.workspace_slot(subscriptionId, resourceGroupName, workspaceName)
+    return _accepted_or_gone(call, provider.delete_workspace(slot))
 
 
 # -- experiments ----------------------------------------------------------------------------------
@@ -125,7 +132,7 @@ def delete_workspace(call: Call, subscriptionId: str, resourceGroupName: str, wo
 def list_experiments(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
     provider = _provider(call)
     workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName)
-    return _page(call, provider.children(EXPERIMENT_TYPE, workspace["id"]))
+    return _page(call, _docs(provider.children(Experiment, EXPERIMENT_TYPE, workspace)))
 
 
 def get_experiment(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
@@ -136,109 +143,101 @@ def get_experiment(call: Call, subscriptionId: str, resourceGroupName: str, work
 def put_experiment(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    experimentName: str) -> Response:
     provider = _provider(call)
-    provider.workspace(subscriptionId, resourceGroupName, workspaceName, for_write=True)
+    slot = provider.experiment_slot(subscriptionId, resourceGroupName, workspaceName, experimentName, for_write=True)
     if not isinstance(call.json(), dict):
         raise InvalidRequestContent("The request body must be a JSON object (or empty).")
-    return _answer(provider.put_experiment(subscriptionId, resourceGroupName, workspaceName, experimentName))
+    return _answer(provider.put_experiment(slot))
 
 
 def delete_experiment(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                       experimentName: str) -> Response:
-    return _accepted_or_gone(call, _provider(call).delete_experiment(subscriptionId, resourceGroupName, workspaceName,
-                                                                    experimentName))
+    provider = _provider(call)
+    slot = provider.experiment_slot(subscriptionId, resourceGroupName, workspaceName, experimentName)
+    return _accepted_or_gone(call, provider.delete_experiment(slot))
 
 
 # -- clusters -------------------------------------------------------------------------------------
 
 def get_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                 clusterName: str) -> Response:
-    _, _, doc = _provider(call).cluster(subscriptionId, resourceGroupName, workspaceName, clusterName)
-    assert doc is not None
-    return _answer(doc)
+    return _answer(_provider(call).cluster(subscriptionId, resourceGroupName, workspaceName, clusterName))
 
 
 def list_clusters(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
     provider = _provider(call)
     workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName)
-    return _page(call, provider.children(CLUSTER_TYPE, workspace["id"]))
+    return _page(call, _docs(provider.children(Cluster, CLUSTER_TYPE, workspace)))
 
 
 def put_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                 clusterName: str) -> Response:
     provider = _provider(call)
-    provider.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, must_exist=False, for_write=True)
+    slot = provider.cluster_slot(subscriptionId, resourceGroupName, workspaceName, clusterName, for_write=True)
     parsed = parse_cluster_create(call.json())
-    op = provider.put_cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, parsed)
-    return accepted_response(call, op)
+    return accepted_response(call, provider.put_cluster(slot, parsed))
 
 
 def patch_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                   clusterName: str) -> Response:
     provider = _provider(call)
-    _, _, doc = provider.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, for_write=True)
-    assert doc is not None
+    cluster = provider.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, for_write=True)
     scale = parse_cluster_update(call.json())
-    return _answer(doc if scale is None else provider.scale_cluster(doc, scale))
+    return _answer(cluster if scale is None else provider.scale_cluster(cluster, scale))
 
 
 def delete_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    clusterName: str) -> Response:
-    return _accepted_or_gone(call, _provider(call).delete_cluster(subscriptionId, resourceGroupName, workspaceName,
-                                                                 clusterName))
+    provider = _provider(call)
+    slot = provider.cluster_slot(subscriptionId, resourceGroupName, workspaceName, clusterName)
+    return _accepted_or_gone(call, provider.delete_cluster(slot))
 
 
 def list_cluster_login(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                        clusterName: str) -> Response:
     provider = _provider(call)
-    _, _, doc = provider.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName)
-    assert doc is not None
-    return _page(call, provider.cluster_logins(doc))
+    cluster = provider.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName)
+    return _page(call, provider.cluster_logins(cluster))
 
 
 # -- jobs -----------------------------------------------------------------------------------------
 
 def get_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str, experimentName: str,
             jobName: str) -> Response:
-    _, _, doc = _provider(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
-    assert doc is not None
-    return _answer(doc)
+    return _answer(_provider(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName))
 
 
 def list_jobs(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
               experimentName: str) -> Response:
     provider = _provider(call)
     experiment = provider.experiment(subscriptionId, resourceGroupName, workspaceName, experimentName)
-    return _page(call, provider.children(JOB_TYPE, experiment["id"]))
+    return _page(call, _docs(provider.children(Job, JOB_TYPE, experiment)))
 
 
 def put_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str, experimentName: str,
             jobName: str) -> Response:
     provider = _provider(call)
-    provider.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName, must_exist=False,
-                for_write=True)
+    slot = provider.job_slot(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName, for_write=True)
     parsed = parse_job_create(call.json())
-    op = provider.put_job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName, parsed)
-    return accepted_response(call, op)
+    return accepted_response(call, provider.put_job(slot, parsed))
 
 
 def delete_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str, experimentName: str,
                jobName: str) -> Response:
-    return _accepted_or_gone(call, _provider(call).delete_job(subscriptionId, resourceGroupName, workspaceName,
-                                                             experimentName, jobName))
+    provider = _provider(call)
+    slot = provider.job_slot(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
+    return _accepted_or_gone(call, provider.delete_job(slot))
 
 
 def terminate_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                   experimentName: str, jobName: str) -> Response:
     provider = _provider(call)
-    _, _, doc = provider.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
-    assert doc is not None
-    return accepted_response(call, provider.terminate_job(doc))
+    slot = provider.job_slot(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
+    return accepted_response(call, provider.terminate_job(slot))
 
 
 def list_output_files(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                       experimentName: str, jobName: str) -> Response:
-    _, _, doc = _provider(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
-    assert doc is not None
+    job = _provider(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
     args = call.request.args
     output_id = args.get("outputdirectoryid")
     if not output_id:
@@ -250,7 +249,7 @@ def list_output_files(call: Call, subscriptionId: str, resourceGroupName: str, w
                              default=call.context.settings.default_link_expiry_min)
     limit = check_int_query(args.get("maxresults"), "maxresults", minimum=1, maximum=1000, default=1000)
     skip = check_int_query(args.get("$skiptoken"), "$skiptoken", minimum=0, maximum=2**31, default=0)
-    items, next_skip = list_files(call.context, doc["id"], output_directory_id=output_id, directory=directory,
+    items, next_skip = list_files(call.context, job, output_directory_id=output_id, directory=directory,
                                   link_expiry_minutes=expiry, max_results=limit, skip=skip)
     body: dict[str, Any] = {"value": items}
     if next_skip is not None:
@@ -263,40 +262,36 @@ def list_output_files(call: Call, subscriptionId: str, resourceGroupName: str, w
 def list_job_login(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    experimentName: str, jobName: str) -> Response:
     provider = _provider(call)
-    _, _, doc = provider.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
-    assert doc is not None
-    return _page(call, provider.job_logins(doc))
+    job = provider.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
+    return _page(call, provider.job_logins(job))
 
 
 # -- file servers ---------------------------------------------------------------------------------
 
 def get_file_server(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                     fileServerName: str) -> Response:
-    _, _, doc = _provider(call).file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName)
-    assert doc is not None
-    return _answer(doc)
+    return _answer(_provider(call).file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName))
 
 
 def list_file_servers(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
     provider = _provider(call)
     workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName)
-    return _page(call, provider.children(FILE_SERVER_TYPE, workspace["id"]))
+    return _page(call, _docs(provider.children(FileServer, FILE_SERVER_TYPE, workspace)))
 
 
 def put_file_server(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                     fileServerName: str) -> Response:
     provider = _provider(call)
-    provider.file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName, must_exist=False,
-                        for_write=True)
+    slot = provider.file_server_slot(subscriptionId, resourceGroupName, workspaceName, fileServerName, for_write=True)
     parsed = parse_file_server_create(call.json())
-    op = provider.put_file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName, parsed)
-    return accepted_response(call, op)
+    return accepted_response(call, provider.put_file_server(slot, parsed))
 
 
 def delete_file_server(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                        fileServerName: str) -> Response:
-    return _accepted_or_gone(call, _provider(call).delete_file_server(subscriptionId, resourceGroupName,
-                                                                     workspaceName, fileServerName))
+    provider = _provider(call)
+    slot = provider.file_server_slot(subscriptionId, resourceGroupName, workspaceName, fileServerName)
+    return _accepted_or_gone(call, provider.delete_file_server(slot))
 
 
 # -- the route table ------------------------------------------------------------------------------

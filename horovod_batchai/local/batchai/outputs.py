@@ -26,29 +26,26 @@ from ..core.arm_errors import InvalidParameter
 from ..core.context import ServiceContext
 from ..files.store import share_path as share_directory
 from ..runner.output_dirs import STDOUTERR, StoragePlace, output_dir
-from .errors import (BlobStorageUnavailable, DirectoryNotFound, JobNotFound, OutputDirectoryNotFound,
-                     OutputDirectoryNotOnFileShare, ShareNotFound)
+from .errors import (BlobStorageUnavailable, DirectoryNotFound, OutputDirectoryNotFound, OutputDirectoryNotOnFileShare,
+                     ShareNotFound)
+from .records import Job
 
 __all__ = ["list_output_files"]
 
 
-def _known_ids(job: dict[str, Any]) -> list[str]:
-    props = job.get("properties", {})
-    return [STDOUTERR] + [str(d.get("id")) for d in props.get("outputDirectories") or []]
+def _known_ids(job: Job) -> list[str]:
+    return [STDOUTERR] + [str(d.get("id")) for d in job.properties.get("outputDirectories") or []]
 
 
 def _timestamp(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def list_output_files(context: ServiceContext, job_id: str, *, output_directory_id: str, directory: str = ".",
+def list_output_files(context: ServiceContext, job: Job, *, output_directory_id: str, directory: str = ".",
                       link_expiry_minutes: int = 60, max_results: int = 1000,
                       skip: int = 0) -> tuple[list[dict[str, Any]], Optional[int]]:
     """The files and directories in ``directory`` of one output directory of a job, sorted by
     name, from ``skip`` on; returns them and the skip of the next page (None when none is left)."""
-    job = context.store.get(job_id)
-    if job is None:
-        raise JobNotFound(f"The specified job {job_id.rsplit('/', 1)[-1]} is not found")
     known = _known_ids(job)
     if output_directory_id.lower() not in (k.lower() for k in known):
         raise OutputDirectoryNotFound(
@@ -65,7 +62,7 @@ def list_output_files(context: ServiceContext, job_id: str, *, output_directory_
     if relative.is_absolute() or ".." in relative.parts:
         raise InvalidParameter(f"directory must be a path inside the output directory, such as "
                                f"'.' or 'logs/epoch1', got {directory!r}.", target="directory")
-    location = output_dir(context, job_id, output_directory_id)
+    location = output_dir(context, job.id, output_directory_id)
     if location is None:
         # The job has not started yet: the directory does not exist, so nothing is in it.
         if relative.parts:

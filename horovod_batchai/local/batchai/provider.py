@@ -1,10 +1,12 @@
 """The Microsoft.BatchAI resource provider: workspaces, experiments, clusters, jobs and file
 servers as the store keeps them, and everything the service decides about them.
 
-Handlers (``api.py``) parse a request, call one method here and serialise what it returns. This
-module owns the rest: lookups with the checks every scoped request makes, conflicts between a PUT
-and what exists, long-running operation bookkeeping (``operations.py``), quotas, and what is handed
-to the job scheduler (a :class:`~.scheduling.JobScheduler`). Errors are :class:`ArmError`.
+Handlers (``api.py``) parse a request, look up what it names here (once: a typed record, or a
+:class:`~.records.Slot` where something may be created), call one method here with it and
+serialise what it returns. This module owns the rest: lookups with the checks every scoped
+request makes, conflicts between a PUT and what exists, long-running operation bookkeeping
+(``operations.py``), quotas, and what is handed to the job scheduler (a
+:class:`~.scheduling.JobScheduler`). Errors are raised by name (``errors.py``).
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import json
 import logging
 import shutil
 import uuid
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from ..core.arm_errors import ArmError, InvalidLocation, InvalidParameter, InvalidResourceLocation
 from ..core.context import ServiceContext
@@ -25,8 +27,8 @@ from ..resources.api import normalize_location, require_resource_group, check_su
 from . import operations
 from .operations import LongRunningOperation, finish_operation, iso_time, start_operation
 from .errors import (AlreadyExists, ClusterAlreadyExists, ClusterInUse, ClusterNotFound, ClusterNotReady,
-                     ExperimentNotFound, FileServerAlreadyExists, FileServerNotFound, JobAlreadyExists, JobNotFound,
-                     NotFound, WorkspaceNotFound)
+                     FileServerAlreadyExists, JobAlreadyExists)
+from .records import Cluster, Experiment, FileServer, Job, Resource, ResourceGroup, Scope, Slot, Workspace
 from .scheduling import JobScheduler, NoScheduler
 from .validation import TOOLKITS, Parsed, check_job_node_count, check_name
 
@@ -34,7 +36,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BatchAIProvider", "etag"]
 
-_TERMINAL = tuple(state.value for state in ExecutionState if state.is_terminal())
+R = TypeVar("R", bound=Resource)
+P = TypeVar("P", bound=Resource)
+
 #: first port that listRemoteLoginInformation reports; local nodes have no SSH daemon.
 _LOGIN_BASE_PORT = 50000
 #: quotas the local service reports; like Azure's defaults, they are advisory here.
@@ -117,11 +121,12 @@ class BatchAIProvider:
         doc = self.store.get("/" + "/".join(parts[:8]))
         return doc["location"] if doc else self.context.settings.location
 
-    def run_operation(self, resource_id: str, kind: str, work: Callable[[], Any]) -> LongRunningOperation:
-        """Start an operation, do ``work()`` (the whole change), finish it. ``work`` returning False
-        leaves it running (a completion check finishes it); a failure inside fails it and is raised."""
-        op = start_operation(self.context, location=self._workspace_location(resource_id),
-                             resource_id=resource_id, kind=kind)
+    def run_operation(self, slot: Slot[Any, Any], kind: str, work: Callable[[], Any], *,
+                      resource_id: Optional[str] = None) -> LongRunningOperation:
+        """Start an operation on the resource at ``slot`` (or ``resource_id``: the stored id, where it
+        differs in case), do ``work()`` (the whole change), finish it. ``work`` returning False leaves
+        it running (a completion check finishes it); a failure inside fails it and is raised."""
+        op = start_operation(self.context, location=slot.region, resource_id=resource_id or slot.id, kind=kind)
         try:
             done = work()
         except ArmError as err:
@@ -193,68 +198,74 @@ class BatchAIProvider:
             raise ValueError(f"unknown delete operation {kind!r}")
 
     # -- lookups --------------------------------------------------------------------------------
+    # Each runs the checks every request scoped to it makes first (subscription id, names, resource
+    # group), then reads the store once.
 
-    def workspace(self, sub: str, rg: str, ws: str, *, for_write: bool = False) -> dict[str, Any]:
-        """The workspace document, after the checks every workspace-scoped request makes first."""
+    def workspace_slot(self, sub: str, rg: str, ws: str, *, for_write: bool = False) -> Slot[ResourceGroup, Workspace]:
         check_subscription_id(sub)
         check_name(ws, "workspace", "workspaceName")
-        require_resource_group(self.context, sub, rg, for_write=for_write)
-        doc = self.store.get(workspace_id(sub, rg, ws))
-        if doc is None:
-            raise WorkspaceNotFound.named("workspace", ws)
-        return doc
+        group = ResourceGroup(require_resource_group(self.context, sub, rg, for_write=for_write))
+        ws_id = workspace_id(sub, rg, ws)
+        doc = self.store.get(ws_id)
+        existing = None if doc is None else Workspace(doc)
+        return Slot(kind=Workspace, parent=group, id=ws_id, name=ws, existing=existing, scope=Scope(sub, rg, ws),
+                    region=existing.location if existing else self.context.settings.location)
 
-    def _child(self, parent_id: str, segment: str, name: str, *, what: str, param: str, missing: type[NotFound],
-               must_exist: bool = True) -> tuple[str, Optional[dict[str, Any]]]:
-        check_name(name, what, param)
-        resource_id = f"{parent_id}/{segment}/{name}"
+    def workspace(self, sub: str, rg: str, ws: str, *, for_write: bool = False) -> Workspace:
+        return self.workspace_slot(sub, rg, ws, for_write=for_write).require()
+
+    def _child(self, kind: type[R], within: Slot[Any, P], segment: str, name: str, param: str) -> Slot[P, R]:
+        parent = within.require()
+        check_name(name, kind.what, param)
+        resource_id = f"{parent.id}/{segment}/{name}"
         doc = self.store.get(resource_id)
-        if doc is None and must_exist:
-            raise missing.named(what, name)
-        return resource_id, doc
+        return Slot(kind=kind, parent=parent, id=resource_id, name=name,
+                    existing=None if doc is None else kind(doc), scope=within.scope, region=within.region)
 
-    def experiment(self, sub: str, rg: str, ws: str, exp: str, *, for_write: bool = False) -> dict[str, Any]:
-        workspace = self.workspace(sub, rg, ws, for_write=for_write)
-        _, doc = self._child(workspace["id"], "experiments", exp, what="experiment", param="experimentName",
-                             missing=ExperimentNotFound)
-        assert doc is not None
-        return doc
+    def experiment_slot(self, sub: str, rg: str, ws: str, exp: str, *,
+                        for_write: bool = False) -> Slot[Workspace, Experiment]:
+        workspace = self.workspace_slot(sub, rg, ws, for_write=for_write)
+        return self._child(Experiment, workspace, "experiments", exp, "experimentName")
 
-    def cluster(self, sub: str, rg: str, ws: str, name: str, *, must_exist: bool = True,
-                for_write: bool = False) -> tuple[dict[str, Any], str, Optional[dict[str, Any]]]:
-        """(workspace, cluster id, cluster document or None)."""
-        workspace = self.workspace(sub, rg, ws, for_write=for_write)
-        cluster_id, doc = self._child(workspace["id"], "clusters", name, what="cluster", param="clusterName",
-                                      missing=ClusterNotFound, must_exist=must_exist)
-        return workspace, cluster_id, doc
+    def experiment(self, sub: str, rg: str, ws: str, exp: str, *, for_write: bool = False) -> Experiment:
+        return self.experiment_slot(sub, rg, ws, exp, for_write=for_write).require()
 
-    def job(self, sub: str, rg: str, ws: str, exp: str, name: str, *, must_exist: bool = True,
-            for_write: bool = False) -> tuple[dict[str, Any], str, Optional[dict[str, Any]]]:
-        """(experiment, job id, job document or None)."""
-        experiment = self.experiment(sub, rg, ws, exp, for_write=for_write)
-        job_id, doc = self._child(experiment["id"], "jobs", name, what="job", param="jobName", missing=JobNotFound,
-                                  must_exist=must_exist)
-        return experiment, job_id, doc
+    def cluster_slot(self, sub: str, rg: str, ws: str, name: str, *,
+                     for_write: bool = False) -> Slot[Workspace, Cluster]:
+        workspace = self.workspace_slot(sub, rg, ws, for_write=for_write)
+        return self._child(Cluster, workspace, "clusters", name, "clusterName")
 
-    def file_server(self, sub: str, rg: str, ws: str, name: str, *, must_exist: bool = True,
-                    for_write: bool = False) -> tuple[dict[str, Any], str, Optional[dict[str, Any]]]:
-        workspace = self.workspace(sub, rg, ws, for_write=for_write)
-        fs_id, doc = self._child(workspace["id"], "fileServers", name, what="file server", param="fileServerName",
-                                 missing=FileServerNotFound, must_exist=must_exist)
-        return workspace, fs_id, doc
+    def cluster(self, sub: str, rg: str, ws: str, name: str, *, for_write: bool = False) -> Cluster:
+        return self.cluster_slot(sub, rg, ws, name, for_write=for_write).require()
 
-    def children(self, resource_type: str, parent_id: str) -> list[dict[str, Any]]:
-        return self.store.list(resource_type.lower(), parent=parent_id)
+    def job_slot(self, sub: str, rg: str, ws: str, exp: str, name: str, *,
+                 for_write: bool = False) -> Slot[Experiment, Job]:
+        experiment = self.experiment_slot(sub, rg, ws, exp, for_write=for_write)
+        return self._child(Job, experiment, "jobs", name, "jobName")
 
-    def workspaces_of_subscription(self, sub: str) -> list[dict[str, Any]]:
+    def job(self, sub: str, rg: str, ws: str, exp: str, name: str, *, for_write: bool = False) -> Job:
+        return self.job_slot(sub, rg, ws, exp, name, for_write=for_write).require()
+
+    def file_server_slot(self, sub: str, rg: str, ws: str, name: str, *,
+                         for_write: bool = False) -> Slot[Workspace, FileServer]:
+        workspace = self.workspace_slot(sub, rg, ws, for_write=for_write)
+        return self._child(FileServer, workspace, "fileServers", name, "fileServerName")
+
+    def file_server(self, sub: str, rg: str, ws: str, name: str, *, for_write: bool = False) -> FileServer:
+        return self.file_server_slot(sub, rg, ws, name, for_write=for_write).require()
+
+    def children(self, kind: type[R], resource_type: str, parent: Resource) -> list[R]:
+        return [kind(doc) for doc in self.store.list(resource_type, parent=parent.id)]
+
+    def workspaces_of_subscription(self, sub: str) -> list[Workspace]:
         check_subscription_id(sub)
         prefix = f"/subscriptions/{sub.lower()}/"
-        return [w for w in self.store.list(WORKSPACE_TYPE) if resource_key(w["id"]).startswith(prefix)]
+        return [Workspace(w) for w in self.store.list(WORKSPACE_TYPE) if resource_key(w["id"]).startswith(prefix)]
 
-    def workspaces_of_group(self, sub: str, rg: str) -> list[dict[str, Any]]:
+    def workspaces_of_group(self, sub: str, rg: str) -> list[Workspace]:
         check_subscription_id(sub)
         group = require_resource_group(self.context, sub, rg)
-        return self.store.list(WORKSPACE_TYPE, parent=group["id"])
+        return [Workspace(w) for w in self.store.list(WORKSPACE_TYPE, parent=group["id"])]
 
     # -- usages ---------------------------------------------------------------------------------
 
@@ -293,58 +304,47 @@ class BatchAIProvider:
 
     # -- workspaces -----------------------------------------------------------------------------
 
-    def workspace_scope(self, sub: str, rg: str, ws: str) -> dict[str, Any]:
-        """The resource group a workspace is (to be) written in, after the checks a write makes first."""
-        check_subscription_id(sub)
-        check_name(ws, "workspace", "workspaceName")
-        return require_resource_group(self.context, sub, rg, for_write=True)
-
-    def put_workspace(self, sub: str, rg: str, ws: str, request: dict[str, Any]) -> dict[str, Any]:
-        group = self.workspace_scope(sub, rg, ws)
+    def put_workspace(self, slot: Slot[ResourceGroup, Workspace], request: dict[str, Any]) -> Workspace:
         try:
             location = normalize_location(request["location"], self.context, field="location")
         except ArmError as err:
             raise InvalidLocation(err.message, target="location") from None
-        ws_id = workspace_id(sub, rg, ws)
-        existing = self.store.get(ws_id)
+        existing = slot.existing
         if existing is not None:
-            if existing["location"] != location:
+            if existing.location != location:
                 raise InvalidResourceLocation(
-                    f"The workspace '{existing['name']}' already exists in location "
-                    f"'{existing['location']}'; it cannot be moved to '{location}'. Delete it first or "
+                    f"The workspace '{existing.name}' already exists in location "
+                    f"'{existing.location}'; it cannot be moved to '{location}'. Delete it first or "
                     "keep its location.")
             return self._retag(existing, request.get("tags"))
         now = iso_time()
-        doc: dict[str, Any] = {"id": ws_id, "name": ws, "type": WORKSPACE_TYPE, "location": location}
+        doc: dict[str, Any] = {"id": slot.id, "name": slot.name, "type": WORKSPACE_TYPE, "location": location}
         if request.get("tags"):
             doc["tags"] = request["tags"]
         doc["properties"] = {"provisioningState": "succeeded", "provisioningStateTransitionTime": now,
                              "creationTime": now}
-        self.store.put(ws_id, WORKSPACE_TYPE, group["id"], doc)
-        return doc
+        self.store.put(slot.id, WORKSPACE_TYPE, slot.parent.id, doc)
+        return Workspace(doc)
 
-    def _retag(self, workspace: dict[str, Any], tags: Optional[dict[str, str]]) -> dict[str, Any]:
+    def _retag(self, workspace: Workspace, tags: Optional[dict[str, str]]) -> Workspace:
         def retag(body: dict[str, Any]) -> None:
             body.pop("tags", None)
             if tags:
                 body["tags"] = tags
             body["properties"] = body.pop("properties")  # keep properties last, as the service did
-        return self.store.update(workspace["id"], retag) or workspace
+        updated = self.store.update(workspace.id, retag)
+        return workspace if updated is None else Workspace(updated)
 
-    def patch_workspace(self, workspace: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    def patch_workspace(self, workspace: Workspace, request: dict[str, Any]) -> Workspace:
         if "tags" not in request:
             return workspace
         return self._retag(workspace, request["tags"] or {})
 
-    def delete_workspace(self, sub: str, rg: str, ws: str) -> Optional[LongRunningOperation]:
+    def delete_workspace(self, slot: Slot[ResourceGroup, Workspace]) -> Optional[LongRunningOperation]:
         """None when there is no such workspace."""
-        check_subscription_id(sub)
-        check_name(ws, "workspace", "workspaceName")
-        require_resource_group(self.context, sub, rg)
-        ws_id = workspace_id(sub, rg, ws)
-        if self.store.get(ws_id) is None:
+        if slot.existing is None:
             return None
-        return self.run_operation(ws_id, "workspaces/delete", lambda: self.delete_workspace_tree(ws_id))
+        return self.run_operation(slot, "workspaces/delete", lambda: self.delete_workspace_tree(slot.id))
 
     def delete_workspace_tree(self, ws_id: str) -> None:
         """Delete a workspace and everything in it: stop and forget its jobs, free its clusters' nodes,
@@ -363,50 +363,47 @@ class BatchAIProvider:
             self.delete_workspace_tree(workspace["id"])
 
     def _stop_job(self, job_id: str) -> None:
-        job = self.store.get(job_id)
-        if job is not None and job["properties"].get("executionState") not in _TERMINAL:
+        # Read again: the job may have ended since the delete began.
+        if not self._job_ended(job_id):
             self.scheduler.terminate_job(job_id)
         self.scheduler.forget_job(job_id)
 
     # -- experiments ----------------------------------------------------------------------------
 
-    def put_experiment(self, sub: str, rg: str, ws: str, exp: str) -> dict[str, Any]:
-        workspace = self.workspace(sub, rg, ws, for_write=True)
-        exp_id, existing = self._child(workspace["id"], "experiments", exp, what="experiment",
-                                       param="experimentName", missing=ExperimentNotFound, must_exist=False)
-        if existing is not None:
-            return existing
+    def put_experiment(self, slot: Slot[Workspace, Experiment]) -> Experiment:
+        if slot.existing is not None:
+            return slot.existing
         now = iso_time()
-        doc = {"id": exp_id, "name": exp, "type": EXPERIMENT_TYPE,
+        doc = {"id": slot.id, "name": slot.name, "type": EXPERIMENT_TYPE,
                "properties": {"provisioningState": "succeeded", "provisioningStateTransitionTime": now,
                               "creationTime": now}}
-        self.store.put(exp_id, EXPERIMENT_TYPE, workspace["id"], doc)
-        return doc
+        self.store.put(slot.id, EXPERIMENT_TYPE, slot.parent.id, doc)
+        return Experiment(doc)
 
-    def delete_experiment(self, sub: str, rg: str, ws: str, exp: str) -> Optional[LongRunningOperation]:
-        workspace = self.workspace(sub, rg, ws)
-        _, existing = self._child(workspace["id"], "experiments", exp, what="experiment", param="experimentName",
-                                  missing=ExperimentNotFound, must_exist=False)
-        if existing is None:
+    def delete_experiment(self, slot: Slot[Workspace, Experiment]) -> Optional[LongRunningOperation]:
+        return self._delete(slot, "experiments/delete")
+
+    def _delete(self, slot: Slot[Any, Any], kind: str) -> Optional[LongRunningOperation]:
+        """A delete's operation, or None when there is nothing to delete."""
+        if slot.existing is None:
             return None
-
-        return self.run_operation(existing["id"], "experiments/delete",
-                                  lambda: self._finish_delete("experiments/delete", existing["id"]))
+        resource_id = slot.existing.id
+        return self.run_operation(slot, kind, lambda: self._finish_delete(kind, resource_id), resource_id=resource_id)
 
     # -- clusters -------------------------------------------------------------------------------
 
-    def put_cluster(self, sub: str, rg: str, ws: str, name: str, parsed: Parsed) -> LongRunningOperation:
-        workspace, cluster_id, existing = self.cluster(sub, rg, ws, name, must_exist=False, for_write=True)
+    def put_cluster(self, slot: Slot[Workspace, Cluster], parsed: Parsed) -> LongRunningOperation:
+        existing = slot.existing
         if existing is not None:
-            stored = {k: existing["properties"][k] for k in _CLUSTER_REQUEST_KEYS if k in existing["properties"]}
+            stored = {k: existing.properties[k] for k in _CLUSTER_REQUEST_KEYS if k in existing.properties}
             # scaleSettings change through PATCH, so a retried create need not repeat the current size.
             request = {k: parsed.properties[k] for k in _CLUSTER_REQUEST_KEYS if k in parsed.properties}
             request["scaleSettings"] = stored.get("scaleSettings")
-            _refuse_conflict(ClusterAlreadyExists, "cluster", existing["name"], request, parsed.private, stored,
-                             self.store.get_private(cluster_id),
+            _refuse_conflict(ClusterAlreadyExists, "cluster", existing.name, request, parsed.private, stored,
+                             self.store.get_private(slot.id),
                              "A cluster's settings cannot change after creation (only scaleSettings, through "
                              "PATCH); delete the cluster first or create one with another name.")
-            return self.run_operation(cluster_id, "clusters/create", lambda: None)
+            return self.run_operation(slot, "clusters/create", lambda: None)
 
         def work() -> None:
             now = iso_time()
@@ -416,49 +413,46 @@ class BatchAIProvider:
                 "vmSize": parsed.properties["vmSize"], "currentNodeCount": 0, "nodeStateCounts": node_state_counts(),
             }
             props.update({k: parsed.properties[k] for k in _CLUSTER_REQUEST_KEYS[1:] if k in parsed.properties})
-            doc = {"id": cluster_id, "name": name, "type": CLUSTER_TYPE, "properties": props}
-            self.store.put(cluster_id, CLUSTER_TYPE, workspace["id"], doc,
-                           private=parsed.private)
+            doc = {"id": slot.id, "name": slot.name, "type": CLUSTER_TYPE, "properties": props}
+            self.store.put(slot.id, CLUSTER_TYPE, slot.parent.id, doc, private=parsed.private)
             self.scheduler.notify()
-        return self.run_operation(cluster_id, "clusters/create", work)
+        return self.run_operation(slot, "clusters/create", work)
 
-    def scale_cluster(self, cluster: dict[str, Any], scale: dict[str, Any]) -> dict[str, Any]:
+    def scale_cluster(self, cluster: Cluster, scale: dict[str, Any]) -> Cluster:
         """New scale settings. The answer shows the cluster as it is until the scheduler starts
         resizing it, as the recorded service answered (a PATCH of a steady cluster answered steady)."""
         def change(body: dict[str, Any]) -> None:
             body["properties"]["scaleSettings"] = scale
-        updated = self.store.update(cluster["id"], change)
+        updated = self.store.update(cluster.id, change)
         if updated is None:
-            raise ClusterNotFound.named("cluster", cluster["name"])
+            raise ClusterNotFound.named(Cluster.what, cluster.name)
         self.scheduler.notify()
-        return updated
+        return Cluster(updated)
 
-    def delete_cluster(self, sub: str, rg: str, ws: str, name: str) -> Optional[LongRunningOperation]:
-        _, _, doc = self.cluster(sub, rg, ws, name, must_exist=False)
-        if doc is None:
-            return None
-        running = self.scheduler.running_jobs(doc["id"])
-        if running:
-            names = ", ".join(job.rstrip("/").rsplit("/", 1)[-1] for job in running)
-            raise ClusterInUse(
-                f"The cluster '{doc['name']}' cannot be deleted while jobs run on it ({names}); "
-                "terminate or delete those jobs first.")
+    def delete_cluster(self, slot: Slot[Workspace, Cluster]) -> Optional[LongRunningOperation]:
+        cluster = slot.existing
+        if cluster is not None:
+            running = self.scheduler.running_jobs(cluster.id)
+            if running:
+                names = ", ".join(job.rstrip("/").rsplit("/", 1)[-1] for job in running)
+                raise ClusterInUse(
+                    f"The cluster '{cluster.name}' cannot be deleted while jobs run on it ({names}); "
+                    "terminate or delete those jobs first.")
+        return self._delete(slot, "clusters/delete")
 
-        return self.run_operation(doc["id"], "clusters/delete", lambda: self._finish_delete("clusters/delete", doc["id"]))
-
-    def cluster_logins(self, cluster: dict[str, Any]) -> list[dict[str, Any]]:
+    def cluster_logins(self, cluster: Cluster) -> list[dict[str, Any]]:
         """One entry per node the cluster has or is getting (nodes being added are not counted while it
         resizes). Local nodes have no SSH daemon: the node ids and ports are stable placeholders
         (port 50000 + node index) so that clients listing them work."""
-        props = cluster["properties"]
+        props = cluster.properties
         scale = props.get("scaleSettings") or {}
         wanted = (scale.get("manual") or {}).get("targetNodeCount") \
             or (scale.get("autoScale") or {}).get("minimumNodeCount") or 0
-        return _login_entries(cluster["id"], max(int(props.get("currentNodeCount", 0)), int(wanted)))
+        return _login_entries(cluster.id, max(int(props.get("currentNodeCount", 0)), int(wanted)))
 
     # -- jobs -----------------------------------------------------------------------------------
 
-    def _resolve_cluster(self, cluster_ref: str, subscription: str) -> dict[str, Any]:
+    def _resolve_cluster(self, cluster_ref: str, subscription: str) -> Cluster:
         parts = cluster_ref.strip("/").split("/")
         shaped = len(parts) == len(_CLUSTER_ID_SHAPE) and all(
             want is None or part.lower() == want for part, want in zip(parts, _CLUSTER_ID_SHAPE))
@@ -473,39 +467,41 @@ class BatchAIProvider:
                 f"({subscription}).", target="properties.cluster.id")
         doc = self.store.get(cluster_ref)
         if doc is None:
-            raise ClusterNotFound.named("cluster", parts[-1], target="properties.cluster.id")
-        if doc["properties"].get("provisioningState") != "succeeded":
+            raise ClusterNotFound.named(Cluster.what, parts[-1], target="properties.cluster.id")
+        cluster = Cluster(doc)
+        if cluster.provisioning_state != "succeeded":
             raise ClusterNotReady(
-                f"The cluster '{doc['name']}' is {doc['properties'].get('provisioningState')}; jobs can "
+                f"The cluster '{cluster.name}' is {cluster.provisioning_state}; jobs can "
                 "be submitted only to clusters whose provisioningState is succeeded.")
-        return doc
+        return cluster
 
-    def put_job(self, sub: str, rg: str, ws: str, exp: str, name: str, parsed: Parsed) -> LongRunningOperation:
-        experiment, job_id, existing = self.job(sub, rg, ws, exp, name, must_exist=False, for_write=True)
+    def put_job(self, slot: Slot[Experiment, Job], parsed: Parsed) -> LongRunningOperation:
         props = parsed.properties
+        existing = slot.existing
         if existing is not None:
-            _refuse_conflict(JobAlreadyExists, "job", existing["name"], _job_request_view(props), parsed.private,
-                             _job_request_view(existing["properties"]), self.store.get_private(job_id),
+            _refuse_conflict(JobAlreadyExists, "job", existing.name, _job_request_view(props), parsed.private,
+                             _job_request_view(existing.properties), self.store.get_private(slot.id),
                              "A job cannot be changed once created; delete it first or submit it under another name.")
-            return self.run_operation(job_id, "jobs/create", lambda: None)
-        cluster = self._resolve_cluster(props["cluster"]["id"], sub)
-        check_job_node_count(props["nodeCount"], cluster["name"], cluster["properties"])
+            return self.run_operation(slot, "jobs/create", lambda: None)
+        cluster = self._resolve_cluster(props["cluster"]["id"], slot.scope.subscription)
+        check_job_node_count(props["nodeCount"], cluster.name, cluster.properties)
 
         def work() -> None:
-            doc = {"id": job_id, "name": name, "type": JOB_TYPE,
-                   "properties": self._new_job_properties(sub, rg, ws, experiment, name, props)}
-            self.store.put(job_id, JOB_TYPE, experiment["id"], doc,
-                           private=parsed.private)
+            doc = {"id": slot.id, "name": slot.name, "type": JOB_TYPE,
+                   "properties": self._new_job_properties(slot, props)}
+            self.store.put(slot.id, JOB_TYPE, slot.parent.id, doc, private=parsed.private)
             self.scheduler.notify()
-        return self.run_operation(job_id, "jobs/create", work)
+        return self.run_operation(slot, "jobs/create", work)
 
     @staticmethod
-    def _new_job_properties(sub: str, rg: str, ws: str, experiment: dict[str, Any], name: str,
-                            props: dict[str, Any]) -> dict[str, Any]:
+    def _new_job_properties(slot: Slot[Experiment, Job], props: dict[str, Any]) -> dict[str, Any]:
         """A new job's properties in the order the service answered them, with what it set itself."""
         now = iso_time()
-        segment = f"{sub}/{rg}/workspaces/{ws}/experiments/{experiment['name']}/jobs/{name}/{uuid.uuid4()}"
-        body: dict[str, Any] = {"experimentName": experiment["name"]}
+        experiment = slot.parent
+        scope = slot.scope
+        segment = (f"{scope.subscription}/{scope.resource_group}/workspaces/{scope.workspace}/experiments/"
+                   f"{experiment.name}/jobs/{slot.name}/{uuid.uuid4()}")
+        body: dict[str, Any] = {"experimentName": experiment.name}
         body.update({k: props[k] for k in _JOB_LEAD})
         body["jobOutputDirectoryPathSegment"] = segment
         for key, value in props.items():
@@ -516,56 +512,52 @@ class BatchAIProvider:
             body[key] = value
         body["constraints"] = props["constraints"]
         body.update({"creationTime": now, "provisioningState": "succeeded", "provisioningStateTransitionTime": now,
-                     "executionState": "queued", "executionStateTransitionTime": now})
+                     "executionState": ExecutionState.QUEUED.value, "executionStateTransitionTime": now})
         return body
 
-    def delete_job(self, sub: str, rg: str, ws: str, exp: str, name: str) -> Optional[LongRunningOperation]:
-        _, _, doc = self.job(sub, rg, ws, exp, name, must_exist=False)
-        if doc is None:
-            return None
-
-        return self.run_operation(doc["id"], "jobs/delete", lambda: self._finish_delete("jobs/delete", doc["id"]))
+    def delete_job(self, slot: Slot[Experiment, Job]) -> Optional[LongRunningOperation]:
+        return self._delete(slot, "jobs/delete")
 
     def _job_ended(self, job_id: str) -> bool:
-        job = self.store.get(job_id)
-        return job is None or job["properties"].get("executionState") in _TERMINAL
+        """Whether the job, read now, has ended (or is gone)."""
+        doc = self.store.get(job_id)
+        return doc is None or Job(doc).ended
 
-    def terminate_job(self, job: dict[str, Any]) -> LongRunningOperation:
+    def terminate_job(self, slot: Slot[Experiment, Job]) -> LongRunningOperation:
+        job = slot.require()
+
         def work() -> bool:
-            if job["properties"].get("executionState") not in _TERMINAL:
-                self.scheduler.terminate_job(job["id"])
+            if not job.ended:
+                self.scheduler.terminate_job(job.id)
             # Finished now if the job has ended; otherwise each poll checks again (_terminate_done).
-            return self._job_ended(job["id"])
-        return self.run_operation(job["id"], "jobs/terminate", work)
+            return self._job_ended(job.id)
+        return self.run_operation(slot, "jobs/terminate", work, resource_id=job.id)
 
-    def job_logins(self, job: dict[str, Any]) -> list[dict[str, Any]]:
+    def job_logins(self, job: Job) -> list[dict[str, Any]]:
         """The nodes a job ran on: one entry per node once it has started (placeholders)."""
-        props = job["properties"]
-        started = bool((props.get("executionInfo") or {}).get("startTime"))
-        return _login_entries(props["cluster"]["id"], int(props.get("nodeCount", 0)) if started else 0)
+        return _login_entries(job.cluster_id, int(job.properties.get("nodeCount", 0)) if job.started else 0)
 
     # -- file servers ---------------------------------------------------------------------------
 
-    def put_file_server(self, sub: str, rg: str, ws: str, name: str, parsed: Parsed) -> LongRunningOperation:
-        workspace, fs_id, existing = self.file_server(sub, rg, ws, name, must_exist=False, for_write=True)
+    def put_file_server(self, slot: Slot[Workspace, FileServer], parsed: Parsed) -> LongRunningOperation:
+        existing = slot.existing
         if existing is not None:
-            stored = {k: existing["properties"][k] for k in _FILE_SERVER_REQUEST_KEYS if k in existing["properties"]}
+            stored = {k: existing.properties[k] for k in _FILE_SERVER_REQUEST_KEYS if k in existing.properties}
             request = {k: parsed.properties[k] for k in _FILE_SERVER_REQUEST_KEYS if k in parsed.properties}
-            _refuse_conflict(FileServerAlreadyExists, "file server", existing["name"], request, parsed.private,
-                             stored, self.store.get_private(fs_id),
+            _refuse_conflict(FileServerAlreadyExists, "file server", existing.name, request, parsed.private,
+                             stored, self.store.get_private(slot.id),
                              "Delete the file server first or create one with another name.")
-            return self.run_operation(fs_id, "fileservers/create", lambda: None)
+            return self.run_operation(slot, "fileservers/create", lambda: None)
 
         def work() -> None:
             now = iso_time()
             props: dict[str, Any] = {"provisioningState": "creating", "creationTime": now,
                                      "provisioningStateTransitionTime": now}
             props.update({k: parsed.properties[k] for k in _FILE_SERVER_REQUEST_KEYS if k in parsed.properties})
-            doc = {"id": fs_id, "name": name, "type": FILE_SERVER_TYPE, "properties": props}
-            self.store.put(fs_id, FILE_SERVER_TYPE, workspace["id"], doc,
-                           private=parsed.private)
-            self._finish_file_server(fs_id)
-        return self.run_operation(fs_id, "fileservers/create", work)
+            doc = {"id": slot.id, "name": slot.name, "type": FILE_SERVER_TYPE, "properties": props}
+            self.store.put(slot.id, FILE_SERVER_TYPE, slot.parent.id, doc, private=parsed.private)
+            self._finish_file_server(slot.id)
+        return self.run_operation(slot, "fileservers/create", work)
 
     def _finish_file_server(self, fs_id: str) -> None:
         """A local file server is a directory; its "export" is ready once the directory exists."""
@@ -578,13 +570,8 @@ class BatchAIProvider:
                                                    "fileServerInternalIP": "127.0.0.1"}
         self.store.update(fs_id, ready)
 
-    def delete_file_server(self, sub: str, rg: str, ws: str, name: str) -> Optional[LongRunningOperation]:
-        _, _, doc = self.file_server(sub, rg, ws, name, must_exist=False)
-        if doc is None:
-            return None
-
-        return self.run_operation(doc["id"], "fileservers/delete",
-                                  lambda: self._finish_delete("fileservers/delete", doc["id"]))
+    def delete_file_server(self, slot: Slot[Workspace, FileServer]) -> Optional[LongRunningOperation]:
+        return self._delete(slot, "fileservers/delete")
 
 
 def _terminate_done(context: ServiceContext,

@@ -171,10 +171,8 @@ class BatchAIProvider:
             finish_operation(self.context, op.id, error=error)
 
     def _finish_delete(self, kind: str, resource_id: str) -> None:
-        """What a delete of ``kind`` does once it has been accepted; doing it again is harmless."""
-        doc = self.store.get(resource_id)
-        if doc is None:
-            return
+        """What a delete of ``kind`` does once it has been accepted; doing it again, or for a resource
+        already gone, is harmless."""
         if kind == "workspaces/delete":
             self.delete_workspace_tree(resource_id)
         elif kind == "experiments/delete":

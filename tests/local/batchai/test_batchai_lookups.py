@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from batchai_helpers import EXP, RG, WS, make_cluster, make_workspace, raw, ws_path
+from batchai_helpers import EXP, RG, make_cluster, make_workspace, raw, ws_path
 from horovod_batchai.local.core.store import resource_key
 from service_support import SUBSCRIPTION
 

@@ -22,7 +22,8 @@ from ..core.routing import Call, Route, json_response
 from . import operations
 from ..runner.resource_types import CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE
 from .provider import BatchAIProvider, etag
-from .records import Cluster, Experiment, FileServer, Job, Resource
+from ..core.records import Resource
+from .records import Cluster, Experiment, FileServer, Job
 from .operations import API_VERSION, LongRunningOperation, accepted_response
 from .outputs import list_output_files as list_files
 from .validation import (check_int_query, parse_cluster_create, parse_cluster_update, parse_file_server_create,

@@ -28,7 +28,9 @@ from . import operations
 from .operations import LongRunningOperation, finish_operation, iso_time, start_operation
 from .errors import (AlreadyExists, ClusterAlreadyExists, ClusterInUse, ClusterNotFound, ClusterNotReady,
                      FileServerAlreadyExists, JobAlreadyExists)
-from .records import Cluster, Experiment, FileServer, Job, Resource, ResourceGroup, Scope, Slot, Workspace
+from ..core.records import Resource
+from ..resources.records import ResourceGroup
+from .records import BatchAIResource, Cluster, Experiment, FileServer, Job, Scope, Slot, Workspace
 from .scheduling import JobScheduler, NoScheduler
 from .validation import TOOLKITS, Parsed, check_job_node_count, check_name
 
@@ -36,8 +38,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BatchAIProvider", "etag"]
 
-R = TypeVar("R", bound=Resource)
-P = TypeVar("P", bound=Resource)
+R = TypeVar("R", bound=BatchAIResource)
+P = TypeVar("P", bound=BatchAIResource)
 
 #: first port that listRemoteLoginInformation reports; local nodes have no SSH daemon.
 _LOGIN_BASE_PORT = 50000
@@ -202,7 +204,7 @@ class BatchAIProvider:
     def workspace_slot(self, sub: str, rg: str, ws: str, *, for_write: bool = False) -> Slot[ResourceGroup, Workspace]:
         check_subscription_id(sub)
         check_name(ws, "workspace", "workspaceName")
-        group = ResourceGroup(require_resource_group(self.context, sub, rg, for_write=for_write))
+        group = require_resource_group(self.context, sub, rg, for_write=for_write)
         ws_id = workspace_id(sub, rg, ws)
         doc = self.store.get(ws_id)
         existing = None if doc is None else Workspace(doc)
@@ -263,7 +265,7 @@ class BatchAIProvider:
     def workspaces_of_group(self, sub: str, rg: str) -> list[Workspace]:
         check_subscription_id(sub)
         group = require_resource_group(self.context, sub, rg)
-        return [Workspace(w) for w in self.store.list(WORKSPACE_TYPE, parent=group["id"])]
+        return [Workspace(w) for w in self.store.list(WORKSPACE_TYPE, parent=group.id)]
 
     # -- usages ---------------------------------------------------------------------------------
 

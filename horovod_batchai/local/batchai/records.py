@@ -1,9 +1,5 @@
-"""What the Batch AI provider and its handlers hand each other: stored resources as typed records.
-
-A record wraps one resource's document exactly as the store keeps it and the service answers it
-(``doc``: key order and all, so answers stay byte for byte what they were) and reads the
-properties the service decides on by name. Records are frozen: the provider changes a resource
-only through the store (``Store.update``), which gives back a new document and so a new record.
+"""What the Batch AI provider and its handlers hand each other: stored resources as typed records
+(see ``core/records.py``).
 
 A :class:`Slot` is where a child resource is or would be created: the parent it was looked up
 under, its id and name, and what is stored there now. A handler that checks the scope before it
@@ -11,53 +7,28 @@ parses a body gets the slot once and hands it to the provider, which does not lo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Optional, TypeVar
+from dataclasses import dataclass
+from typing import ClassVar, Generic, Optional, TypeVar
 
+from ..core.records import Resource
 from ..runner.states import ExecutionState
 from .errors import ClusterNotFound, ExperimentNotFound, FileServerNotFound, JobNotFound, NotFound, WorkspaceNotFound
 
-__all__ = ["Resource", "ResourceGroup", "Workspace", "Experiment", "Cluster", "Job", "FileServer", "Scope", "Slot"]
+__all__ = ["BatchAIResource", "Workspace", "Experiment", "Cluster", "Job", "FileServer", "Scope", "Slot"]
 
 
-@dataclass(frozen=True)
-class Resource:
-    """A stored resource: its document, as answered."""
+@dataclass(frozen=True, repr=False)
+class BatchAIResource(Resource):
+    """A stored Batch AI resource."""
 
     #: how requests name the kind ("The specified cluster x is not found").
     what: ClassVar[str] = "resource"
     #: the error a missing one is answered with.
     missing: ClassVar[type[NotFound]] = NotFound
 
-    doc: dict[str, Any] = field(repr=False)
-
-    @property
-    def id(self) -> str:
-        return str(self.doc["id"])
-
-    @property
-    def name(self) -> str:
-        return str(self.doc["name"])
-
-    @property
-    def properties(self) -> dict[str, Any]:
-        return self.doc.get("properties") or {}
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(id={self.id!r})"
-
 
 @dataclass(frozen=True, repr=False)
-class ResourceGroup(Resource):
-    what = "resource group"
-
-    @property
-    def location(self) -> str:
-        return str(self.doc["location"])
-
-
-@dataclass(frozen=True, repr=False)
-class Workspace(Resource):
+class Workspace(BatchAIResource):
     what = "workspace"
     missing = WorkspaceNotFound
 
@@ -67,13 +38,13 @@ class Workspace(Resource):
 
 
 @dataclass(frozen=True, repr=False)
-class Experiment(Resource):
+class Experiment(BatchAIResource):
     what = "experiment"
     missing = ExperimentNotFound
 
 
 @dataclass(frozen=True, repr=False)
-class Cluster(Resource):
+class Cluster(BatchAIResource):
     what = "cluster"
     missing = ClusterNotFound
 
@@ -83,7 +54,7 @@ class Cluster(Resource):
 
 
 @dataclass(frozen=True, repr=False)
-class Job(Resource):
+class Job(BatchAIResource):
     what = "job"
     missing = JobNotFound
 
@@ -106,14 +77,14 @@ class Job(Resource):
 
 
 @dataclass(frozen=True, repr=False)
-class FileServer(Resource):
+class FileServer(BatchAIResource):
     what = "file server"
     missing = FileServerNotFound
 
 
 _TERMINAL = frozenset(state.value for state in ExecutionState if state.is_terminal())
 
-R = TypeVar("R", bound=Resource)
+R = TypeVar("R", bound=BatchAIResource)
 P = TypeVar("P", bound=Resource)
 
 

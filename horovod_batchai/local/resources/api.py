@@ -33,6 +33,7 @@ from werkzeug.wrappers import Response
 
 from ..core.api_versions import RESOURCES
 from ..core.arm_errors import InvalidLocation, InvalidRequestContent, OperationNotFound
+from .records import ResourceGroup
 from .errors import (InvalidResourceGroup, InvalidResourceGroupLocation, InvalidSubscriptionId, InvalidTagCount,
                      InvalidTagLength, InvalidTagNameCharacters, LocationNotAvailableForResourceGroup, LocationRequired,
                      ResourceGroupBeingDeleted, ResourceGroupDeletionBlocked, ResourceGroupNotFound)
@@ -127,17 +128,18 @@ def resource_group_id(subscription_id: str, resource_group_name: str) -> str:
 
 
 def require_resource_group(context: ServiceContext, subscription_id: str, resource_group_name: str, *,
-                           for_write: bool = False) -> dict[str, Any]:
-    """The group's document, as every group-scoped request needs it first.
+                           for_write: bool = False) -> ResourceGroup:
+    """The group, as every group-scoped request needs it first.
 
     Raises 404 ``ResourceGroupNotFound`` when there is no such group and, with ``for_write``,
     409 ``ResourceGroupBeingDeleted`` while it is being deleted (ARM refuses writes into it)."""
     check_subscription_id(subscription_id)
-    group = context.store.get(resource_group_id(subscription_id, resource_group_name))
-    if group is None:
+    doc = context.store.get(resource_group_id(subscription_id, resource_group_name))
+    if doc is None:
         raise ResourceGroupNotFound.named(resource_group_name)
-    if for_write and group["properties"].get("provisioningState") == "Deleting":
-        raise ResourceGroupBeingDeleted.named(group["name"])
+    group = ResourceGroup(doc)
+    if for_write and group.deleting:
+        raise ResourceGroupBeingDeleted.named(group.name)
     return group
 
 
@@ -191,7 +193,7 @@ def put_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) 
 
 
 def get_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    return json_response(require_resource_group(call.context, subscriptionId, resourceGroupName))
+    return json_response(require_resource_group(call.context, subscriptionId, resourceGroupName).doc)
 
 
 def head_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
@@ -205,8 +207,8 @@ def patch_resource_group(call: Call, subscriptionId: str, resourceGroupName: str
     request = call.json_object()
     if "location" in request and request["location"] is not None:
         location = normalize_location(request["location"], call.context)
-        if location != group["location"]:
-            raise InvalidResourceGroupLocation.moving(location, group["location"])
+        if location != group.location:
+            raise InvalidResourceGroupLocation.moving(location, group.location)
     tags = validate_tags(request.get("tags"))
     managed_by = request.get("managedBy")
     if managed_by is not None and not isinstance(managed_by, str):
@@ -220,7 +222,7 @@ def patch_resource_group(call: Call, subscriptionId: str, resourceGroupName: str
         if managed_by is not None:
             body["managedBy"] = managed_by
 
-    updated = call.context.store.update(group["id"], change)
+    updated = call.context.store.update(group.id, change)
     if updated is None:
         raise ResourceGroupNotFound.named(resourceGroupName)
     return json_response(updated)
@@ -279,11 +281,11 @@ def delete_resource_group(call: Call, subscriptionId: str, resourceGroupName: st
 
     with context.store.transaction() as db:
         db.execute("INSERT INTO resource_group_deletions (id, resource_group, status, started) VALUES (?, ?, ?, ?)",
-                   (operation_id, resource_key(group["id"]), "InProgress", time.time()))
-    context.store.update(group["id"], mark_deleting)
-    _start_teardown(context, group["id"])
+                   (operation_id, resource_key(group.id), "InProgress", time.time()))
+    context.store.update(group.id, mark_deleting)
+    _start_teardown(context, group.id)
     location = call.url(f"/subscriptions/{subscriptionId}/operationresults/"
-                        f"{_operation_token(operation_id, group['name'], group['location'])}",
+                        f"{_operation_token(operation_id, group.name, group.location)}",
                         **{"api-version": call.api_version})
     return Response(b"", status=202, headers={"Location": location, "Retry-After": _POLL_RETRY_AFTER})
 

@@ -34,6 +34,7 @@ from ..blob.azurite import AzuriteError
 from ..core.api_versions import STORAGE
 from ..core.arm_errors import (InvalidRequestContent, InvalidRequestPropertyValue, InvalidResourceLocation,
                                ResourceNotFound)
+from .records import StorageAccount
 from .errors import AccountNameInvalid, StorageAccountAlreadyTaken, StorageAccountKindChangeNotAllowed
 from ..core.context import ServiceContext
 from ..core.routing import Call, Route, json_response
@@ -88,13 +89,13 @@ def _not_found(account_name: str, group_name: str) -> ResourceNotFound:
         f"'{group_name}' was not found.")
 
 
-def _published(context: ServiceContext, account: dict[str, Any]) -> dict[str, Any]:
-    """The account as answered: with the blob endpoint where Azurite runs."""
-    blob = context.blob.account_url(account["name"]) if context.blob is not None else None
+def _published(context: ServiceContext, doc: dict[str, Any]) -> dict[str, Any]:
+    """An account's document as answered: with the blob endpoint where Azurite runs."""
+    blob = context.blob.account_url(doc["name"]) if context.blob is not None else None
     if blob is None:
-        return account
-    endpoints = {**account["properties"].get("primaryEndpoints", {}), "blob": blob}
-    return {**account, "properties": {**account["properties"], "primaryEndpoints": endpoints}}
+        return doc
+    endpoints = {**doc["properties"].get("primaryEndpoints", {}), "blob": blob}
+    return {**doc, "properties": {**doc["properties"], "primaryEndpoints": endpoints}}
 
 
 def _tell_blob_endpoint(context: ServiceContext) -> None:
@@ -190,7 +191,7 @@ def put_account(call: Call, subscriptionId: str, resourceGroupName: str, account
     tags = validate_tags(request.get("tags"))
     settable = _settable_properties(request.get("properties"))
     context = call.context
-    account_id = _account_id(subscriptionId, group["name"], accountName)
+    account_id = _account_id(subscriptionId, group.name, accountName)
     # Check-then-create under the context lock: account names are global, and two groups may race.
     with context.lock:
         holder = find_account(context.store, accountName)
@@ -200,7 +201,7 @@ def put_account(call: Call, subscriptionId: str, resourceGroupName: str, account
             if holder["location"] != location:
                 raise InvalidResourceLocation(
                     f"The resource '{accountName}' already exists in location '{holder['location']}' in "
-                    f"resource group '{group['name']}'. A resource with the same name cannot be created "
+                    f"resource group '{group.name}'. A resource with the same name cannot be created "
                     f"in location '{location}'. Please select a new resource name.")
             if holder["kind"] != kind:
                 raise StorageAccountKindChangeNotAllowed(
@@ -210,7 +211,7 @@ def put_account(call: Call, subscriptionId: str, resourceGroupName: str, account
             body = _account_body(holder["id"], holder["name"], location, sku, kind,
                                  tags if tags is not None else holder.get("tags", {}), settable,
                                  call.base_url, holder["properties"]["creationTime"])
-            context.store.put(holder["id"], ACCOUNT_TYPE, group["id"], body)
+            context.store.put(holder["id"], ACCOUNT_TYPE, group.id, body)
             return json_response(account_for_version(_published(context, body), call.api_version), 200)
         created = utc_timestamp()
         body = _account_body(account_id, accountName, location, sku, kind, tags or {}, settable,
@@ -219,7 +220,7 @@ def put_account(call: Call, subscriptionId: str, resourceGroupName: str, account
         first = initial_key1(context.token_secret, accountName)
         keys = [{"keyName": name, "value": first if name == "key1" else new_key(), "permissions": "FULL",
                  "creationTime": created} for name in _KEY_NAMES]
-        context.store.put(account_id, ACCOUNT_TYPE, group["id"], body, private={"keys": keys})
+        context.store.put(account_id, ACCOUNT_TYPE, group.id, body, private={"keys": keys})
     _tell_blob_endpoint(context)
     operation_id = str(uuid.uuid4())
     with context.store.transaction() as db:
@@ -246,16 +247,16 @@ def get_async_operation(call: Call, subscriptionId: str, location: str, operatio
 
 def get_account(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
     account = _existing(call.context, subscriptionId, resourceGroupName, accountName)
-    return json_response(account_for_version(_published(call.context, account), call.api_version))
+    return json_response(account_for_version(_published(call.context, account.doc), call.api_version))
 
 
 def _existing(context: ServiceContext, subscription_id: str, group_name: str, account_name: str, *,
-              for_write: bool = False) -> dict[str, Any]:
+              for_write: bool = False) -> StorageAccount:
     group = require_resource_group(context, subscription_id, group_name, for_write=for_write)
-    account = context.store.get(_account_id(subscription_id, group["name"], account_name))
-    if account is None:
-        raise _not_found(account_name, group["name"])
-    return account
+    doc = context.store.get(_account_id(subscription_id, group.name, account_name))
+    if doc is None:
+        raise _not_found(account_name, group.name)
+    return StorageAccount(doc)
 
 
 def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
@@ -268,9 +269,9 @@ def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accou
     settable = _settable_properties(request.get("properties"))
     if request.get("kind") is not None:
         kind = _enum(request["kind"], "kind", KINDS)
-        if kind != account["kind"] and not (account["kind"] == "Storage" and kind == "StorageV2"):
+        if kind != account.kind and not (account.kind == "Storage" and kind == "StorageV2"):
             raise StorageAccountKindChangeNotAllowed(
-                f"A storage account of kind '{account['kind']}' can only be upgraded to 'StorageV2'.")
+                f"A storage account of kind '{account.kind}' can only be upgraded to 'StorageV2'.")
     else:
         kind = None
 
@@ -285,7 +286,7 @@ def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accou
             body["tags"] = tags
         body["properties"].update(settable)
 
-    updated = call.context.store.update(account["id"], change)
+    updated = call.context.store.update(account.id, change)
     if updated is None:
         raise _not_found(accountName, resourceGroupName)
     return json_response(account_for_version(_published(call.context, updated), call.api_version))
@@ -293,21 +294,21 @@ def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accou
 
 def delete_accounts_in_group(context: ServiceContext, group_id: str) -> None:
     """Every storage account of a resource group, with its data (resource group deletion)."""
-    for account in context.store.list_under(group_id, ACCOUNT_TYPE):
-        delete_account(context, account)
+    for doc in context.store.list_under(group_id, ACCOUNT_TYPE):
+        delete_account(context, StorageAccount(doc))
 
 
-def delete_account(context: ServiceContext, account: dict[str, Any]) -> None:
+def delete_account(context: ServiceContext, account: StorageAccount) -> None:
     """Delete an account document, its shares and files, and its blob containers."""
-    delete_account_data(context, account["name"])
-    keys = [k["value"] for k in context.store.get_private(account["id"]).get("keys", [])]
+    delete_account_data(context, account.name)
+    keys = [k["value"] for k in context.store.get_private(account.id).get("keys", [])]
     if context.blob is not None and keys:
         try:
             # While Azurite still knows the account: its key is what opens the containers.
-            context.blob.delete_account_data(account["name"], keys[0])
+            context.blob.delete_account_data(account.name, keys[0])
         except AzuriteError as exc:
-            log.warning("the blob containers of account %s could not be deleted: %s", account["name"], exc)
-    context.store.delete(account["id"])
+            log.warning("the blob containers of account %s could not be deleted: %s", account.name, exc)
+    context.store.delete(account.id)
     _tell_blob_endpoint(context)
 
 
@@ -315,16 +316,16 @@ def delete_account(context: ServiceContext, account: dict[str, Any]) -> None:
 
 def delete_account_handler(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
     group = require_resource_group(call.context, subscriptionId, resourceGroupName)
-    account = call.context.store.get(_account_id(subscriptionId, group["name"], accountName))
-    if account is None:
+    doc = call.context.store.get(_account_id(subscriptionId, group.name, accountName))
+    if doc is None:
         return Response(b"", status=204)  # already gone: Azure answers 204
-    delete_account(call.context, account)
+    delete_account(call.context, StorageAccount(doc))
     return Response(b"", status=200)
 
 
 def list_accounts_in_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
     group = require_resource_group(call.context, subscriptionId, resourceGroupName)
-    accounts = call.context.store.list(ACCOUNT_TYPE, parent=group["id"])
+    accounts = call.context.store.list(ACCOUNT_TYPE, parent=group.id)
     return json_response({"value": [account_for_version(_published(call.context, a), call.api_version)
                                     for a in accounts]})
 
@@ -339,7 +340,7 @@ def list_accounts(call: Call, subscriptionId: str) -> Response:
 
 def list_keys(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
     account = _existing(call.context, subscriptionId, resourceGroupName, accountName)
-    return json_response(keys_for_version(_keys_body(call.context.store.get_private(account["id"])), call.api_version))
+    return json_response(keys_for_version(_keys_body(call.context.store.get_private(account.id)), call.api_version))
 
 
 def regenerate_key(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
@@ -351,12 +352,12 @@ def regenerate_key(call: Call, subscriptionId: str, resourceGroupName: str, acco
             f"The value '{key_name}' is not allowed for property 'keyName'. Valid values are: key1, key2.")
     store = call.context.store
     with call.context.lock:
-        private = store.get_private(account["id"])
+        private = store.get_private(account.id)
         for key in private.get("keys", []):
             if key["keyName"] == key_name.lower():
                 key["value"] = new_key()
                 key["creationTime"] = utc_timestamp()
-        store.update_private(account["id"], private)
+        store.update_private(account.id, private)
     _tell_blob_endpoint(call.context)
     return json_response(keys_for_version(_keys_body(private), call.api_version))
 

@@ -32,6 +32,10 @@ from .validation import (check_int_query, parse_cluster_create, parse_cluster_up
 __all__ = ["ROUTES"]
 
 
+#: the most items one page of a list answers.
+_MAX_RESULTS = 1000
+
+
 def _provider(call: Call) -> BatchAIProvider:
     return call.context.provider(BatchAIProvider)
 
@@ -49,16 +53,28 @@ def _accepted_or_gone(call: Call, op: Optional[LongRunningOperation]) -> Respons
     return Response(b"", status=204) if op is None else accepted_response(call, op)
 
 
-def _page(call: Call, items: list[dict[str, Any]]) -> Response:
-    """A list answer of at most ``maxresults`` items, with ``nextLink`` when more remain."""
-    limit = check_int_query(call.request.args.get("maxresults"), "maxresults", minimum=1, maximum=1000, default=1000)
+def _paging(call: Call) -> tuple[int, int]:
+    """(skip, limit) of a list request: ``$skiptoken`` and ``maxresults`` (at most 1000)."""
+    limit = check_int_query(call.request.args.get("maxresults"), "maxresults", minimum=1, maximum=_MAX_RESULTS,
+                            default=_MAX_RESULTS)
     skip = check_int_query(call.request.args.get("$skiptoken"), "$skiptoken", minimum=0, maximum=2**31, default=0)
-    body: dict[str, Any] = {"value": items[skip:skip + limit]}
-    if skip + limit < len(items):
+    return skip, limit
+
+
+def _list_answer(call: Call, items: list[dict[str, Any]], next_skip: Optional[int]) -> Response:
+    """``{"value": items}``, with a ``nextLink`` to the page from ``next_skip`` when there is one."""
+    body: dict[str, Any] = {"value": items}
+    if next_skip is not None:
         query = {k: v for k, v in call.request.args.items() if k != "$skiptoken"}
-        query["$skiptoken"] = str(skip + limit)
+        query["$skiptoken"] = str(next_skip)
         body["nextLink"] = call.url(call.request.path, **query)
     return json_response(body)
+
+
+def _page(call: Call, items: list[dict[str, Any]]) -> Response:
+    """A list answer of at most ``maxresults`` items, with ``nextLink`` when more remain."""
+    skip, limit = _paging(call)
+    return _list_answer(call, items[skip:skip + limit], skip + limit if skip + limit < len(items) else None)
 
 
 # -- operations list and usages -------------------------------------------------------------------
@@ -248,16 +264,10 @@ def list_output_files(call: Call, subscriptionId: str, resourceGroupName: str, w
     directory = args.get("directory") or "."
     expiry = check_int_query(args.get("linkexpiryinminutes"), "linkexpiryinminutes", minimum=5, maximum=600,
                              default=call.context.settings.default_link_expiry_min)
-    limit = check_int_query(args.get("maxresults"), "maxresults", minimum=1, maximum=1000, default=1000)
-    skip = check_int_query(args.get("$skiptoken"), "$skiptoken", minimum=0, maximum=2**31, default=0)
+    skip, limit = _paging(call)
     items, next_skip = list_files(call.context, job, output_directory_id=output_id, directory=directory,
                                   link_expiry_minutes=expiry, max_results=limit, skip=skip)
-    body: dict[str, Any] = {"value": items}
-    if next_skip is not None:
-        query = {k: v for k, v in args.items() if k != "$skiptoken"}
-        query["$skiptoken"] = str(next_skip)
-        body["nextLink"] = call.url(call.request.path, **query)
-    return json_response(body)
+    return _list_answer(call, items, next_skip)
 
 
 def list_job_login(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,

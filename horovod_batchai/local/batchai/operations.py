@@ -19,7 +19,6 @@ poll waits forever.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import uuid
 from dataclasses import dataclass
@@ -29,13 +28,14 @@ from werkzeug.wrappers import Response
 
 from ..core.arm_errors import OperationNotFound
 from ..core.routing import Call, Route, json_response
+from ..runner.states import utc_now
 
 if TYPE_CHECKING:
     from ..core.context import ServiceContext
 
 __all__ = ["LongRunningOperation", "start_operation", "finish_operation", "get_operation", "accepted_response",
            "operation_body", "register_completion_check", "has_completion_check", "refresh_operation",
-           "unfinished_operations", "dollar_resource_id", "iso_time", "ROUTES", "API_VERSION", "PROVIDER",
+           "unfinished_operations", "dollar_resource_id", "ROUTES", "API_VERSION", "PROVIDER",
            "POLL_AFTER_S"]
 
 API_VERSION = "2018-05-01"
@@ -48,12 +48,6 @@ POLL_AFTER_S = 1
 #: running, else (status, error).
 CompletionCheck = Callable[["ServiceContext", "LongRunningOperation"], Optional[tuple[str, Optional[dict[str, Any]]]]]
 _checks: dict[str, CompletionCheck] = {}
-
-
-def iso_time(when: Optional[_dt.datetime] = None) -> str:
-    """UTC time the way Batch AI wrote it: ``2018-06-07T21:16:00.924Z``."""
-    when = when or _dt.datetime.now(_dt.timezone.utc)
-    return when.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True)
@@ -93,7 +87,7 @@ def start_operation(context: "ServiceContext", *, provider: str = PROVIDER, loca
     """Record a new operation, InProgress."""
     op = LongRunningOperation(id=str(uuid.uuid4()), subscription=_subscription_of(resource_id), provider=provider,
                    location=location, resource_id=resource_id, kind=kind, status="InProgress",
-                   start_time=iso_time())
+                   start_time=utc_now())
     with context.store.transaction() as db:
         db.execute("INSERT INTO batchai_operations (id, subscription, provider, location, resource_id, kind,"
                    " status, start_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -109,7 +103,7 @@ def finish_operation(context: "ServiceContext", op_id: str, *, error: Optional[d
     with context.store.transaction() as db:
         db.execute("UPDATE batchai_operations SET status = ?, end_time = ?, error = ?"
                    " WHERE id = ? AND status = 'InProgress'",
-                   (status, iso_time(), json.dumps(error) if error else None, op_id))
+                   (status, utc_now(), json.dumps(error) if error else None, op_id))
     found = get_operation(context, op_id)
     if found is None:
         raise KeyError(op_id)

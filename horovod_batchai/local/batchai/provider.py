@@ -17,15 +17,16 @@ import shutil
 import uuid
 from typing import Any, Callable, Optional, TypeVar
 
-from ..core.arm_errors import ArmError, InvalidLocation, InvalidParameter, InvalidResourceLocation
+from ..core.arm_errors import (ArmError, InternalServerError, InvalidLocation, InvalidParameter,
+                               InvalidResourceLocation)
 from ..core.context import ServiceContext
 from ..core.store import resource_key
 from ..runner.resource_types import CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE, WORKSPACE_TYPE
-from ..runner.states import AllocationState, ExecutionState, node_state_counts
+from ..runner.states import AllocationState, ExecutionState, node_state_counts, utc_now
 from ..runner.vm_sizes import VM_SIZES, lookup_vm_size
 from ..resources.api import normalize_location, require_resource_group, check_subscription_id
 from . import operations
-from .operations import LongRunningOperation, finish_operation, iso_time, start_operation
+from .operations import LongRunningOperation, finish_operation, start_operation
 from .errors import (AlreadyExists, ClusterAlreadyExists, ClusterInUse, ClusterNotFound, ClusterNotReady,
                      FileServerAlreadyExists, JobAlreadyExists)
 from ..core.records import Resource
@@ -49,7 +50,8 @@ _DEDICATED_CORES_QUOTA = 600
 _LOW_PRIORITY_CORES_QUOTA = 150
 
 #: how an operation that a bug of ours broke ends (the log has the rest).
-_FAILED_INTERNALLY = {"code": "InternalServerError", "message": "The local service failed to complete the operation."}
+_FAILED_INTERNALLY = {"code": InternalServerError.code,
+                      "message": "The local service failed to complete the operation."}
 
 _CLUSTER_REQUEST_KEYS = ("vmSize", "vmPriority", "scaleSettings", "virtualMachineConfiguration", "userAccountSettings",
                          "nodeSetup", "subnet")
@@ -184,7 +186,7 @@ class BatchAIProvider:
         elif kind == "clusters/delete":
             def deleting(body: dict[str, Any]) -> None:
                 body["properties"]["provisioningState"] = "deleting"
-                body["properties"]["provisioningStateTransitionTime"] = iso_time()
+                body["properties"]["provisioningStateTransitionTime"] = utc_now()
             self.store.update(resource_id, deleting)
             self.scheduler.forget_cluster(resource_id)
             self.store.delete(resource_id)
@@ -317,7 +319,7 @@ class BatchAIProvider:
                     f"'{existing.location}'; it cannot be moved to '{location}'. Delete it first or "
                     "keep its location.")
             return self._retag(existing, request.get("tags"))
-        now = iso_time()
+        now = utc_now()
         doc: dict[str, Any] = {"id": slot.id, "name": slot.name, "type": WORKSPACE_TYPE, "location": location}
         if request.get("tags"):
             doc["tags"] = request["tags"]
@@ -373,7 +375,7 @@ class BatchAIProvider:
     def put_experiment(self, slot: Slot[Workspace, Experiment]) -> Experiment:
         if slot.existing is not None:
             return slot.existing
-        now = iso_time()
+        now = utc_now()
         doc = {"id": slot.id, "name": slot.name, "type": EXPERIMENT_TYPE,
                "properties": {"provisioningState": "succeeded", "provisioningStateTransitionTime": now,
                               "creationTime": now}}
@@ -406,7 +408,7 @@ class BatchAIProvider:
             return self.run_operation(slot, "clusters/create", lambda: None)
 
         def work() -> None:
-            now = iso_time()
+            now = utc_now()
             props: dict[str, Any] = {
                 "provisioningState": "succeeded", "allocationState": AllocationState.RESIZING.value,
                 "creationTime": now, "allocationStateTransitionTime": now, "provisioningStateTransitionTime": now,
@@ -496,7 +498,7 @@ class BatchAIProvider:
     @staticmethod
     def _new_job_properties(slot: Slot[Experiment, Job], props: dict[str, Any]) -> dict[str, Any]:
         """A new job's properties in the order the service answered them, with what it set itself."""
-        now = iso_time()
+        now = utc_now()
         experiment = slot.parent
         scope = slot.scope
         segment = (f"{scope.subscription}/{scope.resource_group}/workspaces/{scope.workspace}/experiments/"
@@ -550,7 +552,7 @@ class BatchAIProvider:
             return self.run_operation(slot, "fileservers/create", lambda: None)
 
         def work() -> None:
-            now = iso_time()
+            now = utc_now()
             props: dict[str, Any] = {"provisioningState": "creating", "creationTime": now,
                                      "provisioningStateTransitionTime": now}
             props.update({k: parsed.properties[k] for k in _FILE_SERVER_REQUEST_KEYS if k in parsed.properties})
@@ -565,7 +567,7 @@ class BatchAIProvider:
 
         def ready(body: dict[str, Any]) -> None:
             body["properties"]["provisioningState"] = "succeeded"
-            body["properties"]["provisioningStateTransitionTime"] = iso_time()
+            body["properties"]["provisioningStateTransitionTime"] = utc_now()
             body["properties"]["mountSettings"] = {"mountPoint": "/mnt/data", "fileServerPublicIP": "127.0.0.1",
                                                    "fileServerInternalIP": "127.0.0.1"}
         self.store.update(fs_id, ready)

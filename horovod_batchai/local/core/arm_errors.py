@@ -29,11 +29,14 @@ from typing import Any, ClassVar, Mapping, Optional
 
 from werkzeug.wrappers import Response
 
-__all__ = ["ArmError", "arm_error_response", "InvalidRequestContent", "InvalidParameter",
+__all__ = ["JSON_CONTENT_TYPE", "ArmError", "arm_error_response", "InvalidRequestContent", "InvalidParameter",
            "InvalidRequestPropertyValue", "MissingRequiredParameter", "MissingRequiredProperty",
            "InvalidApiVersionParameter", "InvalidLocation", "AuthenticationFailed", "InvalidAuthenticationToken",
            "ResourceNotFound", "InvalidResourceType", "OperationNotFound", "MethodNotAllowed",
            "InvalidResourceLocation", "RequestEntityTooLarge", "InternalServerError", "InjectedFault"]
+
+#: the Content-Type of every JSON answer of the management planes.
+JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 
 
 class ArmError(Exception):
@@ -65,7 +68,7 @@ def arm_error_response(error: ArmError) -> Response:
         body["target"] = error.target
     headers = {"x-ms-request-id": str(uuid.uuid4()), **error.headers}
     return Response(json.dumps({"error": body}), status=error.status,
-                    content_type="application/json; charset=utf-8", headers=headers)
+                    content_type=JSON_CONTENT_TYPE, headers=headers)
 
 
 # -- 400 ------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional
 
 from werkzeug.wrappers import Request, Response
 
-from .arm_errors import InvalidRequestContent
+from .arm_errors import JSON_CONTENT_TYPE, InvalidRequestContent
 
 if TYPE_CHECKING:
     from .context import ServiceContext
@@ -105,4 +105,4 @@ class Router:
 def json_response(body: Any, status: int = 200, headers: Optional[Mapping[str, str]] = None) -> Response:
     data = "" if body is None else json.dumps(body)
     return Response(data, status=status, headers=dict(headers or {}),
-                    content_type="application/json; charset=utf-8")
+                    content_type=JSON_CONTENT_TYPE)

@@ -369,7 +369,7 @@ def check_name_availability(call: Call, subscriptionId: str) -> Response:
     if not isinstance(name, str):
         raise InvalidRequestContent(
             "The request content was invalid: 'name' must be a string, the account name to check.")
-    if not isinstance(rtype, str) or rtype.lower() != "microsoft.storage/storageaccounts":
+    if not isinstance(rtype, str) or rtype.lower() != ACCOUNT_TYPE:
         raise InvalidRequestPropertyValue(
             f"The value '{rtype}' is not allowed for property 'type'. Valid values are: "
             "Microsoft.Storage/storageAccounts.")

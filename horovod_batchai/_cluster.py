@@ -212,7 +212,8 @@ class GpuCluster:
         return self.begin_auto_scale(minimum, maximum, initial=initial,
                                      idle_time_before_scale_down=idle_time_before_scale_down).result(timeout)
 
-    def _begin_scale(self, action: str, continuation_token: Optional[str], **scale: object) -> "LROPoller[ClusterStatus]":
+    def _begin_scale(self, action: str, continuation_token: Optional[str],
+                     **scale: object) -> "LROPoller[ClusterStatus]":
         """The scale request (sent now), then the wait until the cluster is ready at its new scale
         (on the poller's thread). The token holds the request's own while it runs; after that,
         resuming only watches the cluster."""

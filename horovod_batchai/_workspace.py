@@ -120,8 +120,10 @@ class Workspace:
         if continuation_token is not None:
             saved = resume_token(continuation_token, action=action, resource=resource) or "group:"
             step, _, inner = saved.partition(":")
-        first = (backend.begin_delete_workspace(group, self.name, continuation_token=inner or None)
-                 if step == "workspace" else backend.begin_delete_resource_group(group, continuation_token=inner or None))
+        if step == "workspace":
+            first = backend.begin_delete_workspace(group, self.name, continuation_token=inner or None)
+        else:
+            first = backend.begin_delete_resource_group(group, continuation_token=inner or None)
         running = [(step, first)]
 
         def work() -> None:

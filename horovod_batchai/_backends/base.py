@@ -3,6 +3,10 @@
 A backend takes names and frozen specs and returns the neutral records below; it never sees
 the public classes (they sit above it). Everything a backend checks about a spec it checks
 before its first request, raising :class:`InvalidSpecError` naming the field.
+
+Its ``begin_`` methods send the operation's first request and return a poller without waiting
+(never a poller waited on with a fixed timeout); each takes ``continuation_token``, a token of a
+poller it returned (``_lro.resume_token`` reads it), to resume instead of starting.
 """
 from __future__ import annotations
 

@@ -7,8 +7,10 @@ used (see ``shared/reference/recordings``): lower-case ``provisioningState``, ``
 Workspace and experiment PUT answer 200 directly; cluster, job and file server PUT, every DELETE
 and job terminate answer 202 and a long-running operation (``operations.py``).
 
-Each handler parses (``validation.py``), calls the provider (``provider.py``, which owns the state,
-conflicts, quotas, operations and what the job scheduler is told) and serialises its answer.
+Each handler looks up what the path names through the provider (``provider.py``, which owns the
+lookups, state, conflicts, quotas, operations and what the job scheduler is told) once, parses the
+body (``validation.py``), hands the record (``records.py``) to the provider and serialises its
+answer.
 """
 from __future__ import annotations
 
@@ -18,14 +20,14 @@ from werkzeug.wrappers import Response
 
 from ..core.api_versions import BATCHAI_OPERATIONS, BATCHAI_USAGES
 from ..core.arm_errors import InvalidRequestContent, MissingRequiredParameter
-from ..core.routing import Call, Route, json_response
-from . import operations
-from ..runner.resource_types import CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE
-from .provider import BatchAIProvider, etag
 from ..core.records import Resource
-from .records import Cluster, Experiment, FileServer, Job
+from ..core.routing import Call, Route, json_response
+from ..runner.resource_types import CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE
+from . import operations
 from .operations import API_VERSION, LongRunningOperation, accepted_response
 from .outputs import list_output_files as list_files
+from .provider import BatchAIProvider, etag
+from .records import Cluster, Experiment, FileServer, Job
 from .validation import (check_int_query, parse_cluster_create, parse_cluster_update, parse_file_server_create,
                          parse_job_create, parse_workspace_create, parse_workspace_update)
 

@@ -20,17 +20,17 @@ from typing import Any, Callable, Optional, TypeVar
 from ..core.arm_errors import (ArmError, InternalServerError, InvalidLocation, InvalidParameter,
                                InvalidResourceLocation)
 from ..core.context import ServiceContext
+from ..core.records import Resource
 from ..core.store import resource_key
+from ..resources.api import normalize_location, require_resource_group, check_subscription_id
+from ..resources.records import ResourceGroup
 from ..runner.resource_types import CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE, WORKSPACE_TYPE
 from ..runner.states import AllocationState, ExecutionState, node_state_counts, utc_now
 from ..runner.vm_sizes import VM_SIZES, lookup_vm_size
-from ..resources.api import normalize_location, require_resource_group, check_subscription_id
 from . import operations
-from .operations import LongRunningOperation, finish_operation, start_operation
 from .errors import (AlreadyExists, ClusterAlreadyExists, ClusterInUse, ClusterNotFound, ClusterNotReady,
                      FileServerAlreadyExists, JobAlreadyExists)
-from ..core.records import Resource
-from ..resources.records import ResourceGroup
+from .operations import LongRunningOperation, finish_operation, start_operation
 from .records import BatchAIResource, Cluster, Experiment, FileServer, Job, Scope, Slot, Workspace
 from .scheduling import JobScheduler, NoScheduler
 from .validation import TOOLKITS, Parsed, check_job_node_count, check_name
@@ -119,12 +119,6 @@ class BatchAIProvider:
 
     # -- long-running operations ----------------------------------------------------------------
 
-    def _workspace_location(self, resource_id: str) -> str:
-        """The region of the workspace a resource lives in (operation URLs name it)."""
-        parts = resource_id.strip("/").split("/")
-        doc = self.store.get("/" + "/".join(parts[:8]))
-        return doc["location"] if doc else self.context.settings.location
-
     def run_operation(self, slot: Slot[Any, Any], kind: str, work: Callable[[], Any], *,
                       resource_id: Optional[str] = None) -> LongRunningOperation:
         """Start an operation on the resource at ``slot`` (or ``resource_id``: the stored id, where it
@@ -205,7 +199,7 @@ class BatchAIProvider:
 
     def workspace_slot(self, sub: str, rg: str, ws: str, *, for_write: bool = False) -> Slot[ResourceGroup, Workspace]:
         check_subscription_id(sub)
-        check_name(ws, "workspace", "workspaceName")
+        check_name(ws, Workspace.what, "workspaceName")
         group = require_resource_group(self.context, sub, rg, for_write=for_write)
         ws_id = workspace_id(sub, rg, ws)
         doc = self.store.get(ws_id)
@@ -270,6 +264,12 @@ class BatchAIProvider:
         return [Workspace(w) for w in self.store.list(WORKSPACE_TYPE, parent=group.id)]
 
     # -- usages ---------------------------------------------------------------------------------
+
+    def _workspace_location(self, resource_id: str) -> str:
+        """The region of the workspace a resource lives in."""
+        parts = resource_id.strip("/").split("/")
+        doc = self.store.get("/" + "/".join(parts[:8]))
+        return doc["location"] if doc else self.context.settings.location
 
     def usages(self, sub: str, location: str) -> list[dict[str, Any]]:
         """Usage of the region: clusters, and allocated vCPUs per quota family and priority."""

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 
 from azure.core.polling import LROPoller
 
-from ._backends import backend_for
 from ._backends.base import ClusterRecord, ClusterRef
 from ._cluster_spec import AutoScale
 from ._errors import ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
@@ -58,7 +57,7 @@ class GpuCluster:
 
     @property
     def _backend(self) -> "Backend":
-        return backend_for(self.workspace.target)
+        return self.workspace.target.backend
 
     @property
     def _ref(self) -> ClusterRef:

@@ -27,10 +27,11 @@ if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
     from azure.mgmt.storage import StorageManagementClient
     from azure.storage.fileshare import ShareFileClient, ShareServiceClient
 
+    from ._backends.base import Backend
     from .local import LocalService, ServiceInfo
 
 __all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "RESOURCE_GROUP_ENV", "WORKSPACE_ENV", "LOCAL_SUBSCRIPTION",
-           "AZURE_MANAGEMENT_ENDPOINT", "IDEMPOTENT_POST", "KINDS"]
+           "AZURE_MANAGEMENT_ENDPOINT", "KINDS"]
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +44,6 @@ WORKSPACE_ENV = "AZUREML_WORKSPACE_NAME"
 KINDS = ("local", "azure", "azureml")
 LOCAL_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
-
-#: per-call option for POST/PATCH requests that are safe to repeat (listKeys, listOutputFiles,
-#: listRemoteLoginInformation, terminate, a scale PATCH): azure-core retries only GET/PUT/DELETE
-#: (and a few others) after a dropped connection unless told a request may be repeated.
-IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
 
 
 #: client options that say how requests travel, which the default credential's token requests take too
@@ -98,7 +94,7 @@ class Target:
         self._info: Optional["ServiceInfo"] = None
         self._lock = threading.RLock()
         self._clients: dict[str, Any] = {}
-        #: the backend chosen for this target (see horovod_batchai._backends.backend_for)
+        #: the backend doing this target's requests, built on first use (see the backend property)
         self._backend: Any = None
 
     # -- construction ---------------------------------------------------------------------------
@@ -192,6 +188,17 @@ class Target:
         return dict(self._client_options)
 
     # -- where things are -----------------------------------------------------------------------
+    @property
+    def backend(self) -> "Backend":
+        """The backend that does this target's requests (:mod:`horovod_batchai._backends`), built on
+        first use, shared by every object of the target, closed with it."""
+        with self._lock:
+            if self._backend is None:
+                from ._backends import build_backend
+                self._backend = build_backend(self)
+            backend: "Backend" = self._backend
+            return backend
+
     @property
     def is_local(self) -> bool:
         return self.kind == "local"

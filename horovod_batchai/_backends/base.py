@@ -168,9 +168,13 @@ class Backend(Protocol):
     # -- jobs -----------------------------------------------------------------------------------
     def job_id(self, ref: JobRef) -> str: ...
 
-    def check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None: ...
-
-    def check_job_storage(self, spec: HorovodJob) -> None: ...
+    def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        """Everything checked before a job is submitted, in one call: placeholders filled and keys
+        given, the cluster able to give ``node_count`` nodes, paths inside a mount, every field
+        expressible on this target, and the storage each mount names (read, never changed, except
+        what the target registers for a mount by design). InvalidSpecError or ConflictError, before
+        anything is created."""
+        ...
 
     def find_job(self, ref: JobRef) -> Optional[JobRecord]: ...
 

@@ -452,7 +452,7 @@ class BatchAIBackend:
                           link_expiry_minutes: int) -> List[OutputFile]:
         from azure.mgmt.batchai import models
         if output_directory_id != STDOUTERR:
-            check_directory_id(output_directory_id, "output_directory_id")
+            check_directory_id(output_directory_id, "output_directory_id", kind="OUTPUT")
         options = models.JobsListOutputFilesOptions(outputdirectoryid=output_directory_id, directory=directory,
                                                     linkexpiryinminutes=link_expiry_minutes, max_results=1000)
         with azure_errors("listing output files of", f"{self.job_id(ref)} ({output_directory_id}/{directory})"):

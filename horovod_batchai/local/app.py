@@ -12,10 +12,11 @@ from werkzeug.exceptions import RequestEntityTooLarge as BodyTooLarge
 from werkzeug.wrappers import Request, Response
 
 from .batchai import api as batchai_api
-from .core.arm_errors import (ArmError, AuthenticationFailed, InjectedFault, InternalServerError,
+from .core.arm_errors import (ArmError, AuthenticationFailed, InjectedFault, InsufficientStorage, InternalServerError,
                               InvalidApiVersionParameter, InvalidAuthenticationToken, InvalidResourceType,
-                              MethodNotAllowed, RequestEntityTooLarge, arm_error_response)
+                              MethodNotAllowed, RequestEntityTooLarge, StorageReadOnly, arm_error_response)
 from .core.context import ServiceContext
+from .core.disk import DiskProblem, disk_problem
 from .core.http_server import SOCKET_KEY
 from .core.identity import TOKEN_PATH, token_endpoint
 from .core.routing import Call, Router, json_response
@@ -131,7 +132,12 @@ class LocalApp:
         except BodyTooLarge:
             return storage_error_response(StorageError(413, "RequestBodyTooLarge",
                                                        "The request body is too large."), head=request.method == "HEAD")
-        except Exception:  # a bug of ours: answer 500 rather than drop the connection
+        except Exception as err:
+            problem = disk_problem(err, self.context.state_dir)
+            if problem is not None:
+                log.warning("%s %s failed: %s", _loggable(request.method), _loggable(request.path), problem.describe())
+                return storage_error_response(_storage_disk_error(problem), head=request.method == "HEAD")
+            # a bug of ours: answer 500 rather than drop the connection
             log.exception("unhandled error in Files data plane for %s %s", _loggable(request.method),
                           _loggable(request.path))
             return storage_error_response(StorageError(500, "InternalError", "The server encountered an internal error."))
@@ -170,7 +176,11 @@ class LocalApp:
         except BodyTooLarge:
             return arm_error_response(RequestEntityTooLarge(
                 f"The request content exceeds {self.context.settings.max_body_bytes} bytes."))
-        except Exception:
+        except Exception as err:
+            problem = disk_problem(err, self.context.state_dir / "state.db")
+            if problem is not None:
+                log.warning("%s %s failed: %s", _loggable(request.method), _loggable(request.path), problem.describe())
+                return arm_error_response(_arm_disk_error(problem))
             log.exception("unhandled error for %s %s", _loggable(request.method), _loggable(request.path))
             return arm_error_response(InternalServerError("The server encountered an internal error."))
 
@@ -184,6 +194,23 @@ class LocalApp:
             raise InvalidAuthenticationToken(
                 "The access token is invalid or has expired.",
                 headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
+
+
+def _arm_disk_error(problem: DiskProblem) -> ArmError:
+    """507, which no client retries: the request is fine, the service cannot store what it asks."""
+    refused = StorageReadOnly if problem.read_only else InsufficientStorage
+    return refused(f"The local service cannot store the change: {problem.describe()}. "
+                   + ("Make it writable" if problem.read_only else "Free some space") + " and try again.")
+
+
+def _storage_disk_error(problem: DiskProblem) -> StorageError:
+    """A full share is Azure Files' ShareSizeLimitReached (403). Azure has no error for a share on a
+    read-only disk: 403 too, with a code of ours (Azure's 409 ReadOnlyAttribute would read as "already
+    exists" to the storage clients, and a create-if-missing would pass silently). Neither is retried."""
+    if problem.read_only:
+        return StorageError(403, "ReadOnlyFileSystem", f"The share cannot be changed: {problem.describe()}.")
+    return StorageError(403, "ShareSizeLimitReached", f"The share is full: {problem.describe()}. Free some space "
+                                                      "and try again.")
 
 
 def make_app(context: ServiceContext) -> LocalApp:

@@ -19,6 +19,7 @@ plane's XML errors are in ``files/errors.py``.)
      ├─ 409  InvalidResourceLocation
      ├─ 413  RequestEntityTooLarge
      ├─ 500  InternalServerError
+     ├─ 507  InsufficientStorage, StorageReadOnly (the state directory is full or read-only)
      └─ 429 | 500 | 503  InjectedFault (fault injection; the status is chosen per fault)
 """
 from __future__ import annotations
@@ -33,7 +34,8 @@ __all__ = ["JSON_CONTENT_TYPE", "ArmError", "arm_error_response", "InvalidReques
            "InvalidRequestPropertyValue", "MissingRequiredParameter", "MissingRequiredProperty",
            "InvalidApiVersionParameter", "InvalidLocation", "AuthenticationFailed", "InvalidAuthenticationToken",
            "ResourceNotFound", "InvalidResourceType", "OperationNotFound", "MethodNotAllowed",
-           "InvalidResourceLocation", "RequestEntityTooLarge", "InternalServerError", "InjectedFault"]
+           "InvalidResourceLocation", "RequestEntityTooLarge", "InternalServerError", "InsufficientStorage",
+           "StorageReadOnly", "InjectedFault"]
 
 #: the Content-Type of every JSON answer of the management planes.
 JSON_CONTENT_TYPE = "application/json; charset=utf-8"
@@ -147,6 +149,16 @@ class RequestEntityTooLarge(ArmError):
 class InternalServerError(ArmError):
     """A bug of ours; the message says nothing of it."""
     status = 500
+
+
+class InsufficientStorage(ArmError):
+    """The state directory's disk is full: the request is fine, the service cannot store it."""
+    status = 507
+
+
+class StorageReadOnly(ArmError):
+    """The state directory is read-only."""
+    status = 507
 
 
 class InjectedFault(ArmError):

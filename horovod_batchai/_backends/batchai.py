@@ -6,7 +6,7 @@ Both targets get byte-for-byte the same requests; only the endpoint and the cred
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 from azure.core.polling import LROPoller
@@ -23,11 +23,10 @@ from .._names import check_directory_id
 from .._retry import IDEMPOTENT_POST
 from .._values import OutputFile, RemoteLogin, Usage
 from . import arm
-from .base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, WorkspaceRecord
+from .base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, ShareFile, WorkspaceRecord
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models
-    from azure.storage.fileshare import ShareFileClient
 
     from .._target import Target
 
@@ -39,22 +38,6 @@ DEALLOCATION_OPTIONS = ("requeue", "terminate", "waitforjobcompletion")
 STDOUTERR = "stdouterr"
 #: where Batch AI workspaces (and their resource groups) go unless told otherwise, as before
 DEFAULT_LOCATION = "eastus"
-
-
-class _ShareFile:
-    """A job output file behind a SAS link, read with azure-storage-file-share."""
-
-    def __init__(self, client: "ShareFileClient") -> None:
-        self._client = client
-
-    def size(self) -> int:
-        return int(self._client.get_file_properties().size or 0)
-
-    def read(self, offset: int, length: int) -> bytes:
-        return bytes(self._client.download_file(offset=offset, length=length).readall())
-
-    def chunks(self) -> Iterator[bytes]:
-        return iter(self._client.download_file().chunks())
 
 
 class BatchAIBackend:
@@ -470,7 +453,7 @@ class BatchAIBackend:
                 for f in items]
 
     def open_output(self, url: str) -> RemoteFile:
-        return _ShareFile(self._target.file_from_sas_url(url))
+        return ShareFile(self._target.file_from_sas_url(url))
 
     # -- storage --------------------------------------------------------------------------------
     def check_share_datastore(self, account_name: str, share_name: str) -> None:

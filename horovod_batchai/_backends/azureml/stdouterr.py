@@ -38,9 +38,11 @@ def stdouterr_place(spec: HorovodJob, job_name: str) -> Optional[StdOutErrPlace]
     """Where ``spec``'s stdouterr directory is on its file share; None when its
     stdOutErrPathPrefix is not on a mounted share or names a variable only the node knows."""
     found = place_in_job_mount(spec.std_out_err_path_prefix or "", spec.mounts)
-    if found is None or not isinstance(found[0], AzureFileShareMount) or "$" in found[1]:
+    if found is None:
         return None
     mount, inside = found
+    if not isinstance(mount, AzureFileShareMount) or "$" in inside:
+        return None
     name, identity = mount_datastore(mount)
     path = "/".join(part for part in (inside, stdouterr_under_prefix(job_name)) if part)
     return StdOutErrPlace(name, identity, path)
@@ -59,6 +61,6 @@ def list_share_directory(target: "Target", file_endpoint: str, share: str, path:
         return []
     base = f"{file_endpoint}/{quote(share)}/{quote(path)}/"
     return [OutputFile(name=str(item.name), is_directory=bool(item.is_directory),
-                       size=None if item.is_directory else int(item.size or 0),
+                       size=None if item.is_directory else int(getattr(item, "size", 0) or 0),
                        download_url=None if item.is_directory else base + quote(str(item.name)))
             for item in items]

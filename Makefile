@@ -14,7 +14,7 @@ $(VENV)/.installed: setup.py Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=23" "setuptools>=68" wheel
 	# TensorFlow first: horovod compiles against it (see the pins in setup.py).
-	$(PY) -m pip install --quiet -e ".[training,test,docs,azureml]" "cmake>=3.13,<4"
+	$(PY) -m pip install --quiet -e ".[training,test,docs,azureml,aio]" "cmake>=3.13,<4"
 	# --no-build-isolation lets horovod's build see the installed TensorFlow; cmake 4 breaks gloo.
 	$(HOROVOD_BUILD_ENV) $(PY) -m pip install --quiet --no-build-isolation --no-cache-dir \
 	    horovod==0.28.1

@@ -28,11 +28,51 @@ if TYPE_CHECKING:
     from ._backends.base import Backend
     from ._workspace import Workspace
 
-__all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS"]
+__all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS", "ReadyWatch", "check_resize"]
 
 log = logging.getLogger(__name__)
 
 DEALLOCATION_OPTIONS = ("requeue", "terminate", "waitforjobcompletion")
+
+
+def check_resize(target_node_count: object, deallocation_option: Optional[str]) -> None:
+    """Refuse a resize's arguments before anything is sent."""
+    if not isinstance(target_node_count, int) or isinstance(target_node_count, bool) or target_node_count < 0:
+        raise InvalidSpecError("target_node_count", f"{target_node_count!r} is not a node count", "an integer >= 0")
+    if deallocation_option is not None and deallocation_option not in DEALLOCATION_OPTIONS:
+        raise InvalidSpecError("deallocation_option", f"{deallocation_option!r} is not an option",
+                               " | ".join(DEALLOCATION_OPTIONS))
+
+
+class ReadyWatch:
+    """What waiting for a cluster to be ready decides on each snapshot (the sync and async waits
+    share it): ``on_status`` sees each new one, errors or unusable nodes end the wait."""
+
+    def __init__(self, name: str, polling: Polling,
+                 on_status: Optional[Callable[[ClusterStatus], None]] = None) -> None:
+        self._name = name
+        self._polling = polling
+        self._on_status = on_status
+        self._last: Optional[ClusterStatus] = None
+
+    def check(self, status: ClusterStatus) -> None:
+        if self._on_status is not None and status != self._last:
+            self._on_status(status)
+        self._last = status
+        if status.errors:
+            raise ClusterNotReadyError(f"cluster {self._name!r} reports errors: "
+                                       + "; ".join(str(e) for e in status.errors), errors=status.errors)
+        if status.node_state_counts.unusable:
+            raise ClusterNotReadyError(f"cluster {self._name!r} has {status.node_state_counts.unusable} "
+                                       "unusable node(s)")
+
+    @staticmethod
+    def done(status: ClusterStatus) -> bool:
+        return status.is_ready
+
+    def timeout_error(self, status: ClusterStatus) -> WaitTimeoutError:
+        return WaitTimeoutError(f"cluster {self._name!r} was not ready after {self._polling.timeout:g}s: "
+                                f"{status.allocation_state.value}, {status.node_state_counts}", last_state=status)
 
 
 class GpuCluster:
@@ -145,23 +185,9 @@ class GpuCluster:
     def _until_ready(self, polling: Polling, on_status: Optional[Callable[[ClusterStatus], None]] = None
                      ) -> ClusterStatus:
         """The wait of :meth:`wait_until_ready` (and of the resize pollers), on ``polling``'s deadline."""
-        last: list[ClusterStatus] = []
-
-        def check(status: ClusterStatus) -> None:
-            if on_status is not None and (not last or status != last[-1]):
-                on_status(status)
-            last[:] = [status]
-            if status.errors:
-                raise ClusterNotReadyError(f"cluster {self.name!r} reports errors: "
-                                           + "; ".join(str(e) for e in status.errors), errors=status.errors)
-            if status.node_state_counts.unusable:
-                raise ClusterNotReadyError(f"cluster {self.name!r} has {status.node_state_counts.unusable} "
-                                           "unusable node(s)")
-
-        return poll_until(self.status, done=lambda s: s.is_ready, polling=polling, on_each=check,
-                          on_timeout=lambda s: WaitTimeoutError(
-                              f"cluster {self.name!r} was not ready after {polling.timeout:g}s: "
-                              f"{s.allocation_state.value}, {s.node_state_counts}", last_state=s))
+        watch = ReadyWatch(self.name, polling, on_status)
+        return poll_until(self.status, done=watch.done, polling=polling, on_each=watch.check,
+                          on_timeout=watch.timeout_error)
 
     # -- scale ----------------------------------------------------------------------------------
     def begin_resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
@@ -173,13 +199,7 @@ class GpuCluster:
         raises :class:`ClusterNotReadyError` if the cluster reports errors or unusable nodes.
         ``continuation_token`` resumes an earlier call (the other arguments are then not used)."""
         if continuation_token is None:
-            if (not isinstance(target_node_count, int) or isinstance(target_node_count, bool)
-                    or target_node_count < 0):
-                raise InvalidSpecError("target_node_count", f"{target_node_count!r} is not a node count",
-                                       "an integer >= 0")
-            if deallocation_option is not None and deallocation_option not in DEALLOCATION_OPTIONS:
-                raise InvalidSpecError("deallocation_option", f"{deallocation_option!r} is not an option",
-                                       " | ".join(DEALLOCATION_OPTIONS))
+            check_resize(target_node_count, deallocation_option)
             log.info("resizing cluster %s to %d node(s)", self.id, target_node_count)
         return self._begin_scale("resizing cluster", continuation_token, target_node_count=target_node_count,
                                  deallocation_option=deallocation_option)

@@ -17,10 +17,10 @@ from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._names import check_batchai_name
 
 if TYPE_CHECKING:
-    from ._backends.base import Backend
+    from ._backends.base import Backend, ClusterRecord, SpecChecks
     from ._workspace import Workspace
 
-__all__ = ["Experiment", "require_spec"]
+__all__ = ["Experiment", "require_spec", "require_cluster", "check_against_cluster"]
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,17 @@ def require_spec(spec: object) -> HorovodJob:
         raise InvalidSpecError("spec", f"{type(spec).__name__} is not a HorovodJob",
                                "HorovodJob(...) or HorovodJob.from_file('job.json', storage=share)")
     return spec
+
+
+def require_cluster(cluster: object, kind: type) -> None:
+    if not isinstance(cluster, kind):
+        raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
+
+
+def check_against_cluster(spec: HorovodJob, cluster: "ClusterRecord", backend: "SpecChecks") -> None:
+    """The checks of a submission that need the cluster as fetched, and no request."""
+    spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
+    backend.check_job_spec(spec, cluster)
 
 
 class Experiment:
@@ -119,14 +130,11 @@ class Experiment:
             spec.check_resolved()
             if isinstance(cluster, str):
                 cluster = GpuCluster(self.workspace, cluster)
-            if not isinstance(cluster, GpuCluster):
-                raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster",
-                                       "a GpuCluster or its name")
+            require_cluster(cluster, GpuCluster)
             if cluster._record is None:
                 cluster.refresh()
             record = cluster._known()
-            spec.check_cluster(record.id, cluster.name, record.maximum_node_count)
-            backend.check_job_spec(spec, record)
+            check_against_cluster(spec, record, backend)
             backend.check_job_storage(spec)
             poller = backend.begin_submit_job(job._ref, spec, record)
 

@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 
     from ._target import Target
 
-__all__ = ["FileShare", "ShareItem", "SKUS"]
+__all__ = ["FileShare", "ShareItem", "SKUS", "upload_temp_path", "walk_tree", "check_quota", "check_account_options",
+           "full_key", "add_entries", "check_read_back", "holds_upload", "finish_download", "file_endpoint",
+           "DEFAULT_FILE_CONCURRENCY", "UPLOAD_TEMP_RE"]
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,7 @@ DEFAULT_FILE_CONCURRENCY = 4
 #: (The local service removes such leftovers of a crashed client when it starts; keep in step
 #: with ``STALE_UPLOAD_RE`` in horovod_batchai/local/files/store.py.)
 UPLOAD_TEMP_MARK = ".uploading-"
-_UPLOAD_TEMP_RE = re.compile(r"\..+\.uploading-[0-9a-f]{12}", re.DOTALL)
+UPLOAD_TEMP_RE = re.compile(r"\..+\.uploading-[0-9a-f]{12}", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -137,15 +139,12 @@ class FileShare:
         call (``location`` and ``sku`` are then not used)."""
         share = cls(target, resource_group, account_name, share_name)
         action, resource = "creating share", share.share_id
-        if quota_gib is not None and (not isinstance(quota_gib, int) or not 1 <= quota_gib <= 102400):
-            raise InvalidSpecError("quota_gib", f"{quota_gib!r} is not a share quota", "1..102400 GiB")
+        check_quota(quota_gib)
         if continuation_token is not None:
             inner = resume_token(continuation_token, action=action, resource=resource)
             account = share._resume_account(inner) if inner else None
         else:
-            location = check_location(location)
-            if sku not in SKUS:
-                raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
+            location = check_account_options(location, sku)
             # Where jobs will find the share must not be other storage: checked before anything is created.
             backend_for(target).check_share_datastore(account_name, share_name)
             ensure_resource_group(target, resource_group, location)
@@ -212,7 +211,7 @@ class FileShare:
             try:
                 account = client.storage_accounts.get_properties(self.resource_group, self._account_name)
                 log.info("storage account %s exists; using it", self._account_name)
-                self._account_url = _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+                self._account_url = file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
                 return None
             except ResourceNotFoundError:
                 log.info("creating storage account %s (%s) in %s", self._account_name, sku, location)
@@ -231,12 +230,12 @@ class FileShare:
         return MappedPoller(poller, self._endpoint_of, action=action, resource=self.account_id)
 
     def _endpoint_of(self, account: object) -> str:
-        return _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+        return file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
 
     def _read_account(self) -> None:
         with azure_errors("reading storage account", self.account_id):
             account = self.target.storage().storage_accounts.get_properties(self.resource_group, self._account_name)
-        self._account_url = _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+        self._account_url = file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
 
     def delete(self, *, delete_account: bool = False) -> None:
         """Delete the share (and, when asked, its storage account); succeeds when already gone."""
@@ -261,13 +260,7 @@ class FileShare:
                 with azure_errors("listing keys of", self.account_id):
                     result = self.target.storage().storage_accounts.list_keys(
                         self.resource_group, self._account_name, **IDEMPOTENT_POST)  # type: ignore[arg-type]
-                # azure-mgmt-storage 25 renamed the list to keys_property (its models are mappings, whose
-                # keys() is a method); older releases, which setup.py allows too, call it keys.
-                listed = list(getattr(result, "keys_property", None) or getattr(result, "keys", None) or [])
-                keys = [k for k in listed if str(k.permissions or "").upper() == "FULL"] or listed
-                if not keys or not keys[0].value:
-                    raise NotFoundError(f"storage account {self._account_name} returned no keys", resource=self.account_id)
-                self._key = keys[0].value
+                self._key = full_key(result, self._account_name, self.account_id)
             return self._key
 
     def _service_client(self) -> "ShareServiceClient":
@@ -317,12 +310,7 @@ class FileShare:
             directory = pending.pop()
             with azure_errors("listing", self._where(directory)):
                 entries = list(share.get_directory_client(directory).list_directories_and_files())
-            for entry in entries:
-                full = f"{directory}/{entry['name']}" if directory else entry["name"]
-                is_dir = bool(entry.get("is_directory"))
-                items.append(ShareItem(path=full, is_directory=is_dir, size=None if is_dir else entry.get("size")))
-                if is_dir and recursive:
-                    pending.append(full)
+            add_entries(items, pending if recursive else None, directory, entries)
         return sorted(items, key=lambda item: item.path)
 
     def delete_file(self, path: str) -> None:
@@ -399,10 +387,8 @@ class FileShare:
                 md5 = reader.digest()
                 client.set_http_headers(content_settings=ContentSettings(content_md5=bytearray(md5)))
             if verify:
-                remote_size, remote_md5 = self._hash_remote(client, path, max_concurrency, stop)
-                if (remote_size, remote_md5) != (size, md5):
-                    raise TransferError(f"{self._where(path)} differs from {source} after upload "
-                                        f"({remote_size} bytes in the share, {size} locally); nothing was replaced")
+                check_read_back(self._where(path), source, (size, md5),
+                                self._hash_remote(client, path, max_concurrency, stop))
             check_stop(stop)
             self._rename_into_place(client, path, size, md5)
         except BaseException:
@@ -424,8 +410,7 @@ class FileShare:
             except Exception:  # noqa: BLE001 -- the rename's own error says more
                 raise NotFoundError(f"{self._where(path)}: the upload vanished before it was renamed into "
                                     "place", resource=self._where(path)) from None
-            held = props.content_settings.content_md5
-            if props.size != size or not held or bytes(held) != md5:
+            if not holds_upload(props, size, md5):
                 raise
 
     def _discard(self, client: "ShareFileClient", temp: str) -> None:
@@ -461,7 +446,7 @@ class FileShare:
         path = check_share_path(path, allow_root=True)
         if not source.is_dir():
             raise InvalidSpecError("source", f"{str(source)!r} is not a directory", "an existing local directory")
-        directories, files = _walk_tree(source, path)
+        directories, files = walk_tree(source, path)
         for _, remote in files:
             check_share_path(remote, "source (a file name in the tree)")
         sizes = {remote: local.stat().st_size for local, remote in files}
@@ -516,10 +501,7 @@ class FileShare:
         except BaseException:  # a failed or interrupted download leaves nothing behind
             partial.unlink(missing_ok=True)
             raise
-        if expected_md5 and bytes(expected_md5) != md5:
-            partial.unlink()
-            raise TransferError(f"{self._where(path)} does not match the MD5 the share holds for it")
-        partial.replace(dest)
+        finish_download(partial, dest, expected_md5, md5, self._where(path))
 
     def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
                            progress: ProgressArg = None) -> List[Path]:
@@ -534,7 +516,7 @@ class FileShare:
             if item.is_directory:
                 local_path_under(dest, item.path[len(prefix):]).mkdir(parents=True, exist_ok=True)
         # Another client's uploads in flight are not content yet (they appear under their name when done).
-        files = [item for item in items if not item.is_directory and not _UPLOAD_TEMP_RE.fullmatch(item.name)]
+        files = [item for item in items if not item.is_directory and not UPLOAD_TEMP_RE.fullmatch(item.name)]
         total = sum(item.size or 0 for item in files)
         targets = [local_path_under(dest, item.path[len(prefix):]) for item in files]
         with Progress(progress, total, dest.name) as bar:
@@ -558,7 +540,63 @@ class FileShare:
         return targets
 
 
-def _walk_tree(source: Path, path: str) -> tuple[list[str], list[tuple[Path, str]]]:
+def check_quota(quota_gib: object) -> None:
+    if quota_gib is not None and (not isinstance(quota_gib, int) or not 1 <= quota_gib <= 102400):
+        raise InvalidSpecError("quota_gib", f"{quota_gib!r} is not a share quota", "1..102400 GiB")
+
+
+def check_account_options(location: str, sku: str) -> str:
+    """Refuse a new account's options before anything is sent; the location as checked."""
+    location = check_location(location)
+    if sku not in SKUS:
+        raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
+    return location
+
+
+def full_key(result: object, account_name: str, account_id: str) -> str:
+    """The first full-permission key of a ``listKeys`` answer."""
+    # azure-mgmt-storage 25 renamed the list to keys_property (its models are mappings, whose
+    # keys() is a method); older releases, which setup.py allows too, call it keys.
+    listed = list(getattr(result, "keys_property", None) or getattr(result, "keys", None) or [])
+    keys = [k for k in listed if str(k.permissions or "").upper() == "FULL"] or listed
+    if not keys or not keys[0].value:
+        raise NotFoundError(f"storage account {account_name} returned no keys", resource=account_id)
+    return str(keys[0].value)
+
+
+def add_entries(items: List[ShareItem], pending: Optional[List[str]], directory: str, entries: List[Any]) -> None:
+    """Add a directory listing's entries to ``items`` (and its subdirectories to ``pending``, when walking)."""
+    for entry in entries:
+        full = f"{directory}/{entry['name']}" if directory else entry["name"]
+        is_dir = bool(entry.get("is_directory"))
+        items.append(ShareItem(path=full, is_directory=is_dir, size=None if is_dir else entry.get("size")))
+        if is_dir and pending is not None:
+            pending.append(full)
+
+
+def check_read_back(where: str, source: Path, sent: tuple[int, bytes], held: tuple[int, bytes]) -> None:
+    """TransferError unless the share holds what was sent: (size, MD5) both ways."""
+    if held != sent:
+        raise TransferError(f"{where} differs from {source} after upload ({held[0]} bytes in the share, "
+                            f"{sent[0]} locally); nothing was replaced")
+
+
+def holds_upload(props: Any, size: int, md5: bytes) -> bool:
+    """Whether a file's properties are those of the upload of ``size`` bytes with ``md5``."""
+    held = props.content_settings.content_md5
+    return bool(props.size == size and held and bytes(held) == md5)
+
+
+def finish_download(partial: Path, dest: Path, expected_md5: Optional[Union[bytes, bytearray]], md5: bytes,
+                    where: str) -> None:
+    """Rename a complete download into place, unless it differs from the MD5 the share holds."""
+    if expected_md5 and bytes(expected_md5) != md5:
+        partial.unlink()
+        raise TransferError(f"{where} does not match the MD5 the share holds for it")
+    partial.replace(dest)
+
+
+def walk_tree(source: Path, path: str) -> tuple[list[str], list[tuple[Path, str]]]:
     """(share directories to create, (local file, share path) pairs) for the tree under ``source``.
     Links are followed only to files inside the tree; anything else that is not a regular file or
     a directory is skipped with a warning naming it."""
@@ -602,7 +640,7 @@ def _walk_tree(source: Path, path: str) -> tuple[list[str], list[tuple[Path, str
     return directories, files
 
 
-def _file_endpoint(account: object) -> Optional[str]:
+def file_endpoint(account: object) -> Optional[str]:
     endpoints = getattr(account, "primary_endpoints", None)
     url = getattr(endpoints, "file", None) if endpoints is not None else None
     return str(url) if url else None

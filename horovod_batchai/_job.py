@@ -31,13 +31,74 @@ if TYPE_CHECKING:
     from ._experiment import Experiment
     from ._target import Target
 
-__all__ = ["Job", "OutputFile", "STDOUTERR"]
+__all__ = ["Job", "OutputFile", "STDOUTERR", "EndWatch", "check_link_expiry", "output_named", "check_download_link",
+           "tail_text"]
 
 log = logging.getLogger(__name__)
 
 STDOUTERR = "stdouterr"
-_TAIL_BYTES = 4096
+TAIL_BYTES = 4096
 _TAIL_LINES = 30
+
+
+def check_link_expiry(link_expiry_minutes: object) -> None:
+    if not isinstance(link_expiry_minutes, int) or not 5 <= link_expiry_minutes <= 600:
+        raise InvalidSpecError("link_expiry_minutes", f"{link_expiry_minutes!r} is not a link lifetime",
+                               "minutes between 5 and 600 (the service's range)")
+
+
+def output_named(files: List[OutputFile], name: str, path: str, output_directory_id: str) -> OutputFile:
+    """The listed output file ``name`` (``path`` as the caller wrote it), or the error naming it."""
+    match = next((f for f in files if f.name == name), None)
+    if match is None:
+        raise InvalidSpecError("path", f"{path!r} is not among the job's {output_directory_id} files",
+                               "a name from list_output_files()")
+    return match
+
+
+def check_download_link(match: OutputFile, path: str, output_directory_id: str) -> None:
+    if not match.download_url:
+        raise TransferError(f"the service gave no download link for {path!r} ({output_directory_id})")
+
+
+def tail_text(data: bytes, start: int) -> str:
+    """The last lines of a log read from byte ``start`` (a partial first line is dropped)."""
+    text = data.decode("utf-8", errors="replace")
+    if start > 0:
+        text = text.split("\n", 1)[-1]  # drop the partial first line
+    return "\n".join(text.splitlines()[-_TAIL_LINES:])
+
+
+class EndWatch:
+    """What waiting for a job to end decides on each status (the sync and async waits share it)."""
+
+    def __init__(self, name: str, polling: Polling, on_state: Optional[Callable[[ExecutionState], None]]) -> None:
+        self._name = name
+        self._polling = polling
+        self._on_state = on_state
+        self._seen: Optional[ExecutionState] = None
+
+    def report(self, status: JobStatus) -> None:
+        if status.execution_state is not self._seen:
+            self._seen = status.execution_state
+            log.debug("job %s is %s", self._name, status.execution_state.value)
+            if self._on_state is not None:
+                self._on_state(status.execution_state)
+
+    @staticmethod
+    def done(status: JobStatus) -> bool:
+        return status.execution_state.is_terminal()
+
+    def timeout_error(self, status: JobStatus) -> WaitTimeoutError:
+        return WaitTimeoutError(f"job {self._name!r} was still {status.execution_state.value} after "
+                                f"{self._polling.timeout:g}s", last_state=status.execution_state)
+
+    @staticmethod
+    def failed(status: JobStatus) -> bool:
+        return status.execution_state is ExecutionState.FAILED
+
+    def failure(self, status: JobStatus, stderr_tail: str) -> JobFailedError:
+        return JobFailedError(self._name, exit_code=status.exit_code, errors=status.errors, stderr_tail=stderr_tail)
 
 
 class Job:
@@ -152,23 +213,11 @@ class Job:
         polling = Polling(timeout=timeout, clock=clock, sleep=sleep,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
-        seen: list[ExecutionState] = []
-
-        def report(status: JobStatus) -> None:
-            if not seen or status.execution_state is not seen[-1]:
-                seen[:] = [status.execution_state]
-                log.debug("job %s is %s", self.name, status.execution_state.value)
-                if on_state is not None:
-                    on_state(status.execution_state)
-
-        status = poll_until(lambda: self.refresh().status, done=lambda s: s.execution_state.is_terminal(),
-                            polling=polling, on_each=report,
-                            on_timeout=lambda s: WaitTimeoutError(
-                                f"job {self.name!r} was still {s.execution_state.value} after {timeout:g}s",
-                                last_state=s.execution_state))
-        if status.execution_state is ExecutionState.FAILED:
-            raise JobFailedError(self.name, exit_code=status.exit_code, errors=status.errors,
-                                 stderr_tail=self.stderr_tail())
+        watch = EndWatch(self.name, polling, on_state)
+        status = poll_until(lambda: self.refresh().status, done=watch.done, polling=polling, on_each=watch.report,
+                            on_timeout=watch.timeout_error)
+        if watch.failed(status):
+            raise watch.failure(status, self.stderr_tail())
         return status
 
     # -- output files ---------------------------------------------------------------------------
@@ -176,9 +225,7 @@ class Job:
                           link_expiry_minutes: int = 60) -> List[OutputFile]:
         """Files and directories in ``directory`` of the output directory ``output_directory_id``
         (``stdouterr`` holds stdout.txt, stderr.txt and the logs)."""
-        if not isinstance(link_expiry_minutes, int) or not 5 <= link_expiry_minutes <= 600:
-            raise InvalidSpecError("link_expiry_minutes", f"{link_expiry_minutes!r} is not a link lifetime",
-                                   "minutes between 5 and 600 (the service's range)")
+        check_link_expiry(link_expiry_minutes)
         return self._backend.list_output_files(self._ref, output_directory_id, directory, link_expiry_minutes)
 
     def stream(self, name: str = "stdout.txt", *, output_directory_id: str = STDOUTERR,
@@ -194,10 +241,8 @@ class Job:
         whole) to ``dest``: a file path, or a directory to put it in (an existing one, or one written
         with a trailing '/'). A destination that cannot be written is an :class:`InvalidSpecError`."""
         directory, _, name = path.strip("/").rpartition("/")
-        match = next((f for f in self.list_output_files(output_directory_id, directory or ".") if f.name == name), None)
-        if match is None:
-            raise InvalidSpecError("path", f"{path!r} is not among the job's {output_directory_id} files",
-                                   "a name from list_output_files()")
+        match = output_named(self.list_output_files(output_directory_id, directory or "."), name, path,
+                             output_directory_id)
         if match.is_directory:
             dest = local_directory(dest)
             for child in self.list_output_files(output_directory_id, path.strip("/")):
@@ -205,8 +250,7 @@ class Job:
                               output_directory_id=output_directory_id)
             return dest
         dest = local_destination(dest, name)
-        if not match.download_url:
-            raise TransferError(f"the service gave no download link for {path!r} ({output_directory_id})")
+        check_download_link(match, path, output_directory_id)
         remote = self._backend.open_output(match.download_url)
         partial = dest.with_name(dest.name + ".partial")
         try:
@@ -219,7 +263,7 @@ class Job:
         partial.replace(dest)
         return dest
 
-    def stderr_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
+    def stderr_tail(self, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on
         Azure ML); empty when there is none or it cannot be read."""
         wanted = self._backend.failure_log_name
@@ -237,7 +281,4 @@ class Job:
         except (AzureError, HttpResponseError, HorovodBatchAIError) as err:
             log.debug("could not read %s of %s: %s", wanted, self.name, type(err).__name__)
             return ""
-        text = data.decode("utf-8", errors="replace")
-        if start > 0:
-            text = text.split("\n", 1)[-1]  # drop the partial first line
-        return "\n".join(text.splitlines()[-_TAIL_LINES:])
+        return tail_text(data, start)

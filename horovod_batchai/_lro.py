@@ -30,7 +30,8 @@ from azure.core.polling import LROPoller, NoPolling, PollingMethod
 from ._errors import HorovodBatchAIError, InvalidSpecError, WaitTimeoutError, azure_errors
 from ._polling import check_seconds
 
-__all__ = ["MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", "DEFAULT_LRO_TIMEOUT"]
+__all__ = ["MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", "DEFAULT_LRO_TIMEOUT",
+           "not_finished", "wrap_token", "inner_token", "StepsPolling"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -46,7 +47,7 @@ def check_timeout(timeout: object) -> None:
     check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
 
 
-def _token(action: str, resource: str, inner: Optional[str]) -> str:
+def wrap_token(action: str, resource: str, inner: Optional[str]) -> str:
     body = {"v": _TOKEN_VERSION, "operation": action, "resource": resource, "inner": inner}
     return base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode("ascii")
 
@@ -71,7 +72,12 @@ def resume_token(token: object, *, action: str, resource: str) -> Optional[str]:
     return inner if isinstance(inner, str) else None
 
 
-def _inner_token(poller: Any, action: str, resource: str) -> Optional[str]:
+def not_finished(action: str, resource: str, timeout: Optional[float], status: str) -> WaitTimeoutError:
+    return WaitTimeoutError(f"{action} {resource} had not finished after {timeout:g}s (status {status})",
+                            last_state=status)
+
+
+def inner_token(poller: Any, action: str, resource: str) -> Optional[str]:
     try:
         token = poller.continuation_token()
     except (TypeError, NotImplementedError) as err:  # azure-core's answer for a polling method without tokens
@@ -103,7 +109,7 @@ class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
         process or another one."""
         if self._same_token:
             return self._inner.continuation_token()
-        return _token(self._action, self._resource, _inner_token(self._inner, self._action, self._resource))
+        return wrap_token(self._action, self._resource, inner_token(self._inner, self._action, self._resource))
 
     def status(self) -> str:
         return self._inner.status()
@@ -121,8 +127,7 @@ class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
         ``timeout`` seconds (None waits without limit)."""
         self.wait(timeout)
         if not self._inner.done():
-            raise WaitTimeoutError(f"{self._action} {self._resource} had not finished after {timeout:g}s "
-                                   f"(status {self._inner.status()})", last_state=self._inner.status())
+            raise not_finished(self._action, self._resource, timeout, self._inner.status())
         if not self._converted:
             with azure_errors(self._action, self._resource):
                 raw = self._inner.result()
@@ -151,7 +156,7 @@ class DonePoller(LROPoller, Generic[T]):  # type: ignore[type-arg]
 
     def continuation_token(self) -> str:
         """A token whose resumption only reads the resource again: nothing is left to wait for."""
-        return _token(self._action, self._resource, None)
+        return wrap_token(self._action, self._resource, None)
 
     def status(self) -> str:
         return "Succeeded"
@@ -173,7 +178,7 @@ class DonePoller(LROPoller, Generic[T]):  # type: ignore[type-arg]
         pass
 
 
-class _StepsPolling(PollingMethod):  # type: ignore[type-arg]
+class StepsPolling(PollingMethod):  # type: ignore[type-arg]
     """A polling method that runs ``work`` -- the operation's remaining steps, which wait on
     pollers and on the service's state -- on the ``LROPoller``'s thread."""
 
@@ -215,5 +220,5 @@ def background_poller(work: Callable[[], T], *, action: str, resource: str,
                       token: Callable[[], Optional[str]] = lambda: None) -> "LROPoller[T]":
     """A poller whose operation is ``work()``, run on azure-core's poller thread; ``token()`` is
     the inner token of the step still running (None when only state is left to watch)."""
-    inner: LROPoller[T] = LROPoller(None, None, lambda raw: raw, _StepsPolling(work, token))
+    inner: LROPoller[T] = LROPoller(None, None, lambda raw: raw, StepsPolling(work, token))
     return MappedPoller(inner, lambda value: value, action=action, resource=resource)

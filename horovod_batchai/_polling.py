@@ -63,9 +63,13 @@ class Polling:
     def expired(self) -> bool:
         return self.remaining() <= 0.0
 
+    def next_pause(self) -> float:
+        """Seconds until the next poll: one interval, never past the deadline."""
+        return min(self.poll_interval, self.remaining())
+
     def pause(self) -> None:
         """Sleep one interval, never past the deadline."""
-        self._sleep(min(self.poll_interval, self.remaining()))
+        self._sleep(self.next_pause())
 
 
 def poll_until(fetch: Callable[[], T], *, done: Callable[[T], bool], polling: Polling,

@@ -17,7 +17,7 @@ from .._mounts import Mount
 from .._states import ClusterStatus, JobStatus
 from .._values import OutputFile, RemoteLogin, Usage
 
-__all__ = ["Backend", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ClusterRef", "JobRef"]
+__all__ = ["Backend", "SpecChecks", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ClusterRef", "JobRef"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,14 @@ class RemoteFile(Protocol):
     def read(self, offset: int, length: int) -> bytes: ...
 
     def chunks(self) -> Iterator[bytes]: ...
+
+
+class SpecChecks(Protocol):
+    """The checks a backend makes of a spec without a request (the sync and async backends share them)."""
+
+    def check_cluster_spec(self, spec: ClusterSpec) -> None: ...
+
+    def check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None: ...
 
 
 class Backend(Protocol):

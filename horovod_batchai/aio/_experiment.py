@@ -1,0 +1,110 @@
+"""Experiments, for asyncio: :class:`horovod_batchai.Experiment`'s methods, awaited."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Union, cast
+
+from azure.core.polling import AsyncLROPoller
+
+from ..._backends.base import JobRecord
+from ..._experiment import check_against_cluster, require_cluster, require_spec
+from ..._job_spec import HorovodJob
+from ..._lro import DEFAULT_LRO_TIMEOUT, check_timeout
+from ..._names import check_batchai_name
+from ._backends import backend_for
+from ._cluster import GpuCluster
+from ._job import Job
+from ._lro import AsyncMappedPoller
+
+if TYPE_CHECKING:
+    from ._backends import AsyncBackend
+    from ._workspace import Workspace
+
+__all__ = ["Experiment"]
+
+
+class Experiment:
+    """An experiment in an aio :class:`Workspace` (see :class:`horovod_batchai.Experiment`);
+    :meth:`submit` runs a :class:`HorovodJob` in it."""
+
+    def __init__(self, workspace: "Workspace", name: str) -> None:
+        self.workspace = workspace
+        self.name = check_batchai_name(name, "experiment")
+
+    def __repr__(self) -> str:
+        return f"Experiment(workspace={self.workspace.name!r}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Experiment) and self.id.lower() == other.id.lower()
+
+    def __hash__(self) -> int:
+        return hash(self.id.lower())
+
+    @property
+    def _backend(self) -> "AsyncBackend":
+        return backend_for(self.workspace.target)
+
+    @property
+    def id(self) -> str:
+        return self._backend.experiment_id(self.workspace.resource_group, self.workspace.name, self.name)
+
+    async def refresh(self) -> "Experiment":
+        """Check that the experiment still exists; returns the experiment itself."""
+        await self._backend.get_experiment(self.workspace.resource_group, self.workspace.name, self.name)
+        return self
+
+    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+        """Start deleting the experiment and its jobs; finishes at once when already gone."""
+        return await self._backend.begin_delete_experiment(self.workspace.resource_group, self.workspace.name,
+                                                           self.name, continuation_token=continuation_token)
+
+    async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
+        """Delete the experiment and its jobs, awaited for at most ``timeout`` seconds."""
+        check_timeout(timeout)
+        await (await self.begin_delete()).result(timeout)
+
+    # -- jobs -----------------------------------------------------------------------------------
+    async def begin_submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
+                           continuation_token: Optional[str] = None) -> "AsyncLROPoller[Job]":
+        """Start submitting ``spec`` as job ``name`` on ``cluster``; the poller's result is the
+        :class:`Job` once the service has accepted it. The checks made before anything is created
+        are those of :meth:`horovod_batchai.Experiment.begin_submit`."""
+        check_batchai_name(name, "job")
+        job = Job(self, name)
+        backend = self._backend
+        if continuation_token is not None:
+            poller = await backend.begin_submit_job(job._ref, cast(HorovodJob, spec), None,
+                                                    continuation_token=continuation_token)
+        else:
+            spec = require_spec(spec)
+            spec.check_resolved()
+            if isinstance(cluster, str):
+                cluster = GpuCluster(self.workspace, cluster)
+            require_cluster(cluster, GpuCluster)
+            if cluster._record is None:
+                await cluster.refresh()
+            record = cluster._known()
+            check_against_cluster(spec, record, backend)
+            await backend.check_job_storage(spec)
+            poller = await backend.begin_submit_job(job._ref, spec, record)
+
+        def accepted(job_record: JobRecord) -> Job:
+            job._record = job_record
+            return job
+
+        return AsyncMappedPoller(poller, accepted, action="submitting job", resource=job.id, same_token=True)
+
+    async def submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
+                     timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Job:
+        """:meth:`begin_submit`, awaited for at most ``timeout`` seconds for the service to accept
+        the job; :meth:`Job.wait` then waits for it to end."""
+        check_timeout(timeout)
+        return await (await self.begin_submit(name, spec, cluster=cluster)).result(timeout)
+
+    async def get_job(self, name: str) -> Job:
+        """The existing job; :class:`NotFoundError` when there is none."""
+        return await Job(self, name).refresh()
+
+    async def list_jobs(self) -> List[Job]:
+        ws = self.workspace
+        return [Job(self, r.name, _record=r)
+                for r in await self._backend.list_jobs(ws.resource_group, ws.name, self.name)]

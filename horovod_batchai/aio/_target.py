@@ -1,0 +1,215 @@
+"""Where requests go, and Microsoft's aio clients built for it.
+
+An aio :class:`Target` is the sync :class:`horovod_batchai.Target` (which holds the endpoints,
+the local service's certificate, the retry settings and the caller's client options) plus the
+asynchronous clients it hands out: ``azure.mgmt.batchai.aio``, ``azure.mgmt.resource.resources.aio``,
+``azure.mgmt.storage.aio`` and ``azure.storage.fileshare.aio``, sending through azure-core's
+aiohttp transport, each told to verify TLS the way the sync clients are (the local service's own
+certificate through ``connection_verify``).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
+
+from azure.core.credentials import AccessToken, AccessTokenInfo, TokenCredential
+from azure.core.credentials_async import AsyncTokenCredential
+
+from .._target import (AZURE_MANAGEMENT_ENDPOINT, CREDENTIAL_OPTIONS, LOCAL_SUBSCRIPTION, Target as SyncTarget,
+                       target_from_env)
+
+if TYPE_CHECKING:
+    from azure.mgmt.batchai.aio import BatchAI
+    from azure.mgmt.resource.resources.aio import ResourceManagementClient
+    from azure.mgmt.storage.aio import StorageManagementClient
+    from azure.storage.fileshare.aio import ShareFileClient, ShareServiceClient
+
+    from ..local import LocalService, ServiceInfo
+    from ._backends import AsyncBackend
+
+__all__ = ["Target"]
+
+log = logging.getLogger(__name__)
+
+
+class _LocalAsyncCredential:
+    """The local service's credential, as an ``AsyncTokenCredential``: its tokens are signed here,
+    from the service's state directory, with no request."""
+
+    def __init__(self, credential: TokenCredential) -> None:
+        self._credential = credential
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._credential!r})"
+
+    async def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        return self._credential.get_token(*scopes)
+
+    async def get_token_info(self, *scopes: str, options: Any = None) -> AccessTokenInfo:
+        token = self._credential.get_token(*scopes)
+        return AccessTokenInfo(token.token, token.expires_on)
+
+    async def close(self) -> None:
+        pass
+
+    async def __aenter__(self) -> "_LocalAsyncCredential":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        pass
+
+
+class Target:
+    """Where requests go, for :mod:`horovod_batchai.aio`. Built like the sync
+    :class:`horovod_batchai.Target` (:meth:`local`, :meth:`azure`, :meth:`azureml`,
+    :meth:`from_env`), with the same keyword client options -- an async ``transport`` among them.
+
+    Its clients are created on first use, shared, and closed by ``await target.close()`` or on
+    leaving ``async with target``. On Azure the credential is an async one
+    (``azure.identity.aio.DefaultAzureCredential()`` unless given). On Azure ML, whose client
+    (azure-ai-ml) has no async API, the sync target does the work in worker threads and its
+    ``credential`` is a sync one.
+    """
+
+    def __init__(self, sync: SyncTarget, credential: Optional[AsyncTokenCredential] = None, *,
+                 owns_credential: bool = False) -> None:
+        self._sync = sync
+        self._credential = credential
+        self._owns_credential = owns_credential
+        self._clients: dict[str, Any] = {}
+        self._backend: Optional["AsyncBackend"] = None
+        self._lock = asyncio.Lock()
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def local(cls, service: Union["LocalService", "ServiceInfo", None] = None, *,
+              state_dir: Optional[Union[str, Path]] = None,
+              subscription_id: str = LOCAL_SUBSCRIPTION, **client_options: Any) -> "Target":
+        """The local service, found or started as by :meth:`horovod_batchai.Target.local`."""
+        return cls(SyncTarget.local(service, state_dir=state_dir, subscription_id=subscription_id, **client_options))
+
+    @classmethod
+    def azure(cls, subscription_id: str, credential: Optional[AsyncTokenCredential] = None, *,
+              management_endpoint: str = AZURE_MANAGEMENT_ENDPOINT, **client_options: Any) -> "Target":
+        """Azure Batch AI; ``credential`` is an async credential, by default
+        ``azure.identity.aio.DefaultAzureCredential()`` sending its token requests the way the
+        target's go."""
+        sync = SyncTarget(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
+                          client_options=client_options)
+        if credential is not None:
+            return cls(sync, credential)
+        from azure.identity.aio import DefaultAzureCredential
+        default = DefaultAzureCredential(**{k: v for k, v in client_options.items() if k in CREDENTIAL_OPTIONS})
+        return cls(sync, default, owns_credential=True)
+
+    @classmethod
+    def azureml(cls, subscription_id: str, resource_group: str, workspace: str,
+                credential: Optional[TokenCredential] = None, **client_options: Any) -> "Target":
+        """An Azure Machine Learning workspace. azure-ai-ml has no async API: its calls run in
+        worker threads, so ``credential`` is a sync one (default
+        ``azure.identity.DefaultAzureCredential()``) and ``transport`` a sync transport."""
+        return cls(SyncTarget.azureml(subscription_id, resource_group, workspace, credential, **client_options))
+
+    @classmethod
+    def from_env(cls, environ: Optional[Mapping[str, str]] = None, **client_options: Any) -> "Target":
+        """From the environment variables :meth:`horovod_batchai.Target.from_env` reads."""
+        target: Target = target_from_env(cls, environ, **client_options)
+        return target
+
+    def __repr__(self) -> str:
+        return repr(self._sync).replace("Target(", "aio.Target(", 1)
+
+    @property
+    def sync(self) -> SyncTarget:
+        """The sync :class:`horovod_batchai.Target` with the same settings (its clients are its own)."""
+        return self._sync
+
+    @property
+    def kind(self) -> str:
+        return self._sync.kind
+
+    @property
+    def subscription_id(self) -> str:
+        return self._sync.subscription_id
+
+    @property
+    def is_local(self) -> bool:
+        return self._sync.is_local
+
+    # -- Microsoft's aio clients ----------------------------------------------------------------
+    async def _ready(self) -> None:
+        """Find (or start) the local service off the event loop, once: starting it takes seconds."""
+        if self.is_local and self._sync._info is None:
+            await asyncio.to_thread(self._sync._local_info)
+
+    def _async_credential(self) -> AsyncTokenCredential:
+        if self.is_local:
+            return _LocalAsyncCredential(self._sync.credential())  # type: ignore[return-value]
+        assert self._credential is not None, "an Azure target holds an async credential"
+        return self._credential
+
+    async def _client(self, key: str, factory: Any) -> Any:
+        client = self._clients.get(key)
+        if client is None:
+            await self._ready()
+            async with self._lock:
+                client = self._clients.get(key)
+                if client is None:
+                    client = self._clients[key] = factory()
+        return client
+
+    async def batchai(self) -> "BatchAI":
+        from azure.mgmt.batchai.aio import BatchAI
+        return await self._client("batchai", lambda: BatchAI(self._async_credential(), self.subscription_id,
+                                                             **self._sync._management_kwargs()))
+
+    async def resources(self) -> "ResourceManagementClient":
+        from azure.mgmt.resource.resources.aio import ResourceManagementClient
+        return await self._client("resources", lambda: ResourceManagementClient(
+            self._async_credential(), self.subscription_id, **self._sync._management_kwargs()))
+
+    async def storage(self) -> "StorageManagementClient":
+        from azure.mgmt.storage.aio import StorageManagementClient
+        return await self._client("storage", lambda: StorageManagementClient(
+            self._async_credential(), self.subscription_id, **self._sync._management_kwargs()))
+
+    async def share_service(self, account_url: str, account_key: str) -> "ShareServiceClient":
+        """An aio ``ShareServiceClient`` signing with the shared key (the caller closes it)."""
+        from azure.storage.fileshare.aio import ShareServiceClient
+        await self._ready()
+        self._sync.check_data_url(account_url, "the storage account's file endpoint")
+        return ShareServiceClient(account_url, credential=account_key,
+                                  **self._sync._data_plane_kwargs(asynchronous=True))
+
+    async def file_from_sas_url(self, url: str) -> "ShareFileClient":
+        """An aio client for one file reached through a SAS download URL (the caller closes it)."""
+        from azure.storage.fileshare.aio import ShareFileClient
+        await self._ready()
+        self._sync.check_data_url(url.split("?", 1)[0], "the download URL")
+        return ShareFileClient.from_file_url(url, **self._sync._data_plane_kwargs(asynchronous=True))
+
+    # -- lifetime -------------------------------------------------------------------------------
+    async def close(self) -> None:
+        """Close every client this target opened (and, on Azure ML, the sync target's); a
+        credential given by the caller stays open. The target may be used again (its clients are
+        then opened anew)."""
+        clients, self._clients = self._clients, {}
+        backend, self._backend = self._backend, None
+        for client in clients.values():
+            try:
+                await client.close()
+            except Exception:  # closing is best effort; a half-open socket must not mask the caller's error
+                log.debug("closing %s failed", type(client).__name__, exc_info=True)
+        if backend is not None:
+            await backend.close()
+        if self._owns_credential and self._credential is not None:
+            await self._credential.close()
+        await asyncio.to_thread(self._sync.close)
+
+    async def __aenter__(self) -> "Target":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()

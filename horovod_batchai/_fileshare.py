@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FileShare", "ShareItem", "SKUS", "upload_temp_path", "walk_tree", "check_quota", "check_account_options",
            "full_key", "add_entries", "check_read_back", "holds_upload", "finish_download", "file_endpoint",
-           "DEFAULT_FILE_CONCURRENCY", "UPLOAD_TEMP_RE"]
+           "DEFAULT_FILE_CONCURRENCY", "UPLOAD_TEMP_RE", "check_upload_source", "plan_upload_directory"]
 
 log = logging.getLogger(__name__)
 
@@ -355,11 +355,7 @@ class FileShare:
         interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
         it held; one a crashed process leaves behind is named by that pattern (the local service
         removes such leftovers when it starts)."""
-        source = Path(source)
-        path = check_share_path(path)
-        if not source.is_file():
-            raise InvalidSpecError("source", f"{str(source)!r} is not a file", "the path of an existing local file")
-        size = source.stat().st_size
+        source, path, size = check_upload_source(source, path)
         with Progress(progress, size, source.name) as bar:
             if "/" in path:
                 self.create_directory(path.rsplit("/", 1)[0])
@@ -442,14 +438,7 @@ class FileShare:
         link to a directory are skipped, and so are FIFOs, sockets and devices -- each with a
         :class:`UserWarning` naming it. Ctrl-C stops the transfer within about a second: files
         already complete stay, the ones in flight are removed."""
-        source = Path(source)
-        path = check_share_path(path, allow_root=True)
-        if not source.is_dir():
-            raise InvalidSpecError("source", f"{str(source)!r} is not a directory", "an existing local directory")
-        directories, files = walk_tree(source, path)
-        for _, remote in files:
-            check_share_path(remote, "source (a file name in the tree)")
-        sizes = {remote: local.stat().st_size for local, remote in files}
+        source, path, directories, files, sizes = plan_upload_directory(source, path)
         total = sum(sizes.values())
         for directory in directories:
             self.create_directory(directory)
@@ -538,6 +527,29 @@ class FileShare:
                     local.with_name(local.name + ".partial").unlink(missing_ok=True)
                 raise
         return targets
+
+
+def check_upload_source(source: Union[str, Path], path: str) -> tuple[Path, str, int]:
+    """``upload_file``'s arguments checked: (the local file, the share path, the file's size)."""
+    source = Path(source)
+    path = check_share_path(path)
+    if not source.is_file():
+        raise InvalidSpecError("source", f"{str(source)!r} is not a file", "the path of an existing local file")
+    return source, path, source.stat().st_size
+
+
+def plan_upload_directory(source: Union[str, Path], path: str
+                          ) -> tuple[Path, str, list[str], list[tuple[Path, str]], dict[str, int]]:
+    """``upload_directory``'s arguments checked and its tree walked: (the local directory, the
+    share path, share directories to create, (local file, share path) pairs, size by share path)."""
+    source = Path(source)
+    path = check_share_path(path, allow_root=True)
+    if not source.is_dir():
+        raise InvalidSpecError("source", f"{str(source)!r} is not a directory", "an existing local directory")
+    directories, files = walk_tree(source, path)
+    for _, remote in files:
+        check_share_path(remote, "source (a file name in the tree)")
+    return source, path, directories, files, {remote: local.stat().st_size for local, remote in files}
 
 
 def check_quota(quota_gib: object) -> None:

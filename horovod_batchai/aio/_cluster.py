@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 from azure.core.polling import AsyncLROPoller
 
-from ..._backends.base import ClusterRecord, ClusterRef
-from ..._cluster import ReadyWatch, check_resize
-from ..._cluster_spec import AutoScale
-from ..._errors import HorovodBatchAIError
-from ..._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
-from ..._mounts import Mount
-from ..._names import check_batchai_name
-from ..._polling import Polling
-from ..._states import ClusterStatus
-from ..._values import RemoteLogin
+from .._backends.base import ClusterRecord, ClusterRef
+from .._cluster import ReadyWatch, check_resize
+from .._cluster_spec import AutoScale
+from .._errors import HorovodBatchAIError
+from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
+from .._mounts import Mount
+from .._names import check_batchai_name
+from .._polling import Polling
+from .._states import ClusterStatus
+from .._values import RemoteLogin
 from ._backends import backend_for
 from ._lro import async_background_poller
 from ._polling import async_poll_until

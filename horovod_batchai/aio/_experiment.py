@@ -5,11 +5,11 @@ from typing import TYPE_CHECKING, List, Optional, Union, cast
 
 from azure.core.polling import AsyncLROPoller
 
-from ..._backends.base import JobRecord
-from ..._experiment import check_against_cluster, require_cluster, require_spec
-from ..._job_spec import HorovodJob
-from ..._lro import DEFAULT_LRO_TIMEOUT, check_timeout
-from ..._names import check_batchai_name
+from .._backends.base import JobRecord
+from .._experiment import check_against_cluster, require_cluster, require_spec
+from .._job_spec import HorovodJob
+from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
+from .._names import check_batchai_name
 from ._backends import backend_for
 from ._cluster import GpuCluster
 from ._job import Job

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Union
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.core.polling import AsyncLROPoller
 
-from ..._backends.base import JobRecord, JobRef
-from ..._errors import HorovodBatchAIError, azure_errors
-from ..._job import (STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_link_expiry, output_named,
+from .._backends.base import JobRecord, JobRef
+from .._errors import HorovodBatchAIError, azure_errors
+from .._job import (STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_link_expiry, output_named,
                      tail_text)
-from ..._job_spec import HorovodJob
-from ..._lro import DEFAULT_LRO_TIMEOUT, check_timeout
-from ..._names import check_batchai_name, local_destination, local_directory
-from ..._paths import local_path_under
-from ..._polling import Polling
-from ..._states import ExecutionState, JobStatus
-from ..._values import OutputFile
+from .._job_spec import HorovodJob
+from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
+from .._names import check_batchai_name, local_destination, local_directory
+from .._paths import local_path_under
+from .._polling import Polling
+from .._states import ExecutionState, JobStatus
+from .._values import OutputFile
 from ._backends import backend_for
 from ._lro import AsyncMappedPoller
 from ._polling import async_poll_until

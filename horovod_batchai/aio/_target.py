@@ -190,6 +190,13 @@ class Target:
         self._sync.check_data_url(url.split("?", 1)[0], "the download URL")
         return ShareFileClient.from_file_url(url, **self._sync._data_plane_kwargs(asynchronous=True))
 
+    def _adopt(self, client: Any) -> None:
+        """Close ``client`` (a share's data-plane client) with the target."""
+        self._clients[f"adopted-{id(client)}"] = client
+
+    def _disown(self, client: Any) -> None:
+        self._clients.pop(f"adopted-{id(client)}", None)
+
     # -- lifetime -------------------------------------------------------------------------------
     async def close(self) -> None:
         """Close every client this target opened (and, on Azure ML, the sync target's); a

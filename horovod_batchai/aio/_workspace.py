@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union, cast
 
 from azure.core.polling import AsyncLROPoller
 
-from ..._backends.base import ClusterRef, WorkspaceRecord
-from ..._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
-from ..._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
-from ..._mounts import Mount
-from ..._names import check_batchai_name, check_resource_group
-from ..._values import Usage
-from ..._workspace import check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
+from .._backends.base import ClusterRef, WorkspaceRecord
+from .._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
+from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
+from .._mounts import Mount
+from .._names import check_batchai_name, check_resource_group
+from .._values import Usage
+from .._workspace import check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
 from ._backends import backend_for
 from ._cluster import GpuCluster
 from ._experiment import Experiment

@@ -372,7 +372,9 @@ class FileShare:
                                 await self._hash_remote(client, path, max_concurrency))
             await self._rename_into_place(client, path, size, md5)
         except BaseException:
-            await asyncio.shield(self._discard(client, temp))
+            # awaited before the error (or the cancellation) goes on, so that the caller who
+            # awaits the cancelled upload finds nothing left behind
+            await self._discard(client, temp)
             raise
 
     async def _rename_into_place(self, client: "ShareFileClient", path: str, size: int, md5: bytes) -> None:
@@ -396,7 +398,7 @@ class FileShare:
             await client.delete_file(timeout=10)
         except ResourceNotFoundError:
             pass
-        except BaseException as err:  # noqa: B036 -- a dead connection: say what is left
+        except BaseException as err:  # noqa: B036 -- a second cancellation or a dead connection: say what is left
             log.warning("could not delete the unfinished upload %s (%s); delete it by hand (the local service "
                         "removes such leftovers when it starts)", self._where(temp), type(err).__name__)
 

@@ -134,15 +134,22 @@ class AsyncDonePoller(AsyncLROPoller, Generic[T]):  # type: ignore[type-arg]
 
 class _AsyncStepsPolling(StepsPolling, AsyncPollingMethod):  # type: ignore[type-arg,misc]
     """The sync steps' polling method, its ``run`` awaited on the event loop. A cancelled run
-    leaves the status in progress: the next ``run`` goes on from the step still running."""
+    leaves the status in progress: the next ``run`` goes on from the step still running; a
+    failed one raises its error again."""
+
+    _error: Optional[BaseException] = None
 
     async def run(self) -> None:  # type: ignore[override]
+        if self._error is not None:
+            raise self._error
+        if self.finished():
+            return  # AsyncLROPoller.result() runs the method again after wait() did
         try:
             self._resource = await self._work()
         except asyncio.CancelledError:
             raise
-        except BaseException:
-            self._status = "Failed"
+        except BaseException as err:
+            self._status, self._error = "Failed", err
             raise
         self._status = "Succeeded"
 

@@ -82,6 +82,11 @@ class OrderedHashWriter:
     def write(self, data: bytes) -> int:
         data = bytes(data)  # the bytes may wait here; a caller's reused buffer must not change under them
         offset, self._position = self._position, self._position + len(data)
+        return self.write_at(offset, data)
+
+    def write_at(self, offset: int, data: bytes) -> int:
+        """Store and hash ``data``, the bytes at ``offset`` (a writer that was handed them earlier
+        and wrote them later -- horovod_batchai.aio's -- keeps the offsets itself)."""
         if self._fd is not None:
             view, at = memoryview(data), offset
             while view:

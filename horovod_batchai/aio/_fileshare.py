@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, List, Optional, Union, cast
 
@@ -54,11 +56,70 @@ class _ReadInThread:
         return await asyncio.to_thread(self._reader.read, n)
 
 
-def _progress_hook(bar: Optional[Progress], key: str) -> Callable[[int, Optional[int]], Awaitable[None]]:
-    # the aio clients await their progress hook
+class _WriteInThread:
+    """What the aio client's parallel download writes into: an :class:`OrderedHashWriter` whose
+    writes (``pwrite`` and MD5, 4 MiB at a time) run in a worker thread of their own, in the order
+    they were handed over, instead of on the event loop, where the client calls ``write``.
+
+    The writer holds its own descriptor of the file (``path``; None: only hash), so a write still
+    running when a cancelled download closes its file cannot land in another file. The progress
+    hook awaits :meth:`drain`, so no more than a few ranges wait in memory."""
+
+    def __init__(self, path: Optional[Path]) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666) if path is not None else None
+        self._writer = OrderedHashWriter(self._fd)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="horovod-batchai-write")
+        self._pending: list["Future[int]"] = []
+        self._position = 0
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self._position = self._writer.seek(offset, whence)
+        return offset
+
+    def write(self, data: bytes) -> int:
+        data = bytes(data)  # the client may reuse its buffer once this returns
+        offset, self._position = self._position, self._position + len(data)
+        self._pending.append(self._worker.submit(self._writer.write_at, offset, data))
+        return len(data)
+
+    async def drain(self, limit: int) -> None:
+        """Wait until at most ``limit`` writes are waiting (raising the first that failed)."""
+        while len(self._pending) > limit:
+            await asyncio.wrap_future(self._pending.pop(0))
+
+    async def result(self) -> tuple[int, bytes]:
+        await self.drain(0)
+        return self._writer.result()
+
+    async def close(self) -> None:
+        """Drop the writes not started, wait for the one running, close the descriptor."""
+        for future in self._pending:
+            future.cancel()
+        await asyncio.to_thread(self._worker.shutdown, wait=True)
+        self._pending = []
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _progress_hook(bar: Optional[Progress], key: str,
+                   writer: Optional[_WriteInThread] = None) -> Callable[[int, Optional[int]], Awaitable[None]]:
+    # the aio clients await their progress hook, after each range they wrote: where a download
+    # waits for its writer to keep up
     async def update(current: int, total: Optional[int] = None) -> None:
         if bar is not None:
             bar.set(key, current)
+        if writer is not None:
+            await writer.drain(2)
     return update
 
 
@@ -403,11 +464,15 @@ class FileShare:
                         "removes such leftovers when it starts)", self._where(temp), type(err).__name__)
 
     async def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int) -> tuple[int, bytes]:
-        hasher = OrderedHashWriter(None)
-        with azure_errors("reading back", self._where(path)):
-            downloader = await client.download_file(max_concurrency=max(1, max_concurrency))
-            await downloader.readinto(cast(BinaryIO, hasher))
-        return hasher.result()
+        hasher = _WriteInThread(None)
+        try:
+            with azure_errors("reading back", self._where(path)):
+                downloader = await client.download_file(max_concurrency=max(1, max_concurrency),
+                                                        progress_hook=_progress_hook(None, path, hasher))
+                await downloader.readinto(cast(BinaryIO, hasher))
+                return await hasher.result()
+        finally:
+            await hasher.close()
 
     async def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
                                progress: ProgressArg = None, verify: bool = True) -> List[ShareItem]:
@@ -445,17 +510,19 @@ class FileShare:
                             bar: Progress, expected_md5: Optional[Union[bytes, bytearray]]) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         partial = dest.with_name(dest.name + ".partial")
+        writer = _WriteInThread(partial)
         try:
-            with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh:
+            with azure_errors("downloading", self._where(path)):
                 # Ranges arrive in parallel, are written at their offsets and hashed in file order.
-                writer = OrderedHashWriter(fh.fileno())
                 downloader = await client.download_file(max_concurrency=max(1, max_concurrency),
-                                                        progress_hook=_progress_hook(bar, path))
+                                                        progress_hook=_progress_hook(bar, path, writer))
                 await downloader.readinto(cast(BinaryIO, writer))
-                _, md5 = writer.result()
+                _, md5 = await writer.result()
         except BaseException:  # a failed, interrupted or cancelled download leaves nothing behind
+            await writer.close()
             partial.unlink(missing_ok=True)
             raise
+        await writer.close()
         finish_download(partial, dest, expected_md5, md5, self._where(path))
 
     async def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,

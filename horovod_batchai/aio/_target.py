@@ -5,12 +5,20 @@ the local service's certificate, the retry settings and the caller's client opti
 asynchronous clients it hands out: ``azure.mgmt.batchai.aio``, ``azure.mgmt.resource.resources.aio``,
 ``azure.mgmt.storage.aio`` and ``azure.storage.fileshare.aio``, sending through azure-core's
 aiohttp transport, each told to verify TLS the way the sync clients are (the local service's own
-certificate through ``connection_verify``).
+certificate).
+
+TLS: azure-core's aiohttp transport, given ``connection_verify=<CA file>``, builds a new
+``ssl.SSLContext`` for every request, and aiohttp then opens a new connection for each (its pool
+is keyed by the context): a TLS handshake and a CA file parse per request, on the event loop.
+So the target makes one context (the local service's certificate, or the system's CAs) and one
+aiohttp session whose connector holds it, shared by every client it builds (one connection
+pool), unless the caller gave a ``transport`` of their own.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
@@ -81,6 +89,7 @@ class Target:
         self._clients: dict[str, Any] = {}
         self._backend: Optional["AsyncBackend"] = None
         self._lock = asyncio.Lock()
+        self._session: Any = None  # the aiohttp session every client's transport shares
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -144,6 +153,28 @@ class Target:
         if self.is_local and self._sync._info is None:
             await asyncio.to_thread(self._sync._local_info)
 
+    def _transport_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` (a client's options) with the target's shared transport, unless the caller
+        gave one."""
+        if "transport" in kwargs:
+            return kwargs
+        if self._session is None:
+            import aiohttp
+            verify = self._sync.connection_verify
+            context = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else \
+                ssl.create_default_context()
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context), trust_env=True)
+        from azure.core.pipeline.transport import AioHttpTransport
+        # the context is the connector's: a request that named a CA file would get a context of its own
+        return {**kwargs, "connection_verify": True,
+                "transport": AioHttpTransport(session=self._session, session_owner=False)}
+
+    def _management_kwargs(self) -> dict[str, Any]:
+        return self._transport_kwargs(self._sync._management_kwargs())
+
+    def _data_plane_kwargs(self) -> dict[str, Any]:
+        return self._transport_kwargs(self._sync._data_plane_kwargs(asynchronous=True))
+
     def _async_credential(self) -> AsyncTokenCredential:
         if self.is_local:
             return _LocalAsyncCredential(self._sync.credential())  # type: ignore[return-value]
@@ -163,17 +194,17 @@ class Target:
     async def batchai(self) -> "BatchAI":
         from azure.mgmt.batchai.aio import BatchAI
         return await self._client("batchai", lambda: BatchAI(self._async_credential(), self.subscription_id,
-                                                             **self._sync._management_kwargs()))
+                                                             **self._management_kwargs()))
 
     async def resources(self) -> "ResourceManagementClient":
         from azure.mgmt.resource.resources.aio import ResourceManagementClient
         return await self._client("resources", lambda: ResourceManagementClient(
-            self._async_credential(), self.subscription_id, **self._sync._management_kwargs()))
+            self._async_credential(), self.subscription_id, **self._management_kwargs()))
 
     async def storage(self) -> "StorageManagementClient":
         from azure.mgmt.storage.aio import StorageManagementClient
         return await self._client("storage", lambda: StorageManagementClient(
-            self._async_credential(), self.subscription_id, **self._sync._management_kwargs()))
+            self._async_credential(), self.subscription_id, **self._management_kwargs()))
 
     async def share_service(self, account_url: str, account_key: str) -> "ShareServiceClient":
         """An aio ``ShareServiceClient`` signing with the shared key (the caller closes it)."""
@@ -181,14 +212,14 @@ class Target:
         await self._ready()
         self._sync.check_data_url(account_url, "the storage account's file endpoint")
         return ShareServiceClient(account_url, credential=account_key,
-                                  **self._sync._data_plane_kwargs(asynchronous=True))
+                                  **self._data_plane_kwargs())
 
     async def file_from_sas_url(self, url: str) -> "ShareFileClient":
         """An aio client for one file reached through a SAS download URL (the caller closes it)."""
         from azure.storage.fileshare.aio import ShareFileClient
         await self._ready()
         self._sync.check_data_url(url.split("?", 1)[0], "the download URL")
-        return ShareFileClient.from_file_url(url, **self._sync._data_plane_kwargs(asynchronous=True))
+        return ShareFileClient.from_file_url(url, **self._data_plane_kwargs())
 
     def _adopt(self, client: Any) -> None:
         """Close ``client`` (a share's data-plane client) with the target."""
@@ -211,6 +242,9 @@ class Target:
                 log.debug("closing %s failed", type(client).__name__, exc_info=True)
         if backend is not None:
             await backend.close()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
         if self._owns_credential and self._credential is not None:
             await self._credential.close()
         await asyncio.to_thread(self._sync.close)

@@ -41,6 +41,9 @@ __all__ = ["Target"]
 
 log = logging.getLogger(__name__)
 
+#: bytes per request of the aio data-plane clients (see Target._data_plane_kwargs)
+AIO_RANGE = 512 * 1024
+
 
 class _LocalAsyncCredential:
     """The local service's credential, as an ``AsyncTokenCredential``: its tokens are signed here,
@@ -173,7 +176,11 @@ class Target:
         return self._transport_kwargs(self._sync._management_kwargs())
 
     def _data_plane_kwargs(self) -> dict[str, Any]:
-        return self._transport_kwargs(self._sync._data_plane_kwargs(asynchronous=True))
+        # Ranges of 1 MiB rather than azure-storage's 4 MiB (and a first GET of 1 MiB, not 32):
+        # each range is encrypted, decrypted and joined in one go on the event loop, so its size
+        # is how long the loop is held. The caller's options win.
+        ranges = {"max_range_size": AIO_RANGE, "max_single_get_size": AIO_RANGE, "max_chunk_get_size": AIO_RANGE}
+        return self._transport_kwargs({**ranges, **self._sync._data_plane_kwargs(asynchronous=True)})
 
     def _async_credential(self) -> AsyncTokenCredential:
         if self.is_local:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 
 from azure.core.polling import LROPoller
 
-from ._backends import backend_for
 from ._backends.base import ClusterRecord, ClusterRef
 from ._cluster_spec import AutoScale
 from ._errors import ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
@@ -98,7 +97,7 @@ class GpuCluster:
 
     @property
     def _backend(self) -> "Backend":
-        return backend_for(self.workspace.target)
+        return self.workspace.target.backend
 
     @property
     def _ref(self) -> ClusterRef:
@@ -232,7 +231,8 @@ class GpuCluster:
         return self.begin_auto_scale(minimum, maximum, initial=initial,
                                      idle_time_before_scale_down=idle_time_before_scale_down).result(timeout)
 
-    def _begin_scale(self, action: str, continuation_token: Optional[str], **scale: object) -> "LROPoller[ClusterStatus]":
+    def _begin_scale(self, action: str, continuation_token: Optional[str],
+                     **scale: object) -> "LROPoller[ClusterStatus]":
         """The scale request (sent now), then the wait until the cluster is ready at its new scale
         (on the poller's thread). The token holds the request's own while it runs; after that,
         resuming only watches the cluster."""

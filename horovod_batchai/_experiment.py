@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, List, Optional, Union, cast
 
 from azure.core.polling import LROPoller
 
-from ._backends import backend_for
 from ._backends.base import JobRecord
 from ._cluster import GpuCluster
 from ._errors import InvalidSpecError
@@ -17,10 +16,10 @@ from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._names import check_batchai_name
 
 if TYPE_CHECKING:
-    from ._backends.base import Backend, ClusterRecord, SpecChecks
+    from ._backends.base import Backend
     from ._workspace import Workspace
 
-__all__ = ["Experiment", "require_spec", "require_cluster", "check_against_cluster"]
+__all__ = ["Experiment", "require_spec", "require_cluster"]
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +34,6 @@ def require_spec(spec: object) -> HorovodJob:
 def require_cluster(cluster: object, kind: type) -> None:
     if not isinstance(cluster, kind):
         raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
-
-
-def check_against_cluster(spec: HorovodJob, cluster: "ClusterRecord", backend: "SpecChecks") -> None:
-    """The checks of a submission that need the cluster as fetched, and no request."""
-    spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
-    backend.check_job_spec(spec, cluster)
 
 
 class Experiment:
@@ -62,7 +55,7 @@ class Experiment:
 
     @property
     def _backend(self) -> "Backend":
-        return backend_for(self.workspace.target)
+        return self.workspace.target.backend
 
     @property
     def id(self) -> str:
@@ -127,15 +120,13 @@ class Experiment:
                                               continuation_token=continuation_token)
         else:
             spec = require_spec(spec)
-            spec.check_resolved()
             if isinstance(cluster, str):
                 cluster = GpuCluster(self.workspace, cluster)
             require_cluster(cluster, GpuCluster)
             if cluster._record is None:
                 cluster.refresh()
             record = cluster._known()
-            check_against_cluster(spec, record, backend)
-            backend.check_job_storage(spec)
+            backend.check_submission(spec, record)
             poller = backend.begin_submit_job(job._ref, spec, record)
 
         def accepted(job_record: JobRecord) -> Job:

@@ -28,11 +28,10 @@ from ._names import (check_location, check_resource_group, check_share_name, che
                      local_destination, local_directory)
 from ._parallel import check_stop, run_parallel
 from ._progress import Progress, ProgressArg
-from ._backends import backend_for
 from ._backends.arm import ensure_resource_group
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
 from ._paths import local_path_under
-from ._target import IDEMPOTENT_POST
+from ._retry import IDEMPOTENT_POST
 from ._transfer_hash import HashingReader, OrderedHashWriter
 
 if TYPE_CHECKING:
@@ -146,7 +145,7 @@ class FileShare:
         else:
             location = check_account_options(location, sku)
             # Where jobs will find the share must not be other storage: checked before anything is created.
-            backend_for(target).check_share_datastore(account_name, share_name)
+            target.backend.check_share_datastore(account_name, share_name)
             ensure_resource_group(target, resource_group, location)
             account = share._begin_account(location, sku)
         running = [account]
@@ -195,7 +194,7 @@ class FileShare:
         """Make the share known where jobs run. On Azure ML: an AzureFile datastore with the key,
         read first -- one that is already this share is used; one that is other storage is a
         :class:`ConflictError`, raised before anything changes."""
-        backend_for(self.target).register_share(self._account_name, self.share_name, self.get_account_key())
+        self.target.backend.register_share(self._account_name, self.share_name, self.get_account_key())
 
     def check_exists(self) -> None:
         """Raise :class:`NotFoundError` unless the share exists."""

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from azure.core.credentials import TokenCredential
 
-from ._errors import TargetError
+from ._errors import InvalidSpecError, TargetError
 from ._local_endpoint import LOOPBACK_HOSTS, FollowLocalService
 from ._names import check_subscription_id
 
@@ -27,26 +27,23 @@ if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
     from azure.mgmt.storage import StorageManagementClient
     from azure.storage.fileshare import ShareFileClient, ShareServiceClient
 
+    from ._backends.base import Backend
     from .local import LocalService, ServiceInfo
 
 __all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "RESOURCE_GROUP_ENV", "WORKSPACE_ENV", "LOCAL_SUBSCRIPTION",
-           "AZURE_MANAGEMENT_ENDPOINT", "IDEMPOTENT_POST", "KINDS", "target_from_env", "CREDENTIAL_OPTIONS"]
+           "AZURE_MANAGEMENT_ENDPOINT", "KINDS", "target_from_env", "CREDENTIAL_OPTIONS"]
 
 log = logging.getLogger(__name__)
 
 TARGET_ENV = "HOROVOD_BATCHAI_TARGET"
 SUBSCRIPTION_ENV = "AZURE_SUBSCRIPTION_ID"
 STATE_DIR_ENV = "HOROVOD_BATCHAI_STATE_DIR"
+NODE_RUNTIME_ENV = "HOROVOD_BATCHAI_NODE_RUNTIME"
 RESOURCE_GROUP_ENV = "AZURE_RESOURCE_GROUP"
 WORKSPACE_ENV = "AZUREML_WORKSPACE_NAME"
 KINDS = ("local", "azure", "azureml")
 LOCAL_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
-
-#: per-call option for POST/PATCH requests that are safe to repeat (listKeys, listOutputFiles,
-#: listRemoteLoginInformation, terminate, a scale PATCH): azure-core retries only GET/PUT/DELETE
-#: (and a few others) after a dropped connection unless told a request may be repeated.
-IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
 
 
 #: client options that say how requests travel, which the default credential's token requests take too
@@ -75,7 +72,8 @@ class Target:
                  credential: Optional[TokenCredential] = None,
                  service: Union["LocalService", "ServiceInfo", None] = None,
                  state_dir: Optional[Path] = None, resource_group: Optional[str] = None,
-                 workspace: Optional[str] = None, client_options: Optional[Mapping[str, Any]] = None) -> None:
+                 workspace: Optional[str] = None, client_options: Optional[Mapping[str, Any]] = None,
+                 node_runtime: Optional[str] = None) -> None:
         if kind not in KINDS:
             raise TargetError(f"unknown target kind {kind!r}; use one of {', '.join(KINDS)}")
         if urlparse(management_endpoint).scheme != "https":
@@ -86,6 +84,7 @@ class Target:
         self._credential = credential
         self._service = service
         self._state_dir = state_dir
+        self._node_runtime = node_runtime
         self.resource_group = resource_group
         self.workspace = workspace
         self._client_options: dict[str, Any] = dict(client_options or {})
@@ -95,21 +94,39 @@ class Target:
         self._info: Optional["ServiceInfo"] = None
         self._lock = threading.RLock()
         self._clients: dict[str, Any] = {}
-        #: the backend chosen for this target (see horovod_batchai._backends.backend_for)
+        #: the backend doing this target's requests, built on first use (see the backend property)
         self._backend: Any = None
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def local(cls, service: Union["LocalService", "ServiceInfo", None] = None, *,
-              state_dir: Optional[Union[str, Path]] = None,
+              state_dir: Optional[Union[str, Path]] = None, node_runtime: Optional[Union[str, Path]] = None,
               subscription_id: str = LOCAL_SUBSCRIPTION, **client_options: Any) -> "Target":
         """The local service: the one given (a started ``LocalService`` or its ``ServiceInfo``),
         else the daemon for ``state_dir`` (default ``$HOROVOD_BATCHAI_STATE_DIR`` or
-        ``~/.horovod-batchai/local``), reused if running and started on first use if not."""
+        ``~/.horovod-batchai/local``), reused if running and started on first use if not.
+
+        ``node_runtime`` is the Python environment the daemon runs jobs with (its interpreter or its
+        directory; default ``$HOROVOD_BATCHAI_NODE_RUNTIME``, else the SDK's own Python). A daemon
+        already running with another one raises ``NodeRuntimeMismatch`` when first used. A
+        ``LocalService`` is given its runtime when it is built, so ``service`` and
+        ``node_runtime`` do not go together."""
+        runtime = None
+        if node_runtime is not None:
+            if service is not None:
+                raise TargetError("node_runtime applies to a local service the target starts; a LocalService "
+                                  "given as service= has its own (LocalService(node_runtime=...))")
+            from .local.runner.node_runtime import interpreter_of
+            try:
+                runtime = interpreter_of(node_runtime)  # absolute now: the caller's directory is meant
+            except ValueError as exc:
+                raise InvalidSpecError("node_runtime", f"{node_runtime!r} is not a path",
+                                       "the path of a Python interpreter or of a Python environment's "
+                                       "directory") from exc
         endpoint = "https://127.0.0.1"  # placeholder until the service is found; see _local_info
         return cls(kind="local", subscription_id=subscription_id, management_endpoint=endpoint,
                    service=service, state_dir=Path(state_dir).expanduser() if state_dir else None,
-                   client_options=client_options)
+                   client_options=client_options, node_runtime=runtime)
 
     @classmethod
     def azure(cls, subscription_id: str, credential: Optional[TokenCredential] = None, *,
@@ -141,7 +158,8 @@ class Target:
     def from_env(cls, environ: Optional[Mapping[str, str]] = None, **client_options: Any) -> "Target":
         """From ``HOROVOD_BATCHAI_TARGET`` (``local``, the default, ``azure`` or ``azureml``),
         ``AZURE_SUBSCRIPTION_ID`` (required for azure and azureml), ``AZURE_RESOURCE_GROUP`` and
-        ``AZUREML_WORKSPACE_NAME`` (azureml) and ``HOROVOD_BATCHAI_STATE_DIR`` (local)."""
+        ``AZUREML_WORKSPACE_NAME`` (azureml) and ``HOROVOD_BATCHAI_STATE_DIR`` and
+        ``HOROVOD_BATCHAI_NODE_RUNTIME`` (local)."""
         return target_from_env(cls, environ, **client_options)
 
     def __repr__(self) -> str:
@@ -156,6 +174,17 @@ class Target:
         return dict(self._client_options)
 
     # -- where things are -----------------------------------------------------------------------
+    @property
+    def backend(self) -> "Backend":
+        """The backend that does this target's requests (:mod:`horovod_batchai._backends`), built on
+        first use, shared by every object of the target, closed with it."""
+        with self._lock:
+            if self._backend is None:
+                from ._backends import build_backend
+                self._backend = build_backend(self)
+            backend: "Backend" = self._backend
+            return backend
+
     @property
     def is_local(self) -> bool:
         return self.kind == "local"
@@ -176,7 +205,7 @@ class Target:
                     self._info = self._service
                 else:
                     log.info("finding or starting the local service")
-                    self._info = ensure_running(self._state_dir)
+                    self._info = ensure_running(self._state_dir, node_runtime=self._node_runtime)
                 log.debug("using the local service at %s", self._info.endpoint)
             return self._info
 
@@ -324,6 +353,7 @@ def target_from_env(cls: Any, environ: Optional[Mapping[str, str]], **client_opt
     kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
     if kind == "local":
         return cls.local(state_dir=env.get(STATE_DIR_ENV) or None,
+                         node_runtime=env.get(NODE_RUNTIME_ENV, "").strip() or None,
                          subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION, **client_options)
     if kind not in KINDS:
         raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use one of {', '.join(KINDS)}")

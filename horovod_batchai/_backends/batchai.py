@@ -21,7 +21,7 @@ from .._job_spec import HorovodJob
 from .._lro import DonePoller, MappedPoller, resume_token
 from .._mounts import AzureBlobMount, AzureFileShareMount
 from .._names import check_directory_id
-from .._target import IDEMPOTENT_POST
+from .._retry import IDEMPOTENT_POST
 from .._values import OutputFile, RemoteLogin, Usage
 from . import arm
 from .base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, WorkspaceRecord
@@ -312,7 +312,17 @@ class BatchAIBackend:
                          cluster_id=getattr(getattr(model, "cluster", None), "id", "") or "",
                          read_spec=lambda: job_from_rest(model), raw=model)
 
-    def check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+    def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        self.check_submission_spec(spec, cluster)
+        self._check_job_storage(spec)
+
+    def check_submission_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        """The checks of :meth:`check_submission` that make no request (the aio backend's too)."""
+        spec.check_resolved()
+        spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
+        self._check_job_spec(spec, cluster)
+
+    def _check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
         spec.check_paths_against(cluster.mounts)
         for i, mount in enumerate(spec.mounts):
             if isinstance(mount, AzureBlobMount) and (mount.sas_token or not mount.account_key):
@@ -323,7 +333,7 @@ class BatchAIBackend:
                                        "credentials.accountKey, or the storage account given when loading the file "
                                        "(HorovodJob.from_file(..., storage=share), or --storage-account-name)")
 
-    def check_job_storage(self, spec: HorovodJob) -> None:
+    def _check_job_storage(self, spec: HorovodJob) -> None:
         """Every mounted file share must exist and take its key (a read; nothing is created).
         Blob containers are not checked: that would need the blob data plane client."""
         target = self._target

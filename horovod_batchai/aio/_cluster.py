@@ -17,7 +17,6 @@ from .._names import check_batchai_name
 from .._polling import Polling
 from .._states import ClusterStatus
 from .._values import RemoteLogin
-from ._backends import backend_for
 from ._lro import async_background_poller
 from ._polling import async_poll_until
 
@@ -50,7 +49,7 @@ class GpuCluster:
 
     @property
     def _backend(self) -> "AsyncBackend":
-        return backend_for(self.workspace.target)
+        return self.workspace.target.backend
 
     @property
     def _ref(self) -> ClusterRef:

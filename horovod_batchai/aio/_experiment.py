@@ -6,11 +6,10 @@ from typing import TYPE_CHECKING, List, Optional, Union, cast
 from azure.core.polling import AsyncLROPoller
 
 from .._backends.base import JobRecord
-from .._experiment import check_against_cluster, require_cluster, require_spec
+from .._experiment import require_cluster, require_spec
 from .._job_spec import HorovodJob
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._names import check_batchai_name
-from ._backends import backend_for
 from ._cluster import GpuCluster
 from ._job import Job
 from ._lro import AsyncMappedPoller
@@ -41,7 +40,7 @@ class Experiment:
 
     @property
     def _backend(self) -> "AsyncBackend":
-        return backend_for(self.workspace.target)
+        return self.workspace.target.backend
 
     @property
     def id(self) -> str:
@@ -76,15 +75,13 @@ class Experiment:
                                                     continuation_token=continuation_token)
         else:
             spec = require_spec(spec)
-            spec.check_resolved()
             if isinstance(cluster, str):
                 cluster = GpuCluster(self.workspace, cluster)
             require_cluster(cluster, GpuCluster)
             if cluster._record is None:
                 await cluster.refresh()
             record = cluster._known()
-            check_against_cluster(spec, record, backend)
-            await backend.check_job_storage(spec)
+            await backend.check_submission(spec, record)
             poller = await backend.begin_submit_job(job._ref, spec, record)
 
         def accepted(job_record: JobRecord) -> Job:

@@ -30,9 +30,8 @@ from .._names import (check_resource_group, check_share_name, check_share_path, 
                       local_destination, local_directory)
 from .._paths import local_path_under
 from .._progress import Progress, ProgressArg
-from .._target import IDEMPOTENT_POST
+from .._retry import IDEMPOTENT_POST
 from .._transfer_hash import HashingReader, OrderedHashWriter
-from ._backends import backend_for
 from ._lro import AsyncMappedPoller, async_background_poller
 
 if TYPE_CHECKING:
@@ -195,7 +194,7 @@ class FileShare:
             account = await share._resume_account(inner) if inner else None
         else:
             location = check_account_options(location, sku)
-            backend = backend_for(target)
+            backend = target.backend
             # Where jobs will find the share must not be other storage: checked before anything is created.
             await backend.check_share_datastore(account_name, share_name)
             await backend.ensure_resource_group(resource_group, location)
@@ -213,7 +212,7 @@ class FileShare:
                     log.info("created share %s", share._where())
                 except ResourceExistsError:
                     log.info("share %s exists; using it", share._where())
-            await backend_for(target).register_share(account_name, share_name, await share.get_account_key())
+            await target.backend.register_share(account_name, share_name, await share.get_account_key())
             return share
 
         def token() -> Optional[str]:

@@ -26,7 +26,6 @@ from .._paths import local_path_under
 from .._polling import Polling
 from .._states import ExecutionState, JobStatus
 from .._values import OutputFile
-from ._backends import backend_for
 from ._lro import AsyncMappedPoller
 from ._polling import async_poll_until
 from ._stream import AsyncOutputStream
@@ -66,7 +65,7 @@ class Job:
 
     @property
     def _backend(self) -> "AsyncBackend":
-        return backend_for(self.target)
+        return self.target.backend
 
     @property
     def _ref(self) -> JobRef:

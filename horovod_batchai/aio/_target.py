@@ -97,10 +97,12 @@ class Target:
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def local(cls, service: Union["LocalService", "ServiceInfo", None] = None, *,
-              state_dir: Optional[Union[str, Path]] = None,
+              state_dir: Optional[Union[str, Path]] = None, node_runtime: Optional[Union[str, Path]] = None,
               subscription_id: str = LOCAL_SUBSCRIPTION, **client_options: Any) -> "Target":
-        """The local service, found or started as by :meth:`horovod_batchai.Target.local`."""
-        return cls(SyncTarget.local(service, state_dir=state_dir, subscription_id=subscription_id, **client_options))
+        """The local service, found or started (off the event loop, on first use) as by
+        :meth:`horovod_batchai.Target.local`, with the same ``node_runtime``."""
+        return cls(SyncTarget.local(service, state_dir=state_dir, node_runtime=node_runtime,
+                                    subscription_id=subscription_id, **client_options))
 
     @classmethod
     def azure(cls, subscription_id: str, credential: Optional[AsyncTokenCredential] = None, *,
@@ -149,6 +151,15 @@ class Target:
     @property
     def is_local(self) -> bool:
         return self._sync.is_local
+
+    @property
+    def backend(self) -> "AsyncBackend":
+        """The backend that does this target's requests, built on first use (see
+        :mod:`horovod_batchai.aio._backends`)."""
+        if self._backend is None:
+            from ._backends import build_backend
+            self._backend = build_backend(self)
+        return self._backend
 
     # -- Microsoft's aio clients ----------------------------------------------------------------
     async def _ready(self) -> None:

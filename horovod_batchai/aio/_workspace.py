@@ -14,7 +14,6 @@ from .._mounts import Mount
 from .._names import check_batchai_name, check_resource_group
 from .._values import Usage
 from .._workspace import check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
-from ._backends import backend_for
 from ._cluster import GpuCluster
 from ._experiment import Experiment
 from ._lro import AsyncMappedPoller, async_background_poller
@@ -50,7 +49,7 @@ class Workspace:
 
     @property
     def _backend(self) -> "AsyncBackend":
-        return backend_for(self.target)
+        return self.target.backend
 
     @property
     def id(self) -> str:
@@ -71,7 +70,7 @@ class Workspace:
                            continuation_token: Optional[str] = None) -> "AsyncLROPoller[Workspace]":
         """Start get-or-create of the workspace (see :meth:`horovod_batchai.Workspace.begin_create`)."""
         location = check_workspace_args(resource_group, name, location)
-        backend = backend_for(target)
+        backend = target.backend
         poller = await backend.begin_create_workspace(resource_group, name, location,
                                                       continuation_token=continuation_token)
         return AsyncMappedPoller(poller, lambda r: cls(target, resource_group, name, _record=r),
@@ -96,7 +95,7 @@ class Workspace:
         if resource_group is not None:
             check_resource_group(resource_group)
         return [cls(target, r.resource_group, r.name, _record=r)
-                for r in await backend_for(target).list_workspaces(resource_group)]
+                for r in await target.backend.list_workspaces(resource_group)]
 
     async def begin_delete(self, *, delete_resource_group: bool = False,
                            continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":

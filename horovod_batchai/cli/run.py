@@ -118,6 +118,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as err:  # a bug: say so in one line, the traceback only when asked
+        from ..local import ServiceAlreadyRunning  # imported here: most commands never start the service
+        if isinstance(err, ServiceAlreadyRunning):  # e.g. one running with another node runtime
+            return _fail(str(err), EXIT_FAILED)
         if args.debug:
             raise
         return _fail(f"unexpected {type(err).__name__}: {err} (run again with --debug for the traceback)",

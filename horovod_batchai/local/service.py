@@ -6,6 +6,11 @@ backends that hold the state. A running service holds an exclusive lock on
 ``<state dir>/service.lock`` (so two services never drive one state directory) and advertises
 where it listens in ``<state dir>/service.json``; :func:`ensure_running` reads that file to reuse
 a running service and otherwise starts a daemon, so calling it twice is harmless.
+
+Jobs run on the service's *node runtime* (``runner/node_runtime.py``), fixed when it starts and
+recorded in ``service.json``. Asking :func:`ensure_running` for one runtime while a daemon with
+another drives the state directory raises :class:`NodeRuntimeMismatch` rather than restarting it:
+that daemon may be running other processes' jobs.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .app import make_app
 from .batchai.backend import BatchAIBackend
@@ -31,13 +36,14 @@ from .core.backend import LocalBackend, ServiceSettings, default_state_dir
 from .core.http_server import HttpsServer
 from .core.permissions import secure_state_dir
 from .core.tls import ensure_certificate
+from .runner.node_runtime import NODE_RUNTIME_ENV, NodeRuntime, resolve
 from .storage.api import delete_accounts_in_group
 
 if TYPE_CHECKING:
     from .runner.scheduler import Scheduler
 
 __all__ = ["LocalService", "ServiceInfo", "ensure_running", "find_running", "stop_daemon",
-           "ServiceAlreadyRunning", "is_loopback", "process_exited"]
+           "ServiceAlreadyRunning", "NodeRuntimeMismatch", "is_loopback", "process_exited"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +55,11 @@ class ServiceAlreadyRunning(RuntimeError):
     """Another local service already drives this state directory."""
 
 
+class NodeRuntimeMismatch(ServiceAlreadyRunning):
+    """The local service running for this state directory runs jobs with another node runtime
+    than the one asked for."""
+
+
 @dataclass(frozen=True)
 class ServiceInfo:
     """Where a running local service listens and how to trust and reach it."""
@@ -57,6 +68,8 @@ class ServiceInfo:
     ca_cert: Path          # the loopback certificate clients pass as connection_verify
     state_dir: Path
     pid: int
+    #: the interpreter of the node runtime its jobs run with (None: a service too old to say)
+    node_runtime: Optional[str] = None
 
     def credential(self) -> LocalCredential:
         return LocalCredential(self.state_dir)
@@ -81,10 +94,15 @@ class LocalService:
 
     It listens on loopback only: another ``host`` is refused unless ``allow_remote=True``, because
     whoever reaches the port can try its APIs, and the storage keys and job secrets it holds are
-    the machine's user's. (Its certificate names only ``localhost``, ``127.0.0.1`` and ``::1``.)"""
+    the machine's user's. (Its certificate names only ``localhost``, ``127.0.0.1`` and ``::1``.)
+
+    ``node_runtime`` is the Python environment jobs run with: its interpreter or its directory
+    (default ``$HOROVOD_BATCHAI_NODE_RUNTIME``, else this process's own Python); see
+    the docs page "Calling it from a service"."""
 
     def __init__(self, state_dir: Optional[Path] = None, *, host: str = "127.0.0.1", port: int = 0,
-                 settings: Optional[ServiceSettings] = None, allow_remote: bool = False) -> None:
+                 settings: Optional[ServiceSettings] = None, allow_remote: bool = False,
+                 node_runtime: Union[str, "os.PathLike[str]", None] = None) -> None:
         if not isinstance(host, str) or not host:
             raise ValueError(f"host must be a loopback address such as '127.0.0.1', got {host!r}")
         if not allow_remote and not is_loopback(host):
@@ -95,6 +113,8 @@ class LocalService:
         self.host = host
         self.port = port
         self.settings = settings or ServiceSettings()
+        #: the node runtime its jobs run with
+        self.node_runtime: NodeRuntime = resolve(node_runtime)
         self.backend: Optional[LocalBackend] = None
         self._server: Optional[HttpsServer] = None
         self._scheduler: Optional[Scheduler] = None
@@ -111,7 +131,8 @@ class LocalService:
 
     @property
     def info(self) -> ServiceInfo:
-        return ServiceInfo(self.endpoint, self.state_dir / "tls-cert.pem", self.state_dir, os.getpid())
+        return ServiceInfo(self.endpoint, self.state_dir / "tls-cert.pem", self.state_dir, os.getpid(),
+                           self.node_runtime.python)
 
     def credential(self) -> LocalCredential:
         return LocalCredential(self.state_dir)
@@ -140,6 +161,7 @@ class LocalService:
     def _start_locked(self) -> None:
         cert, key = ensure_certificate(self.state_dir)
         self.backend = LocalBackend(self.state_dir, self.settings)
+        self.backend.node_runtime = self.node_runtime
         self._server = HttpsServer(self.host, self.port, make_app(self.backend), cert=cert, key=key)
         self.backend.base_url = self.endpoint
         # Azurite (the blob endpoint) starts with the first storage account, in a thread of its own:
@@ -199,7 +221,8 @@ class LocalService:
 def _write_info(state_dir: Path, info: ServiceInfo) -> None:
     tmp = state_dir / (INFO_FILE + ".tmp")
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as fh:
-        fh.write(json.dumps({"endpoint": info.endpoint, "ca_cert": str(info.ca_cert), "pid": info.pid}))
+        fh.write(json.dumps({"endpoint": info.endpoint, "ca_cert": str(info.ca_cert), "pid": info.pid,
+                             "node_runtime": info.node_runtime}))
     tmp.replace(state_dir / INFO_FILE)
 
 
@@ -217,7 +240,8 @@ def find_running(state_dir: Optional[Path] = None) -> Optional[ServiceInfo]:
     state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
     try:
         data = json.loads((state_dir / INFO_FILE).read_text())
-        info = ServiceInfo(data["endpoint"], Path(data["ca_cert"]), state_dir, int(data["pid"]))
+        info = ServiceInfo(data["endpoint"], Path(data["ca_cert"]), state_dir, int(data["pid"]),
+                           data.get("node_runtime"))
     except (OSError, ValueError, KeyError):
         return None
     try:
@@ -229,29 +253,52 @@ def find_running(state_dir: Optional[Path] = None) -> Optional[ServiceInfo]:
     return info if _listening(info.endpoint) else None
 
 
-def ensure_running(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -> ServiceInfo:
-    """Reuse the daemon running for ``state_dir`` or start one; returns where it listens."""
+def _same_runtime(running: ServiceInfo, wanted: Optional[NodeRuntime]) -> ServiceInfo:
+    """``running``, unless a node runtime was asked for and it runs jobs with another one."""
+    if wanted is None or running.node_runtime == wanted.python:
+        return running
+    asked = "asked for" if wanted.source == "argument" else f"named by ${NODE_RUNTIME_ENV}"
+    raise NodeRuntimeMismatch(
+        f"the local service running for {running.state_dir} (pid {running.pid}) runs jobs with the node runtime "
+        f"{running.node_runtime or '(not recorded)'}, not {wanted.python} ({asked}). It is left running, as "
+        f"other programs may be using it: stop it (`horovod-batchai local stop --state-dir {running.state_dir}`) "
+        "to start it again with this runtime, or use another state directory.")
+
+
+def ensure_running(state_dir: Optional[Path] = None, *, timeout: float = 30.0,
+                   node_runtime: Union[str, "os.PathLike[str]", None] = None) -> ServiceInfo:
+    """Reuse the daemon running for ``state_dir`` or start one; returns where it listens.
+
+    ``node_runtime`` (else ``$HOROVOD_BATCHAI_NODE_RUNTIME``) is the node runtime a daemon started
+    here runs jobs with; a running daemon with another one raises :class:`NodeRuntimeMismatch`.
+    With neither, a running daemon is used whatever its runtime, and a new one runs jobs on this
+    process's own Python."""
     state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
+    wanted: Optional[NodeRuntime] = resolve(node_runtime)
+    if wanted is not None and wanted.source == "service":
+        wanted = None  # nothing was asked for
     running = find_running(state_dir)
     if running is not None:
-        return running
+        return _same_runtime(running, wanted)
     secure_state_dir(state_dir)
     log_path = state_dir / "service.log"
+    # An argument is passed on as one; $HOROVOD_BATCHAI_NODE_RUNTIME reaches the daemon with the environment.
+    option = ["--node-runtime", wanted.python] if wanted is not None and wanted.source == "argument" else []
     with open(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log_fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "horovod_batchai.local", "serve", "--host", "127.0.0.1", "--port", "0",
-             "--state-dir", str(state_dir), "--quiet"],
+             "--state-dir", str(state_dir), "--quiet", *option],
             stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, start_new_session=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         running = find_running(state_dir)
         if running is not None:
-            return running
+            return _same_runtime(running, wanted)
         if proc.poll() is not None:
             # Lost a race with another starter: theirs is the one to use.
             running = find_running(state_dir)
             if running is not None:
-                return running
+                return _same_runtime(running, wanted)
             raise RuntimeError(f"the local service exited with code {proc.returncode}; see {log_path}")
         time.sleep(0.1)
     raise TimeoutError(f"the local service did not start within {timeout:.0f}s; see {log_path}")

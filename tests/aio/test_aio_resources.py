@@ -86,16 +86,17 @@ def test_clusters_create_wait_resize_and_delete(service: Any) -> None:
 
 
 def test_async_with_closes_every_client(service: Any) -> None:
-    async def scenario() -> list[Any]:
+    async def scenario() -> Any:
         async with Target.local(service=service) as target:
-            await Workspace.create(target, RG, "batchaidev", location="eastus")
+            ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
+            await ws.create_experiment("cifar")
             clients = list(target._clients.values())
-            transports = [c._client._pipeline._transport for c in clients]
-            assert clients and all(t.session is not None for t in transports)
-        assert target._clients == {}
-        return transports
-    transports = asyncio.run(scenario())
-    assert all(t.session is None for t in transports)  # aiohttp sessions closed on leaving the block
+            session = target._session  # the one aiohttp session the target's clients share
+            assert clients and session is not None and not session.closed
+            assert all(c._client._pipeline._transport.session is session for c in clients)
+        assert target._clients == {} and target._session is None
+        return session
+    assert asyncio.run(scenario()).closed  # closed on leaving the block
 
 
 def test_cancelling_a_poller_stops_its_requests(service: Any) -> None:

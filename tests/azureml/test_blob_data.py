@@ -161,5 +161,5 @@ def test_batch_ai_mounts_blob_containers_with_the_key_only(tmp_path: Path, crede
                                                              relative_mount_path="data", **credentials),))
     record = S.steady_cluster(target)._record
     with pytest.raises(InvalidSpecError, match=words) as caught:
-        BatchAIBackend(target).check_job_spec(spec, record)
+        BatchAIBackend(target)._check_job_spec(spec, record)
     assert caught.value.field == "mounts[1]" and "sig=" not in str(caught.value)

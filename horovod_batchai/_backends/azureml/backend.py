@@ -359,11 +359,17 @@ class AzureMLBackend:
     def job_id(self, ref: JobRef) -> str:
         return f"{self.workspace_id(ref.resource_group, ref.workspace)}/jobs/{ref.name}"
 
-    def check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+    def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        spec.check_resolved()
+        spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
+        self._check_job_spec(spec, cluster)
+        self._check_job_storage(spec)
+
+    def _check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
         # The name is checked with the spec: Azure ML's rule is stricter than Batch AI's.
         check_job_spec(spec, "job")
 
-    def check_job_storage(self, spec: HorovodJob) -> None:
+    def _check_job_storage(self, spec: HorovodJob) -> None:
         """Every mount's datastore must be the storage the job names (type, account, share or
         container), read before anything changes. A share's datastore must exist
         (FileShare.create registers it); a blob container's is registered here when missing,

@@ -19,27 +19,22 @@ if TYPE_CHECKING:
     from .._target import Target
     from .batchai import AsyncBatchAIBackend
 
-__all__ = ["backend_for", "AsyncBackend", "ThreadedBackend", "ThreadedRemoteFile"]
+__all__ = ["build_backend", "AsyncBackend", "ThreadedBackend", "ThreadedRemoteFile"]
 
 #: what the aio classes delegate to
 AsyncBackend = Union["AsyncBatchAIBackend", "ThreadedBackend"]
 
 #: the operations that make no request: called as they are
-_LOCAL_CALLS = frozenset({"workspace_id", "experiment_id", "cluster_id", "job_id", "check_cluster_spec",
-                          "check_job_spec"})
+_LOCAL_CALLS = frozenset({"workspace_id", "experiment_id", "cluster_id", "job_id", "check_cluster_spec"})
 _ATTRIBUTES = frozenset({"kind", "default_poll_interval", "failure_log_name"})
 
 
-def backend_for(target: "Target") -> AsyncBackend:
-    """The backend of ``target``, built on first use and kept (closed with the target)."""
-    if target._backend is None:
-        if target.kind == "azureml":
-            from ..._backends import backend_for as sync_backend_for
-            target._backend = ThreadedBackend(sync_backend_for(target.sync))
-        else:
-            from .batchai import AsyncBatchAIBackend
-            target._backend = AsyncBatchAIBackend(target)
-    return target._backend
+def build_backend(target: "Target") -> AsyncBackend:
+    """A new backend for ``target``'s kind (the target keeps the one it uses: ``target.backend``)."""
+    if target.kind == "azureml":
+        return ThreadedBackend(target.sync.backend)
+    from .batchai import AsyncBatchAIBackend
+    return AsyncBatchAIBackend(target)
 
 
 class ThreadedRemoteFile:

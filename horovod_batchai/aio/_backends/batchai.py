@@ -23,7 +23,7 @@ from ..._errors import azure_errors
 from ..._job_spec import HorovodJob
 from ..._lro import resume_token
 from ..._mounts import AzureFileShareMount
-from ..._target import IDEMPOTENT_POST
+from ..._retry import IDEMPOTENT_POST
 from ..._values import OutputFile, RemoteLogin, Usage
 from .._lro import AsyncDonePoller, AsyncMappedPoller
 
@@ -93,9 +93,6 @@ class AsyncBatchAIBackend:
 
     def check_cluster_spec(self, spec: ClusterSpec) -> None:
         self.shapes.check_cluster_spec(spec)
-
-    def check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
-        self.shapes.check_job_spec(spec, cluster)
 
     # -- resource groups ------------------------------------------------------------------------
     async def ensure_resource_group(self, resource_group: str, location: str) -> None:
@@ -318,8 +315,9 @@ class AsyncBatchAIBackend:
         return remote_logins_from_rest(items)
 
     # -- jobs -----------------------------------------------------------------------------------
-    async def check_job_storage(self, spec: HorovodJob) -> None:
-        """Every mounted file share must exist and take its key (a read; nothing is created)."""
+    async def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        """The sync backend's checks of a submission; the mounted shares' existence and keys read here."""
+        self.shapes.check_submission_spec(spec, cluster)
         target = self._target
         for i, mount in enumerate(spec.mounts):
             if not isinstance(mount, AzureFileShareMount) or mount.account_key is None:

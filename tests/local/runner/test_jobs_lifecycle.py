@@ -53,7 +53,7 @@ def test_recorded_custom_toolkit_job_runs_and_lists_its_outputs(service, batchai
     assert all(f.download_url for f in stdouterr.values())
     assert lab.read("job", "stdout.txt") == "hi\n"
     log = lab.read("job", "execution.log")
-    assert "no container engine: running on the host Python" in log and "ubuntu" in log
+    assert "no container engine: running on the node runtime" in log and "ubuntu" in log
 
     outputs = lab.files("job", "OUTPUT")
     assert list(outputs) == ["result.txt"] and outputs["result.txt"].content_length == 3
@@ -141,11 +141,11 @@ def test_job_preparation_skips_container_package_installs_and_runs_the_rest(lab)
     prep_out = lab.read("job", "stdout-job_prep.txt")
     for skipped in ("apt update", "apt install mpi-default-dev mpi-default-bin -y", "pip install keras horovod"):
         assert f"skipped '{skipped}'" in prep_out
-    assert "tensorflow/tensorflow:1.8.0-gpu" in prep_out and "host Python" in prep_out
+    assert "tensorflow/tensorflow:1.8.0-gpu" in prep_out and "node runtime" in prep_out
     assert lab.read("job", "stdout.txt") == "prepared\n"
     log = lab.read("job", "execution.log")
     assert "skipped 'pip install keras horovod'" in log
-    assert "no container engine: running on the host Python" in log
+    assert "no container engine: running on the node runtime" in log
     assert "job preparation exited with code 0" in log
 
 

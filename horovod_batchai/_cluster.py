@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 from azure.core.polling import LROPoller
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ._backends.base import Backend
     from ._workspace import Workspace
 
-__all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS", "ReadyWatch", "check_resize"]
+__all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS", "ReadyWatch", "check_resize", "GpuClusterBase"]
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +74,14 @@ class ReadyWatch:
                                 f"{status.allocation_state.value}, {status.node_state_counts}", last_state=status)
 
 
-class GpuCluster:
-    """A GPU cluster in a :class:`Workspace` (see :meth:`Workspace.create_cluster`).
+class GpuClusterBase:
+    """What a cluster is, as last fetched, with no request: the sync and the aio GpuCluster share it."""
 
-    Properties describe the cluster as last fetched (by the call that returned it, or
-    :meth:`refresh`) and never make a request; :meth:`status` fetches a fresh snapshot.
-    """
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
 
-    def __init__(self, workspace: "Workspace", name: str, *, _record: Optional[ClusterRecord] = None) -> None:
+    def __init__(self, workspace: Any, name: str, *, _record: Optional[ClusterRecord] = None) -> None:
         self.workspace = workspace
         self.name = check_batchai_name(name, "cluster")
         self._record = _record
@@ -90,14 +90,10 @@ class GpuCluster:
         return f"GpuCluster(workspace={self.workspace.name!r}, name={self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, GpuCluster) and self.id.lower() == other.id.lower()
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
-
-    @property
-    def _backend(self) -> "Backend":
-        return self.workspace.target.backend
 
     @property
     def _ref(self) -> ClusterRef:
@@ -106,6 +102,44 @@ class GpuCluster:
     @property
     def id(self) -> str:
         return self._backend.cluster_id(self._ref)
+
+    def _known(self) -> ClusterRecord:
+        if self._record is None:
+            raise HorovodBatchAIError(f"cluster {self.name!r} has not been fetched yet; refresh() it first")
+        return self._record
+
+    @property
+    def vm_size(self) -> str:
+        return self._known().vm_size
+
+    @property
+    def maximum_node_count(self) -> Optional[int]:
+        """The most nodes a job can get: the manual target, or the auto-scale maximum."""
+        return self._known().maximum_node_count
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        """Cluster-level mounts (under ``$AZ_BATCHAI_MOUNT_ROOT``), without keys."""
+        return self._known().mounts
+
+    @property
+    def ssh_public_key(self) -> Optional[str]:
+        """The admin user's public key, as the service reports it."""
+        return self._known().ssh_public_key
+
+
+class GpuCluster(GpuClusterBase):
+    """A GPU cluster in a :class:`Workspace` (see :meth:`Workspace.create_cluster`).
+
+    Properties describe the cluster as last fetched (by the call that returned it, or
+    :meth:`refresh`) and never make a request; :meth:`status` fetches a fresh snapshot.
+    """
+
+    workspace: "Workspace"
+
+    @property
+    def _backend(self) -> "Backend":
+        return self.workspace.target.backend
 
     # -- get / list / delete --------------------------------------------------------------------
     @classmethod
@@ -132,30 +166,6 @@ class GpuCluster:
         self.begin_delete().result(timeout)
 
     # -- what it is and where it stands --------------------------------------------------------
-    def _known(self) -> ClusterRecord:
-        if self._record is None:
-            raise HorovodBatchAIError(f"cluster {self.name!r} has not been fetched yet; call refresh() first")
-        return self._record
-
-    @property
-    def vm_size(self) -> str:
-        return self._known().vm_size
-
-    @property
-    def maximum_node_count(self) -> Optional[int]:
-        """The most nodes a job can get: the manual target, or the auto-scale maximum."""
-        return self._known().maximum_node_count
-
-    @property
-    def mounts(self) -> tuple[Mount, ...]:
-        """Cluster-level mounts (under ``$AZ_BATCHAI_MOUNT_ROOT``), without keys."""
-        return self._known().mounts
-
-    @property
-    def ssh_public_key(self) -> Optional[str]:
-        """The admin user's public key, as the service reports it."""
-        return self._known().ssh_public_key
-
     def refresh(self) -> "GpuCluster":
         """Fetch the cluster again; returns the cluster itself."""
         self._record = self._backend.get_cluster(self._ref)

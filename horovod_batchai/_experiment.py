@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, List, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, List, Optional, Union, cast
 
 from azure.core.polling import LROPoller
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ._backends.base import Backend
     from ._workspace import Workspace
 
-__all__ = ["Experiment", "require_spec", "require_cluster"]
+__all__ = ["Experiment", "ExperimentBase", "require_spec", "require_cluster"]
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +36,14 @@ def require_cluster(cluster: object, kind: type) -> None:
         raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
 
 
-class Experiment:
-    """An experiment in a :class:`Workspace` (see :meth:`Workspace.create_experiment`);
-    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it."""
+class ExperimentBase:
+    """What an experiment is, with no request: the sync and the aio Experiment share it."""
 
-    def __init__(self, workspace: "Workspace", name: str) -> None:
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
+
+    def __init__(self, workspace: Any, name: str) -> None:
         self.workspace = workspace
         self.name = check_batchai_name(name, "experiment")
 
@@ -48,18 +51,25 @@ class Experiment:
         return f"Experiment(workspace={self.workspace.name!r}, name={self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Experiment) and self.id.lower() == other.id.lower()
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
 
     @property
-    def _backend(self) -> "Backend":
-        return self.workspace.target.backend
-
-    @property
     def id(self) -> str:
         return self._backend.experiment_id(self.workspace.resource_group, self.workspace.name, self.name)
+
+
+class Experiment(ExperimentBase):
+    """An experiment in a :class:`Workspace` (see :meth:`Workspace.create_experiment`);
+    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it."""
+
+    workspace: "Workspace"
+
+    @property
+    def _backend(self) -> "Backend":
+        return self.workspace.target.backend
 
     @classmethod
     def create(cls, workspace: "Workspace", name: str, *,

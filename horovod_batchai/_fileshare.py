@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from ._target import Target
 
-__all__ = ["FileShare", "ShareItem", "SKUS", "upload_temp_path", "walk_tree", "check_quota", "check_account_options",
+__all__ = ["FileShare", "FileShareBase", "ShareItem", "SKUS", "upload_temp_path", "walk_tree", "check_quota", "check_account_options",
            "full_key", "add_entries", "check_read_back", "holds_upload", "finish_download", "file_endpoint",
            "DEFAULT_FILE_CONCURRENCY", "UPLOAD_TEMP_RE", "check_upload_source", "plan_upload_directory"]
 
@@ -88,10 +88,10 @@ def _stoppable(hook: Optional[Callable[[int, Optional[int]], None]],
     return update
 
 
-class FileShare:
-    """A file share in a storage account. Build one with :meth:`create` (get-or-create) or :meth:`get`."""
+class FileShareBase:
+    """What a share is, with no request: the sync and the aio FileShare share it."""
 
-    def __init__(self, target: "Target", resource_group: str, account_name: str, share_name: str, *,
+    def __init__(self, target: Any, resource_group: str, account_name: str, share_name: str, *,
                  _account_url: Optional[str] = None) -> None:
         self.target = target
         self.resource_group = check_resource_group(resource_group)
@@ -99,8 +99,6 @@ class FileShare:
         self.share_name = check_share_name(share_name)
         self._account_url = _account_url
         self._key: Optional[str] = None
-        self._service: Optional["ShareServiceClient"] = None
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"FileShare(account_name={self._account_name!r}, share_name={self.share_name!r})"
@@ -126,6 +124,18 @@ class FileShare:
 
     def _where(self, path: str = "") -> str:
         return f"{self._account_name}/{self.share_name}" + (f"/{path}" if path else "")
+
+
+class FileShare(FileShareBase):
+    """A file share in a storage account. Build one with :meth:`create` (get-or-create) or :meth:`get`."""
+
+    target: "Target"
+
+    def __init__(self, target: "Target", resource_group: str, account_name: str, share_name: str, *,
+                 _account_url: Optional[str] = None) -> None:
+        super().__init__(target, resource_group, account_name, share_name, _account_url=_account_url)
+        self._service: Optional["ShareServiceClient"] = None
+        self._lock = threading.Lock()
 
     # -- create / get / delete ------------------------------------------------------------------
     @classmethod

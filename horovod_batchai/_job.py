@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.core.polling import LROPoller
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ._experiment import Experiment
     from ._target import Target
 
-__all__ = ["Job", "OutputFile", "STDOUTERR", "EndWatch", "check_link_expiry", "output_named", "check_download_link",
+__all__ = ["Job", "JobBase", "OutputFile", "STDOUTERR", "EndWatch", "check_link_expiry", "output_named", "check_download_link",
            "tail_text"]
 
 log = logging.getLogger(__name__)
@@ -55,9 +55,11 @@ def output_named(files: List[OutputFile], name: str, path: str, output_directory
     return match
 
 
-def check_download_link(match: OutputFile, path: str, output_directory_id: str) -> None:
+def check_download_link(match: OutputFile, path: str, output_directory_id: str) -> str:
+    """The listed file's download link, or the error saying there is none."""
     if not match.download_url:
         raise TransferError(f"the service gave no download link for {path!r} ({output_directory_id})")
+    return match.download_url
 
 
 def tail_text(data: bytes, start: int) -> str:
@@ -100,14 +102,14 @@ class EndWatch:
         return JobFailedError(self._name, exit_code=status.exit_code, errors=status.errors, stderr_tail=stderr_tail)
 
 
-class Job:
-    """A job submitted to an :class:`Experiment` (see :meth:`Experiment.submit`).
+class JobBase:
+    """What a job is, as last fetched, with no request: the sync and the aio Job share it."""
 
-    ``status``, ``execution_state`` and ``spec`` describe the job as last fetched (by the call
-    that returned it, or :meth:`refresh`) and never make a request.
-    """
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
 
-    def __init__(self, experiment: "Experiment", name: str, *, _record: Optional[JobRecord] = None) -> None:
+    def __init__(self, experiment: Any, name: str, *, _record: Optional[JobRecord] = None) -> None:
         self.experiment = experiment
         self.name = check_batchai_name(name, "job")
         self._record = _record
@@ -117,18 +119,14 @@ class Job:
         return f"Job(experiment={self.experiment.name!r}, name={self.name!r}, execution_state={state!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Job) and self.id.lower() == other.id.lower()
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
 
     @property
-    def target(self) -> "Target":
+    def target(self) -> Any:
         return self.experiment.workspace.target
-
-    @property
-    def _backend(self) -> "Backend":
-        return self.target.backend
 
     @property
     def _ref(self) -> JobRef:
@@ -138,6 +136,45 @@ class Job:
     @property
     def id(self) -> str:
         return self._backend.job_id(self._ref)
+
+    def _known(self) -> JobRecord:
+        if self._record is None:
+            raise HorovodBatchAIError(f"job {self.name!r} has not been fetched yet; refresh() it first")
+        return self._record
+
+    @property
+    def status(self) -> JobStatus:
+        """The state last fetched."""
+        return self._known().status
+
+    @property
+    def execution_state(self) -> ExecutionState:
+        """The ``executionState`` last fetched; call :meth:`refresh` for a fresh one."""
+        return self.status.execution_state
+
+    @property
+    def spec(self) -> HorovodJob:
+        """The job as submitted, read back from what the service last returned (keys and secret
+        values are never returned)."""
+        return self._known().read_spec()
+
+
+class Job(JobBase):
+    """A job submitted to an :class:`Experiment` (see :meth:`Experiment.submit`).
+
+    ``status``, ``execution_state`` and ``spec`` describe the job as last fetched (by the call
+    that returned it, or :meth:`refresh`) and never make a request.
+    """
+
+    experiment: "Experiment"
+
+    @property
+    def target(self) -> "Target":
+        return self.experiment.workspace.target
+
+    @property
+    def _backend(self) -> "Backend":
+        return self.target.backend
 
     # -- get / list / delete --------------------------------------------------------------------
     @classmethod
@@ -180,27 +217,6 @@ class Job:
         """Fetch the job's current state; returns the job itself (see :attr:`status`)."""
         self._record = self._backend.get_job(self._ref)
         return self
-
-    def _known(self) -> JobRecord:
-        if self._record is None:
-            raise HorovodBatchAIError(f"job {self.name!r} has not been fetched yet; call refresh() first")
-        return self._record
-
-    @property
-    def status(self) -> JobStatus:
-        """The state last fetched."""
-        return self._known().status
-
-    @property
-    def execution_state(self) -> ExecutionState:
-        """The ``executionState`` last fetched; call :meth:`refresh` for a fresh one."""
-        return self.status.execution_state
-
-    @property
-    def spec(self) -> HorovodJob:
-        """The job as submitted, read back from what the service last returned (keys and secret
-        values are never returned)."""
-        return self._known().read_spec()
 
     def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
              on_state: Optional[Callable[[ExecutionState], None]] = None,
@@ -249,8 +265,7 @@ class Job:
                               output_directory_id=output_directory_id)
             return dest
         dest = local_destination(dest, name)
-        check_download_link(match, path, output_directory_id)
-        remote = self._backend.open_output(match.download_url)
+        remote = self._backend.open_output(check_download_link(match, path, output_directory_id))
         partial = dest.with_name(dest.name + ".partial")
         try:
             with azure_errors("downloading", f"{self.name}/{output_directory_id}/{path}"), open(partial, "wb") as fh:

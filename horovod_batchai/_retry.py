@@ -97,9 +97,9 @@ class ThrottleAwareExponentialRetry(_ThrottleAware, ExponentialRetry):
     """ExponentialRetry (azure-storage's default) that also rides out 429 + Retry-After."""
 
 
-class AsyncThrottleAwareLinearRetry(_AsyncThrottleAware, AsyncLinearRetry):
+class AsyncThrottleAwareLinearRetry(_AsyncThrottleAware, AsyncLinearRetry):  # type: ignore[misc]
     """The asynchronous :class:`ThrottleAwareLinearRetry`."""
 
 
-class AsyncThrottleAwareExponentialRetry(_AsyncThrottleAware, AsyncExponentialRetry):
+class AsyncThrottleAwareExponentialRetry(_AsyncThrottleAware, AsyncExponentialRetry):  # type: ignore[misc]
     """The asynchronous :class:`ThrottleAwareExponentialRetry`."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import getpass
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Sequence, Union, cast
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union, cast
 
 from azure.core.polling import LROPoller
 
@@ -22,20 +22,20 @@ if TYPE_CHECKING:
     from ._backends.base import Backend, SpecChecks
     from ._target import Target
 
-__all__ = ["Workspace", "Usage", "cluster_spec_from_options", "check_cluster_spec", "check_workspace_args",
+__all__ = ["Workspace", "WorkspaceBase", "Usage", "cluster_spec_from_options", "check_cluster_spec", "check_workspace_args",
            "scale_text"]
 
 log = logging.getLogger(__name__)
 
 
-class Workspace:
-    """A workspace. Build one with :meth:`create` (get-or-create) or :meth:`get`; its experiments
-    and clusters are created, got and listed from it (``create_experiment``, ``get_cluster``, ...).
+class WorkspaceBase:
+    """What a workspace is, with no request: the sync and the aio Workspace share it."""
 
-    ``location`` is the one last fetched (None until then); it never makes a request.
-    """
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
 
-    def __init__(self, target: "Target", resource_group: str, name: str, *,
+    def __init__(self, target: Any, resource_group: str, name: str, *,
                  _record: Optional[WorkspaceRecord] = None) -> None:
         self.target = target
         self.resource_group = check_resource_group(resource_group)
@@ -46,14 +46,10 @@ class Workspace:
         return f"Workspace(resource_group={self.resource_group!r}, name={self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Workspace) and (self.id.lower() == other.id.lower())
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
-
-    @property
-    def _backend(self) -> "Backend":
-        return self.target.backend
 
     @property
     def id(self) -> str:
@@ -62,6 +58,20 @@ class Workspace:
     @property
     def location(self) -> Optional[str]:
         return self._record.location if self._record is not None else None
+
+
+class Workspace(WorkspaceBase):
+    """A workspace. Build one with :meth:`create` (get-or-create) or :meth:`get`; its experiments
+    and clusters are created, got and listed from it (``create_experiment``, ``get_cluster``, ...).
+
+    ``location`` is the one last fetched (None until then); it never makes a request.
+    """
+
+    target: "Target"
+
+    @property
+    def _backend(self) -> "Backend":
+        return self.target.backend
 
     def refresh(self) -> "Workspace":
         """Fetch the workspace again; returns the workspace itself."""

@@ -5,20 +5,16 @@ import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
-from azure.core.polling import AsyncLROPoller
 
-from .._backends.base import ClusterRecord, ClusterRef
 from .._cluster import ReadyWatch, check_resize
 from .._cluster_spec import AutoScale
-from .._errors import HorovodBatchAIError
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
-from .._mounts import Mount
-from .._names import check_batchai_name
 from .._polling import Polling
 from .._states import ClusterStatus
 from .._values import RemoteLogin
-from ._lro import async_background_poller
+from ._lro import AsyncPoller, async_background_poller
 from ._polling import async_poll_until
+from .._cluster import GpuClusterBase
 
 if TYPE_CHECKING:
     from ._backends import AsyncBackend
@@ -29,37 +25,17 @@ __all__ = ["GpuCluster"]
 log = logging.getLogger(__name__)
 
 
-class GpuCluster:
+class GpuCluster(GpuClusterBase):
     """A GPU cluster (see :class:`horovod_batchai.GpuCluster`); created, got and listed through
     its aio :class:`Workspace`. Properties describe the cluster as last fetched."""
 
-    def __init__(self, workspace: "Workspace", name: str, *, _record: Optional[ClusterRecord] = None) -> None:
-        self.workspace = workspace
-        self.name = check_batchai_name(name, "cluster")
-        self._record = _record
-
-    def __repr__(self) -> str:
-        return f"GpuCluster(workspace={self.workspace.name!r}, name={self.name!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, GpuCluster) and self.id.lower() == other.id.lower()
-
-    def __hash__(self) -> int:
-        return hash(self.id.lower())
+    workspace: "Workspace"
 
     @property
     def _backend(self) -> "AsyncBackend":
         return self.workspace.target.backend
 
-    @property
-    def _ref(self) -> ClusterRef:
-        return ClusterRef(self.workspace.resource_group, self.workspace.name, self.name)
-
-    @property
-    def id(self) -> str:
-        return self._backend.cluster_id(self._ref)
-
-    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         """Start deleting the cluster; the poller finishes at once when it is already gone."""
         self._record = None
         return await self._backend.begin_delete_cluster(self._ref, continuation_token=continuation_token)
@@ -70,27 +46,6 @@ class GpuCluster:
         await (await self.begin_delete()).result(timeout)
 
     # -- what it is and where it stands --------------------------------------------------------
-    def _known(self) -> ClusterRecord:
-        if self._record is None:
-            raise HorovodBatchAIError(f"cluster {self.name!r} has not been fetched yet; await refresh() first")
-        return self._record
-
-    @property
-    def vm_size(self) -> str:
-        return self._known().vm_size
-
-    @property
-    def maximum_node_count(self) -> Optional[int]:
-        return self._known().maximum_node_count
-
-    @property
-    def mounts(self) -> tuple[Mount, ...]:
-        return self._known().mounts
-
-    @property
-    def ssh_public_key(self) -> Optional[str]:
-        return self._known().ssh_public_key
-
     async def refresh(self) -> "GpuCluster":
         """Fetch the cluster again; returns the cluster itself."""
         self._record = await self._backend.get_cluster(self._ref)
@@ -119,7 +74,7 @@ class GpuCluster:
 
     # -- scale ----------------------------------------------------------------------------------
     async def begin_resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
-                           continuation_token: Optional[str] = None) -> "AsyncLROPoller[ClusterStatus]":
+                           continuation_token: Optional[str] = None) -> "AsyncPoller[ClusterStatus]":
         """Start setting a fixed size; the poller is done when the cluster is steady at it (see
         :meth:`horovod_batchai.GpuCluster.begin_resize`)."""
         if continuation_token is None:
@@ -137,7 +92,7 @@ class GpuCluster:
 
     async def begin_auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
                                idle_time_before_scale_down: Optional[timedelta] = None,
-                               continuation_token: Optional[str] = None) -> "AsyncLROPoller[ClusterStatus]":
+                               continuation_token: Optional[str] = None) -> "AsyncPoller[ClusterStatus]":
         """Start letting the service scale between ``minimum`` and ``maximum`` nodes."""
         settings = None
         if continuation_token is None:
@@ -156,7 +111,7 @@ class GpuCluster:
         return await poller.result(timeout)
 
     async def _begin_scale(self, action: str, continuation_token: Optional[str],
-                           **scale: Any) -> "AsyncLROPoller[ClusterStatus]":
+                           **scale: Any) -> "AsyncPoller[ClusterStatus]":
         """The scale request (sent now), then the wait until the cluster is ready at its new scale
         (while the poller is awaited)."""
         backend, resource = self._backend, self.id

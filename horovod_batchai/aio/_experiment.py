@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, List, Optional, Union, cast
 
-from azure.core.polling import AsyncLROPoller
 
 from .._backends.base import JobRecord
 from .._experiment import require_cluster, require_spec
@@ -12,7 +11,8 @@ from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._names import check_batchai_name
 from ._cluster import GpuCluster
 from ._job import Job
-from ._lro import AsyncMappedPoller
+from ._lro import AsyncMappedPoller, AsyncPoller
+from .._experiment import ExperimentBase
 
 if TYPE_CHECKING:
     from ._backends import AsyncBackend
@@ -21,37 +21,22 @@ if TYPE_CHECKING:
 __all__ = ["Experiment"]
 
 
-class Experiment:
+class Experiment(ExperimentBase):
     """An experiment in an aio :class:`Workspace` (see :class:`horovod_batchai.Experiment`);
     :meth:`submit` runs a :class:`HorovodJob` in it."""
 
-    def __init__(self, workspace: "Workspace", name: str) -> None:
-        self.workspace = workspace
-        self.name = check_batchai_name(name, "experiment")
-
-    def __repr__(self) -> str:
-        return f"Experiment(workspace={self.workspace.name!r}, name={self.name!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Experiment) and self.id.lower() == other.id.lower()
-
-    def __hash__(self) -> int:
-        return hash(self.id.lower())
+    workspace: "Workspace"
 
     @property
     def _backend(self) -> "AsyncBackend":
         return self.workspace.target.backend
-
-    @property
-    def id(self) -> str:
-        return self._backend.experiment_id(self.workspace.resource_group, self.workspace.name, self.name)
 
     async def refresh(self) -> "Experiment":
         """Check that the experiment still exists; returns the experiment itself."""
         await self._backend.get_experiment(self.workspace.resource_group, self.workspace.name, self.name)
         return self
 
-    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         """Start deleting the experiment and its jobs; finishes at once when already gone."""
         return await self._backend.begin_delete_experiment(self.workspace.resource_group, self.workspace.name,
                                                            self.name, continuation_token=continuation_token)
@@ -63,7 +48,7 @@ class Experiment:
 
     # -- jobs -----------------------------------------------------------------------------------
     async def begin_submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
-                           continuation_token: Optional[str] = None) -> "AsyncLROPoller[Job]":
+                           continuation_token: Optional[str] = None) -> "AsyncPoller[Job]":
         """Start submitting ``spec`` as job ``name`` on ``cluster``; the poller's result is the
         :class:`Job` once the service has accepted it. The checks made before anything is created
         are those of :meth:`horovod_batchai.Experiment.begin_submit`."""

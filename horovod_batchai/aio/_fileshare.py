@@ -18,21 +18,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, List, Optional, Union, cast
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.core.polling import AsyncLROPoller
 
 from .._errors import NotFoundError, azure_errors
-from .._fileshare import (DEFAULT_FILE_CONCURRENCY, UPLOAD_TEMP_RE, ShareItem, add_entries, check_account_options,
+from .._fileshare import (DEFAULT_FILE_CONCURRENCY, FileShareBase, UPLOAD_TEMP_RE, ShareItem, add_entries, check_account_options,
                           check_quota, check_read_back, check_upload_source, file_endpoint, finish_download, full_key,
                           holds_upload, plan_upload_directory, upload_temp_path)
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
-from .._mounts import AzureFileShareMount, azure_file_url
-from .._names import (check_resource_group, check_share_name, check_share_path, check_storage_account,
-                      local_destination, local_directory)
+from .._mounts import AzureFileShareMount
+from .._names import (check_share_path, local_destination, local_directory)
 from .._paths import local_path_under
 from .._progress import Progress, ProgressArg
 from .._retry import IDEMPOTENT_POST
 from .._transfer_hash import HashingReader, OrderedHashWriter
-from ._lro import AsyncMappedPoller, async_background_poller
+from ._lro import AsyncMappedPoller, AsyncPoller, async_background_poller
 
 if TYPE_CHECKING:
     from azure.storage.fileshare.aio import ShareClient, ShareFileClient, ShareServiceClient
@@ -141,50 +139,24 @@ async def _run_limited(tasks: List[Callable[[], Awaitable[None]]], workers: int)
         raise
 
 
-class FileShare:
+class FileShare(FileShareBase):
     """A file share in a storage account (see :class:`horovod_batchai.FileShare`). Build one with
     ``await`` :meth:`create` or :meth:`get`; ``async with share`` (or ``await share.close()``)
     closes its data-plane client, and so does closing its target."""
 
+    target: "Target"
+
     def __init__(self, target: "Target", resource_group: str, account_name: str, share_name: str, *,
                  _account_url: Optional[str] = None) -> None:
-        self.target = target
-        self.resource_group = check_resource_group(resource_group)
-        self._account_name = check_storage_account(account_name)
-        self.share_name = check_share_name(share_name)
-        self._account_url = _account_url
-        self._key: Optional[str] = None
+        super().__init__(target, resource_group, account_name, share_name, _account_url=_account_url)
         self._service: Optional["ShareServiceClient"] = None
         self._lock = asyncio.Lock()
-
-    def __repr__(self) -> str:
-        return f"FileShare(account_name={self._account_name!r}, share_name={self.share_name!r})"
-
-    @property
-    def account_name(self) -> str:
-        return self._account_name
-
-    @property
-    def account_id(self) -> str:
-        return (f"/subscriptions/{self.target.subscription_id}/resourceGroups/{self.resource_group}"
-                f"/providers/Microsoft.Storage/storageAccounts/{self._account_name}")
-
-    @property
-    def share_id(self) -> str:
-        return f"{self.account_id}/fileServices/default/shares/{self.share_name}"
-
-    @property
-    def url(self) -> str:
-        return azure_file_url(self._account_name, self.share_name)
-
-    def _where(self, path: str = "") -> str:
-        return f"{self._account_name}/{self.share_name}" + (f"/{path}" if path else "")
 
     # -- create / get / delete ------------------------------------------------------------------
     @classmethod
     async def begin_create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
                            location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None,
-                           continuation_token: Optional[str] = None) -> "AsyncLROPoller[FileShare]":
+                           continuation_token: Optional[str] = None) -> "AsyncPoller[FileShare]":
         """Start get-or-create of the share (see :meth:`horovod_batchai.FileShare.begin_create`)."""
         share = cls(target, resource_group, account_name, share_name)
         action, resource = "creating share", share.share_id
@@ -244,7 +216,7 @@ class FileShare:
         with azure_errors("reading share", self._where()):
             await (await self._share_client()).get_share_properties()
 
-    async def _begin_account(self, location: str, sku: str) -> "Optional[AsyncLROPoller[str]]":
+    async def _begin_account(self, location: str, sku: str) -> "Optional[AsyncPoller[str]]":
         """The storage account's creation, started; None when it exists."""
         from azure.mgmt.storage import models
         client = await self.target.storage()
@@ -262,7 +234,7 @@ class FileShare:
         return AsyncMappedPoller(poller, self._endpoint_of, action="creating storage account",
                                  resource=self.account_id)
 
-    async def _resume_account(self, token: str) -> "AsyncLROPoller[str]":
+    async def _resume_account(self, token: str) -> "AsyncPoller[str]":
         action = "creating storage account"
         inner = resume_token(token, action=action, resource=self.account_id)
         client = await self.target.storage()

@@ -13,22 +13,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional, Union
 
 from azure.core.exceptions import AzureError, HttpResponseError
-from azure.core.polling import AsyncLROPoller
 
-from .._backends.base import JobRecord, JobRef
 from .._errors import HorovodBatchAIError, azure_errors
 from .._job import (STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_link_expiry, output_named,
                      tail_text)
-from .._job_spec import HorovodJob
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
-from .._names import check_batchai_name, local_destination, local_directory
+from .._names import local_destination, local_directory
 from .._paths import local_path_under
 from .._polling import Polling
 from .._states import ExecutionState, JobStatus
 from .._values import OutputFile
-from ._lro import AsyncMappedPoller
+from ._lro import AsyncMappedPoller, AsyncPoller
 from ._polling import async_poll_until
 from ._stream import AsyncOutputStream
+from .._job import JobBase
 
 if TYPE_CHECKING:
     from ._backends import AsyncBackend
@@ -40,24 +38,11 @@ __all__ = ["Job"]
 log = logging.getLogger(__name__)
 
 
-class Job:
+class Job(JobBase):
     """A job submitted to an aio :class:`Experiment` (see :class:`horovod_batchai.Job`).
     ``status``, ``execution_state`` and ``spec`` describe the job as last fetched."""
 
-    def __init__(self, experiment: "Experiment", name: str, *, _record: Optional[JobRecord] = None) -> None:
-        self.experiment = experiment
-        self.name = check_batchai_name(name, "job")
-        self._record = _record
-
-    def __repr__(self) -> str:
-        state = self._record.status.execution_state.value if self._record else "unknown"
-        return f"Job(experiment={self.experiment.name!r}, name={self.name!r}, execution_state={state!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Job) and self.id.lower() == other.id.lower()
-
-    def __hash__(self) -> int:
-        return hash(self.id.lower())
+    experiment: "Experiment"
 
     @property
     def target(self) -> "Target":
@@ -67,16 +52,7 @@ class Job:
     def _backend(self) -> "AsyncBackend":
         return self.target.backend
 
-    @property
-    def _ref(self) -> JobRef:
-        ws = self.experiment.workspace
-        return JobRef(ws.resource_group, ws.name, self.experiment.name, self.name)
-
-    @property
-    def id(self) -> str:
-        return self._backend.job_id(self._ref)
-
-    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         """Start deleting the job (stopping it if it runs); finishes at once when already gone."""
         return await self._backend.begin_delete_job(self._ref, continuation_token=continuation_token)
 
@@ -85,7 +61,7 @@ class Job:
         check_timeout(timeout)
         await (await self.begin_delete()).result(timeout)
 
-    async def begin_terminate(self, *, continuation_token: Optional[str] = None) -> "AsyncLROPoller[JobStatus]":
+    async def begin_terminate(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[JobStatus]":
         """Ask the service to stop the job; the poller's result is the job's fresh status."""
         poller = await self._backend.begin_terminate_job(self._ref, continuation_token=continuation_token)
 
@@ -104,23 +80,6 @@ class Job:
         """Fetch the job's current state; returns the job itself."""
         self._record = await self._backend.get_job(self._ref)
         return self
-
-    def _known(self) -> JobRecord:
-        if self._record is None:
-            raise HorovodBatchAIError(f"job {self.name!r} has not been fetched yet; await refresh() first")
-        return self._record
-
-    @property
-    def status(self) -> JobStatus:
-        return self._known().status
-
-    @property
-    def execution_state(self) -> ExecutionState:
-        return self.status.execution_state
-
-    @property
-    def spec(self) -> HorovodJob:
-        return self._known().read_spec()
 
     async def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
                    on_state: Optional[Callable[[ExecutionState], None]] = None,
@@ -185,9 +144,7 @@ class Job:
                                     output_directory_id=output_directory_id)
             return dest
         dest = local_destination(dest, name)
-        check_download_link(match, path, output_directory_id)
-        assert match.download_url is not None
-        remote = await self._backend.open_output(match.download_url)
+        remote = await self._backend.open_output(check_download_link(match, path, output_directory_id))
         partial = dest.with_name(dest.name + ".partial")
         try:
             with azure_errors("downloading", f"{self.name}/{output_directory_id}/{path}"), open(partial, "wb") as fh:

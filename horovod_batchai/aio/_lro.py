@@ -28,7 +28,7 @@ from .._errors import azure_errors
 from .._lro import StepsPolling, inner_token, not_finished, wrap_token
 from .._polling import Polling, check_seconds
 
-__all__ = ["AsyncMappedPoller", "AsyncDonePoller", "async_background_poller", "ThreadedPoller"]
+__all__ = ["AsyncPoller", "AsyncMappedPoller", "AsyncDonePoller", "async_background_poller", "ThreadedPoller"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -47,7 +47,22 @@ async def _within(awaitable: Awaitable[Any], timeout: Optional[float]) -> None:
         pass
 
 
-class AsyncMappedPoller(AsyncLROPoller, Generic[S, T]):  # type: ignore[type-arg]
+class AsyncPoller(AsyncLROPoller, Generic[T]):  # type: ignore[type-arg]
+    """What every ``begin_<verb>`` of :mod:`horovod_batchai.aio` returns: an azure-core
+    ``AsyncLROPoller`` whose ``result`` and ``wait`` take a ``timeout`` (None: no limit), as the
+    sync pollers' do; awaiting the poller itself is ``await poller.result()``."""
+
+    async def wait(self, timeout: Optional[float] = None) -> None:  # type: ignore[override]
+        raise NotImplementedError
+
+    async def result(self, timeout: Optional[float] = None) -> T:  # type: ignore[override]
+        raise NotImplementedError
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self.result().__await__()
+
+
+class AsyncMappedPoller(AsyncPoller[T], Generic[S, T]):
     """``inner``'s progress, with ``convert`` (a function or a coroutine function) applied to its
     result once. With ``same_token``, its continuation token is ``inner``'s own."""
 
@@ -77,12 +92,12 @@ class AsyncMappedPoller(AsyncLROPoller, Generic[S, T]):  # type: ignore[type-arg
     def done(self) -> bool:
         return self._inner.done()
 
-    async def wait(self, timeout: Optional[float] = None) -> None:  # type: ignore[override]
+    async def wait(self, timeout: Optional[float] = None) -> None:
         """Poll until the operation ends, for at most ``timeout`` seconds (None: no limit)."""
         with azure_errors(self._action, self._resource):
             await _within(self._inner.wait(), timeout)
 
-    async def result(self, timeout: Optional[float] = None) -> T:  # type: ignore[override]
+    async def result(self, timeout: Optional[float] = None) -> T:
         """The operation's outcome; :class:`WaitTimeoutError` if it is still running after
         ``timeout`` seconds (polling then stops; ``result()`` again resumes it)."""
         await self.wait(timeout)
@@ -96,11 +111,8 @@ class AsyncMappedPoller(AsyncLROPoller, Generic[S, T]):  # type: ignore[type-arg
             self._converted = True
         return self._value  # type: ignore[return-value]
 
-    def __await__(self) -> Generator[Any, None, T]:
-        return self.result().__await__()
 
-
-class AsyncDonePoller(AsyncLROPoller, Generic[T]):  # type: ignore[type-arg]
+class AsyncDonePoller(AsyncPoller[T]):
     """A finished operation whose outcome is already known."""
 
     def __init__(self, value: T, *, action: str = "", resource: str = "") -> None:
@@ -121,15 +133,12 @@ class AsyncDonePoller(AsyncLROPoller, Generic[T]):  # type: ignore[type-arg]
     def done(self) -> bool:
         return True
 
-    async def wait(self, timeout: Optional[float] = None) -> None:  # type: ignore[override]
+    async def wait(self, timeout: Optional[float] = None) -> None:
         check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
 
-    async def result(self, timeout: Optional[float] = None) -> T:  # type: ignore[override]
+    async def result(self, timeout: Optional[float] = None) -> T:
         await self.wait(timeout)
         return self._value
-
-    def __await__(self) -> Generator[Any, None, T]:
-        return self.result().__await__()
 
 
 class _AsyncStepsPolling(StepsPolling, AsyncPollingMethod):  # type: ignore[type-arg,misc]
@@ -155,7 +164,7 @@ class _AsyncStepsPolling(StepsPolling, AsyncPollingMethod):  # type: ignore[type
 
 
 def async_background_poller(work: Callable[[], Awaitable[T]], *, action: str, resource: str,
-                            token: Callable[[], Optional[str]] = lambda: None) -> "AsyncLROPoller[T]":
+                            token: Callable[[], Optional[str]] = lambda: None) -> "AsyncPoller[T]":
     """A poller whose operation is ``await work()``; ``token()`` is the inner token of the step
     still running (None when only state is left to watch). ``work`` must pick up where a
     cancelled run left it (its finished steps are not repeated)."""
@@ -163,7 +172,7 @@ def async_background_poller(work: Callable[[], Awaitable[T]], *, action: str, re
     return AsyncMappedPoller(inner, lambda value: value, action=action, resource=resource)
 
 
-class ThreadedPoller(AsyncLROPoller, Generic[T]):  # type: ignore[type-arg]
+class ThreadedPoller(AsyncPoller[T]):
     """A sync ``LROPoller`` awaited from the event loop: its ``done()`` is checked every
     ``poll_interval`` seconds between ``asyncio.sleep``s, and its result is read in a worker
     thread. Cancelling the wait stops the checks; the sync poller's own thread (azure-core's)
@@ -187,16 +196,13 @@ class ThreadedPoller(AsyncLROPoller, Generic[T]):  # type: ignore[type-arg]
     def done(self) -> bool:
         return self._inner.done()
 
-    async def wait(self, timeout: Optional[float] = None) -> None:  # type: ignore[override]
+    async def wait(self, timeout: Optional[float] = None) -> None:
         polling = Polling(timeout=timeout, poll_interval=min(self._poll_interval, 1.0))
         while not self._inner.done() and not polling.expired():
             await asyncio.sleep(polling.next_pause())
 
-    async def result(self, timeout: Optional[float] = None) -> T:  # type: ignore[override]
+    async def result(self, timeout: Optional[float] = None) -> T:
         await self.wait(timeout)
         if not self._inner.done():
             raise not_finished(self._action, self._resource, timeout, self._inner.status())
         return await asyncio.to_thread(self._inner.result, 0)
-
-    def __await__(self) -> Generator[Any, None, T]:
-        return self.result().__await__()

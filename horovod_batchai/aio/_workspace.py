@@ -5,9 +5,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union, cast
 
-from azure.core.polling import AsyncLROPoller
 
-from .._backends.base import ClusterRef, WorkspaceRecord
+from .._backends.base import ClusterRef
 from .._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
 from .._mounts import Mount
@@ -16,7 +15,8 @@ from .._values import Usage
 from .._workspace import check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
 from ._cluster import GpuCluster
 from ._experiment import Experiment
-from ._lro import AsyncMappedPoller, async_background_poller
+from ._lro import AsyncMappedPoller, AsyncPoller, async_background_poller
+from .._workspace import WorkspaceBase
 
 if TYPE_CHECKING:
     from ._backends import AsyncBackend
@@ -27,37 +27,15 @@ __all__ = ["Workspace"]
 log = logging.getLogger(__name__)
 
 
-class Workspace:
+class Workspace(WorkspaceBase):
     """A workspace (see :class:`horovod_batchai.Workspace`). Build one with ``await``
     :meth:`create` or :meth:`get`."""
 
-    def __init__(self, target: "Target", resource_group: str, name: str, *,
-                 _record: Optional[WorkspaceRecord] = None) -> None:
-        self.target = target
-        self.resource_group = check_resource_group(resource_group)
-        self.name = check_batchai_name(name, "workspace")
-        self._record = _record
-
-    def __repr__(self) -> str:
-        return f"Workspace(resource_group={self.resource_group!r}, name={self.name!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Workspace) and self.id.lower() == other.id.lower()
-
-    def __hash__(self) -> int:
-        return hash(self.id.lower())
+    target: "Target"
 
     @property
     def _backend(self) -> "AsyncBackend":
         return self.target.backend
-
-    @property
-    def id(self) -> str:
-        return self._backend.workspace_id(self.resource_group, self.name)
-
-    @property
-    def location(self) -> Optional[str]:
-        return self._record.location if self._record is not None else None
 
     async def refresh(self) -> "Workspace":
         """Fetch the workspace again; returns the workspace itself."""
@@ -67,7 +45,7 @@ class Workspace:
     # -- create / get / list / delete -----------------------------------------------------------
     @classmethod
     async def begin_create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
-                           continuation_token: Optional[str] = None) -> "AsyncLROPoller[Workspace]":
+                           continuation_token: Optional[str] = None) -> "AsyncPoller[Workspace]":
         """Start get-or-create of the workspace (see :meth:`horovod_batchai.Workspace.begin_create`)."""
         location = check_workspace_args(resource_group, name, location)
         backend = target.backend
@@ -98,7 +76,7 @@ class Workspace:
                 for r in await target.backend.list_workspaces(resource_group)]
 
     async def begin_delete(self, *, delete_resource_group: bool = False,
-                           continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+                           continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         """Start deleting the workspace -- and, only when asked, its resource group."""
         backend, group = self._backend, self.resource_group
         if not delete_resource_group:
@@ -139,7 +117,7 @@ class Workspace:
 
     # -- experiments ----------------------------------------------------------------------------
     async def begin_create_experiment(self, name: str, *,
-                                      continuation_token: Optional[str] = None) -> "AsyncLROPoller[Experiment]":
+                                      continuation_token: Optional[str] = None) -> "AsyncPoller[Experiment]":
         """Start get-or-create of the experiment ``name``."""
         experiment = Experiment(self, name)
         poller = await self._backend.begin_create_experiment(self.resource_group, self.name, name,
@@ -169,7 +147,7 @@ class Workspace:
                                    ssh_key_path: Optional[Union[str, Path]] = None,
                                    image: Optional[ImageReference] = None, setup_task: Optional[SetupTask] = None,
                                    mounts: Sequence[Mount] = (),
-                                   continuation_token: Optional[str] = None) -> "AsyncLROPoller[GpuCluster]":
+                                   continuation_token: Optional[str] = None) -> "AsyncPoller[GpuCluster]":
         """Start creating the cluster ``name`` (get-or-create), from ``spec`` or from the keyword
         options (see :meth:`horovod_batchai.Workspace.begin_create_cluster`)."""
         check_batchai_name(name, "cluster")

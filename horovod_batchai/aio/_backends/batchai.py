@@ -10,7 +10,6 @@ import logging
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, List, Optional
 
 from azure.core.exceptions import ResourceNotFoundError
-from azure.core.polling import AsyncLROPoller
 
 from ..._backends.arm import resource_group_of
 from ..._backends.base import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
@@ -25,7 +24,7 @@ from ..._lro import resume_token
 from ..._mounts import AzureFileShareMount
 from ..._retry import IDEMPOTENT_POST
 from ..._values import OutputFile, RemoteLogin, Usage
-from .._lro import AsyncDonePoller, AsyncMappedPoller
+from .._lro import AsyncDonePoller, AsyncMappedPoller, AsyncPoller
 
 if TYPE_CHECKING:
     from azure.storage.fileshare.aio import ShareFileClient
@@ -109,7 +108,7 @@ class AsyncBatchAIBackend:
             await client.resource_groups.create_or_update(resource_group, ResourceGroup(location=location))
 
     async def begin_delete_resource_group(self, resource_group: str, *,
-                                          continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+                                          continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         client = await self._target.resources()
         resource = f"/subscriptions/{self._target.subscription_id}/resourceGroups/{resource_group}"
         return await self._begin_delete("deleting resource group", resource, continuation_token,
@@ -117,7 +116,7 @@ class AsyncBatchAIBackend:
 
     @staticmethod
     async def _begin_delete(action: str, resource: str, continuation_token: Optional[str],
-                            start: Callable[..., Awaitable[Any]]) -> "AsyncLROPoller[None]":
+                            start: Callable[..., Awaitable[Any]]) -> "AsyncPoller[None]":
         """``start()``'s poller (resumed from ``continuation_token`` when given), or a finished one
         when the resource is already gone."""
         inner = None
@@ -142,7 +141,7 @@ class AsyncBatchAIBackend:
         return self.shapes._workspace_record(model, resource_group, name)
 
     async def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
-                                     continuation_token: Optional[str] = None) -> "AsyncLROPoller[WorkspaceRecord]":
+                                     continuation_token: Optional[str] = None) -> "AsyncPoller[WorkspaceRecord]":
         action, resource = "creating workspace", self.workspace_id(resource_group, name)
         client = await self._client()
         inner = None
@@ -180,7 +179,7 @@ class AsyncBatchAIBackend:
         return [self.shapes._workspace_record(m, resource_group_of(m.id or ""), m.name or "") for m in items]
 
     async def begin_delete_workspace(self, resource_group: str, name: str, *,
-                                     continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+                                     continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         client = await self._client()
         return await self._begin_delete("deleting workspace", self.workspace_id(resource_group, name),
                                         continuation_token,
@@ -194,7 +193,7 @@ class AsyncBatchAIBackend:
 
     # -- experiments ----------------------------------------------------------------------------
     async def begin_create_experiment(self, resource_group: str, workspace: str, name: str, *,
-                                      continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+                                      continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         action, resource = "creating experiment", self.experiment_id(resource_group, workspace, name)
         client = await self._client()
         inner = None
@@ -226,7 +225,7 @@ class AsyncBatchAIBackend:
         return [m.name or "" for m in items]
 
     async def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
-                                      continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+                                      continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         client = await self._client()
         return await self._begin_delete(
             "deleting experiment", self.experiment_id(resource_group, workspace, name), continuation_token,
@@ -248,7 +247,7 @@ class AsyncBatchAIBackend:
             return None
 
     async def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec, *,
-                                   continuation_token: Optional[str] = None) -> "AsyncLROPoller[ClusterRecord]":
+                                   continuation_token: Optional[str] = None) -> "AsyncPoller[ClusterRecord]":
         action, resource = "creating cluster", self.cluster_id(ref)
         client = await self._client()
         inner = None
@@ -264,7 +263,7 @@ class AsyncBatchAIBackend:
                                  resource=resource)
 
     async def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec,
-                                  existing: ClusterRecord) -> "AsyncLROPoller[ClusterRecord]":
+                                  existing: ClusterRecord) -> "AsyncPoller[ClusterRecord]":
         """As the sync backend's: the settings the service shows are compared here, the rest by
         the service on the same request sent again."""
         resource = self.cluster_id(ref)
@@ -284,7 +283,7 @@ class AsyncBatchAIBackend:
         return [self.shapes._cluster_record(m, ClusterRef(resource_group, workspace, m.name or "")) for m in items]
 
     async def begin_delete_cluster(self, ref: ClusterRef, *,
-                                   continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+                                   continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         client = await self._client()
         return await self._begin_delete(
             "deleting cluster", self.cluster_id(ref), continuation_token,
@@ -293,7 +292,7 @@ class AsyncBatchAIBackend:
     async def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
                                   auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
                                   known: Optional[ClusterRecord] = None,
-                                  continuation_token: Optional[str] = None) -> "AsyncLROPoller[ClusterRecord]":
+                                  continuation_token: Optional[str] = None) -> "AsyncPoller[ClusterRecord]":
         """One PATCH, answered at once (see the sync backend)."""
         action, resource = "updating cluster", self.cluster_id(ref)
         if continuation_token is not None:
@@ -341,7 +340,7 @@ class AsyncBatchAIBackend:
             return None
 
     async def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
-                               continuation_token: Optional[str] = None) -> "AsyncLROPoller[JobRecord]":
+                               continuation_token: Optional[str] = None) -> "AsyncPoller[JobRecord]":
         action, resource = "submitting job", self.job_id(ref)
         client = await self._client()
         record = self.shapes._job_record
@@ -374,13 +373,13 @@ class AsyncBatchAIBackend:
                 for m in items]
 
     async def begin_delete_job(self, ref: JobRef, *,
-                               continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+                               continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         client = await self._client()
         return await self._begin_delete("deleting job", self.job_id(ref), continuation_token,
                                         lambda **kw: client.jobs.begin_delete(*self.shapes._args(ref), **kw))
 
     async def begin_terminate_job(self, ref: JobRef, *,
-                                  continuation_token: Optional[str] = None) -> "AsyncLROPoller[None]":
+                                  continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         action, resource = "terminating job", self.job_id(ref)
         client = await self._client()
         inner = None

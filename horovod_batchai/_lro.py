@@ -31,7 +31,7 @@ from ._errors import HorovodBatchAIError, InvalidSpecError, WaitTimeoutError, az
 from ._polling import check_seconds
 
 __all__ = ["MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", "DEFAULT_LRO_TIMEOUT",
-           "not_finished", "wrap_token", "inner_token", "StepsPolling"]
+           "not_finished", "wrap_token", "inner_token", "StepsPolling", "Done"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -142,14 +142,15 @@ class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
         self._inner.remove_done_callback(func)
 
 
-class DonePoller(LROPoller, Generic[T]):  # type: ignore[type-arg]
-    """A finished operation whose outcome is already known."""
+class Done(Generic[T]):
+    """What a finished operation's poller answers (the sync and the async ones): its outcome is
+    known, and its token resumes by reading the resource again."""
 
-    def __init__(self, value: T, *, action: str = "", resource: str = "") -> None:
+    def __init__(self, value: T, *, action: str = "", resource: str = "", method: Any = None) -> None:
         self._value = value
         self._action = action
         self._resource = resource
-        self._method: NoPolling = NoPolling()
+        self._method = method
 
     def polling_method(self) -> Any:
         return self._method
@@ -163,6 +164,13 @@ class DonePoller(LROPoller, Generic[T]):  # type: ignore[type-arg]
 
     def done(self) -> bool:
         return True
+
+
+class DonePoller(Done[T], LROPoller):  # type: ignore[type-arg]
+    """A finished operation whose outcome is already known."""
+
+    def __init__(self, value: T, *, action: str = "", resource: str = "") -> None:
+        super().__init__(value, action=action, resource=resource, method=NoPolling())
 
     def wait(self, timeout: Optional[float] = None) -> None:
         check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)

@@ -20,7 +20,7 @@ from typing import BinaryIO, Optional
 
 from ._errors import TransferError
 
-__all__ = ["HashingReader", "OrderedHashWriter"]
+__all__ = ["HashingReader", "OrderedHashWriter", "PositionedWriter"]
 
 
 class HashingReader:
@@ -49,7 +49,29 @@ class HashingReader:
         return self._md5.digest()
 
 
-class OrderedHashWriter:
+class PositionedWriter:
+    """The seekable, write-only stream azure-storage's parallel download writes into: it seeks,
+    then writes, under its own lock; ``_position`` is where the next write lands."""
+
+    _position = 0
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence != os.SEEK_SET or offset < 0:
+            raise ValueError(f"{type(self).__name__} only seeks to an absolute, non-negative offset")
+        self._position = offset
+        return offset
+
+
+class OrderedHashWriter(PositionedWriter):
     """A seekable write-only stream for azure-storage's parallel download (``readinto``).
 
     azure-storage seeks and writes under its own lock, so one ``seek`` + ``write`` pair is never
@@ -63,21 +85,6 @@ class OrderedHashWriter:
         self._waiting: dict[int, bytes] = {}
         self._md5 = hashlib.md5(usedforsecurity=False)
         self._lock = threading.Lock()
-
-    def seekable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        if whence != os.SEEK_SET or offset < 0:
-            raise ValueError("OrderedHashWriter only seeks to an absolute, non-negative offset")
-        self._position = offset
-        return offset
 
     def write(self, data: bytes) -> int:
         data = bytes(data)  # the bytes may wait here; a caller's reused buffer must not change under them

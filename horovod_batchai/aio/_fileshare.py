@@ -29,7 +29,7 @@ from .._names import (check_share_path, local_destination, local_directory)
 from .._paths import local_path_under
 from .._progress import Progress, ProgressArg
 from .._retry import IDEMPOTENT_POST
-from .._transfer_hash import HashingReader, OrderedHashWriter
+from .._transfer_hash import HashingReader, OrderedHashWriter, PositionedWriter
 from ._lro import AsyncMappedPoller, AsyncPoller, async_background_poller
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class _ReadInThread:
         return await asyncio.to_thread(self._reader.read, n)
 
 
-class _WriteInThread:
+class _WriteInThread(PositionedWriter):
     """What the aio client's parallel download writes into: an :class:`OrderedHashWriter` whose
     writes (``pwrite`` and MD5, 4 MiB at a time) run in a worker thread of their own, in the order
     they were handed over, instead of on the event loop, where the client calls ``write``.
@@ -68,19 +68,6 @@ class _WriteInThread:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="horovod-batchai-write")
         self._pending: list["Future[int]"] = []
         self._position = 0
-
-    def seekable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        self._position = self._writer.seek(offset, whence)
-        return offset
 
     def write(self, data: bytes) -> int:
         data = bytes(data)  # the client may reuse its buffer once this returns

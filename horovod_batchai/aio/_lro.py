@@ -25,7 +25,7 @@ from typing import Any, Awaitable, Callable, Generator, Generic, Optional, TypeV
 from azure.core.polling import AsyncLROPoller, AsyncNoPolling, AsyncPollingMethod, LROPoller
 
 from .._errors import azure_errors
-from .._lro import StepsPolling, inner_token, not_finished, wrap_token
+from .._lro import Done, StepsPolling, inner_token, not_finished, wrap_token
 from .._polling import Polling, check_seconds
 
 __all__ = ["AsyncPoller", "AsyncMappedPoller", "AsyncDonePoller", "async_background_poller", "ThreadedPoller"]
@@ -112,26 +112,11 @@ class AsyncMappedPoller(AsyncPoller[T], Generic[S, T]):
         return self._value  # type: ignore[return-value]
 
 
-class AsyncDonePoller(AsyncPoller[T]):
+class AsyncDonePoller(Done[T], AsyncPoller[T]):
     """A finished operation whose outcome is already known."""
 
     def __init__(self, value: T, *, action: str = "", resource: str = "") -> None:
-        self._value = value
-        self._action = action
-        self._resource = resource
-        self._method: AsyncNoPolling = AsyncNoPolling()
-
-    def polling_method(self) -> Any:
-        return self._method
-
-    def continuation_token(self) -> str:
-        return wrap_token(self._action, self._resource, None)
-
-    def status(self) -> str:
-        return "Succeeded"
-
-    def done(self) -> bool:
-        return True
+        super().__init__(value, action=action, resource=resource, method=AsyncNoPolling())
 
     async def wait(self, timeout: Optional[float] = None) -> None:
         check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)

@@ -45,27 +45,31 @@ log = logging.getLogger(__name__)
 AIO_RANGE = 512 * 1024
 
 
-class _LocalAsyncCredential:
-    """The local service's credential, as an ``AsyncTokenCredential``: its tokens are signed here,
-    from the service's state directory, with no request."""
+class _SyncCredentialAsAsync:
+    """A sync ``TokenCredential`` as an ``AsyncTokenCredential``. The local service's tokens are
+    signed here, from its state directory, with no request (``in_thread`` False); an Azure ML
+    target's sync credential may make requests, so it is asked in a worker thread."""
 
-    def __init__(self, credential: TokenCredential) -> None:
+    def __init__(self, credential: TokenCredential, *, in_thread: bool) -> None:
         self._credential = credential
+        self._in_thread = in_thread
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._credential!r})"
 
     async def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        if self._in_thread:
+            return await asyncio.to_thread(self._credential.get_token, *scopes, **kwargs)
         return self._credential.get_token(*scopes)
 
     async def get_token_info(self, *scopes: str, options: Any = None) -> AccessTokenInfo:
-        token = self._credential.get_token(*scopes)
+        token = await self.get_token(*scopes)
         return AccessTokenInfo(token.token, token.expires_on)
 
     async def close(self) -> None:
         pass
 
-    async def __aenter__(self) -> "_LocalAsyncCredential":
+    async def __aenter__(self) -> "_SyncCredentialAsAsync":
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -170,8 +174,9 @@ class Target:
     def _transport_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """``kwargs`` (a client's options) with the target's shared transport, unless the caller
         gave one."""
-        if "transport" in kwargs:
+        if "transport" in kwargs and self.kind != "azureml":
             return kwargs
+        # (an Azure ML target's transport is a sync one, for azure-ai-ml: the aio clients get ours)
         if self._session is None:
             import aiohttp
             verify = self._sync.connection_verify
@@ -194,10 +199,10 @@ class Target:
         return self._transport_kwargs({**ranges, **self._sync._data_plane_kwargs(asynchronous=True)})
 
     def _async_credential(self) -> AsyncTokenCredential:
-        if self.is_local:
-            return _LocalAsyncCredential(self._sync.credential())  # type: ignore[return-value]
-        assert self._credential is not None, "an Azure target holds an async credential"
-        return self._credential
+        if self._credential is not None:
+            return self._credential
+        # the local service's, or an Azure ML target's sync one (its storage accounts are ARM's)
+        return _SyncCredentialAsAsync(self._sync.credential(), in_thread=not self.is_local)  # type: ignore[return-value]
 
     async def _client(self, key: str, factory: Any) -> Any:
         client = self._clients.get(key)

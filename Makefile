@@ -58,8 +58,14 @@ chroot-tools:
 python313: install chroot-tools
 	$(PY) tests/python313/trixie.py
 
+# Two parts: every test that can share the machine, on every core at once (pytest-xdist; tests are
+# independent: each has its own state directory, ports and daemons); then, alone, the few marked
+# `serial`, which measure how fast something reacts or load every core themselves.
+TEST_WORKERS ?= auto
 test: install client-venvs python313
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not serial"; parallel=$$?; \
+	$(PY) -m pytest -q -m serial; serial=$$?; \
+	test $$parallel -eq 0 && test $$serial -eq 0
 
 docs: install
 	$(PY) -m sphinx -W -b html docs docs/_build/html

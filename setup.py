@@ -79,7 +79,8 @@ setup(
     install_requires=SDK_REQUIRES,
     extras_require={
         "training": TRAINING_REQUIRES,
-        "test": ["pytest>=7", "responses>=0.23", "mypy>=1.5", "requests>=2.28",
+        "test": ["pytest>=7", "pytest-xdist>=3.5",  # make test runs the suite on every core
+                 "responses>=0.23", "mypy>=1.5", "requests>=2.28",
                  "psutil>=5.9",  # tests stop whole horovodrun process trees
                  # the notebook test runs examples/tutorial.ipynb in a real kernel, widgets included
                  "nbclient>=0.9", "ipykernel>=6.25", "ipywidgets>=8"],

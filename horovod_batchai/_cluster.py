@@ -181,7 +181,11 @@ class GpuCluster(GpuClusterBase):
                          on_status: Optional[Callable[[ClusterStatus], None]] = None,
                          clock: Callable[[], float] = time.monotonic,
                          sleep: Callable[[float], None] = time.sleep) -> ClusterStatus:
-        """Wait until the cluster is steady with all its target nodes idle (or running jobs).
+        """Wait until the cluster is steady at the size its scale settings ask for (see
+        :attr:`ClusterStatus.is_ready`): exactly the target number of nodes, or a number within the
+        auto-scale bounds, each idle or running a job, none preparing or leaving. After
+        :meth:`resize` it returns once the cluster has the new size, whatever the service
+        answered the resize with.
 
         Raises :class:`ClusterNotReadyError` as soon as the cluster reports errors or unusable
         nodes, and :class:`WaitTimeoutError` after ``timeout`` seconds.

@@ -4,6 +4,8 @@
      ├── InvalidSpecError        (also ValueError) a user mistake caught before any request is
      │                           sent: names the field and the valid form
      ├── TargetError             where to run is misconfigured (environment, endpoint, credential)
+     │    └── LocalServiceDownError  (also ConnectionError) the local service refused connections
+     │                           for longer than a restart takes; says how to start it
      ├── ResourceError           (also azure.core.exceptions.HttpResponseError) a call to Azure or
      │    │                      the local service failed; carries the resource it concerned and
      │    │                      the azure-core error as ``__cause__`` / ``.azure_error``
@@ -29,7 +31,7 @@ from azure.core.exceptions import ResourceExistsError as _AzureExists
 from azure.core.exceptions import ResourceNotFoundError as _AzureNotFound
 
 __all__ = [
-    "HorovodBatchAIError", "InvalidSpecError", "TargetError", "ResourceError", "NotFoundError",
+    "HorovodBatchAIError", "InvalidSpecError", "TargetError", "LocalServiceDownError", "ResourceError", "NotFoundError",
     "ConflictError", "TransferError", "WaitTimeoutError", "ClusterNotReadyError", "JobFailedError",
     "ServiceErrorDetail", "wrap_azure_error", "redact", "azure_errors", "is_not_found", "service_error_code",
 ]
@@ -60,6 +62,11 @@ class InvalidSpecError(HorovodBatchAIError, ValueError):
 
 class TargetError(HorovodBatchAIError):
     """Where to run is misconfigured: an unknown target, a missing subscription, a non-https endpoint."""
+
+
+class LocalServiceDownError(TargetError, ConnectionError):
+    """The local service refused connections for longer than a restart takes (and could not be
+    started again from here); the message says how to start it."""
 
 
 class ResourceError(HorovodBatchAIError, HttpResponseError):

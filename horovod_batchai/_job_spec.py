@@ -134,7 +134,7 @@ class OutputDirectory:
     path_suffix: Optional[str] = None
 
     def __post_init__(self) -> None:
-        check_directory_id(self.id, "output_directories.id")
+        check_directory_id(self.id, "output_directories.id", kind="OUTPUT")
         if self.id.lower() == "stdouterr":
             raise InvalidSpecError("output_directories.id", "'stdouterr' is reserved for the job's logs",
                                    "any other id of letters, digits or '_'")

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
     from .local import LocalService, ServiceInfo
 
 __all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "RESOURCE_GROUP_ENV", "WORKSPACE_ENV", "LOCAL_SUBSCRIPTION",
-           "AZURE_MANAGEMENT_ENDPOINT", "KINDS", "target_from_env", "CREDENTIAL_OPTIONS"]
+           "AZURE_MANAGEMENT_ENDPOINT", "KINDS", "check_state_dir", "target_from_env", "CREDENTIAL_OPTIONS"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,21 @@ def default_credential(client_options: Mapping[str, Any]) -> TokenCredential:
     same transport and proxy, the same retries)."""
     from azure.identity import DefaultAzureCredential
     return DefaultAzureCredential(**{k: v for k, v in client_options.items() if k in CREDENTIAL_OPTIONS})
+
+
+def check_state_dir(state_dir: Union[str, Path], field: str = "state_dir") -> Path:
+    """A local state directory: an existing directory, or a path where one can be made."""
+    path = Path(state_dir).expanduser()
+    if path.exists() and not path.is_dir():
+        raise InvalidSpecError(field, f"{str(path)!r} is a file, not a directory",
+                               "a directory for the local service's state (made if missing)")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InvalidSpecError(field, f"{str(path)!r} cannot be made: {str(parent)!r} is a file",
+                                       "a directory for the local service's state (made if missing)")
+            break
+    return path
 
 
 class Target:
@@ -125,7 +140,7 @@ class Target:
                                        "directory") from exc
         endpoint = "https://127.0.0.1"  # placeholder until the service is found; see _local_info
         return cls(kind="local", subscription_id=subscription_id, management_endpoint=endpoint,
-                   service=service, state_dir=Path(state_dir).expanduser() if state_dir else None,
+                   service=service, state_dir=check_state_dir(state_dir) if state_dir else None,
                    client_options=client_options, node_runtime=runtime)
 
     @classmethod
@@ -197,15 +212,26 @@ class Target:
                 # the same state directory, or start it again. Requests follow (FollowLocalService).
                 log.info("the local service at %s stopped; finding or starting it again", self._info.endpoint)
                 self._info = None
+            from .local import LocalService
+            if isinstance(self._service, LocalService) and self._service.running:
+                # a service in this process, perhaps started again on another port: follow it
+                self._info = self._service.info
             if self._info is None:
-                from .local import LocalService, ensure_running
+                from .local import ensure_running
                 if isinstance(self._service, LocalService):
                     self._info = self._service.info
                 elif self._service is not None:
                     self._info = self._service
                 else:
                     log.info("finding or starting the local service")
-                    self._info = ensure_running(self._state_dir, node_runtime=self._node_runtime)
+                    try:
+                        self._info = ensure_running(self._state_dir, node_runtime=self._node_runtime)
+                    except OSError as err:  # the state directory cannot be made or used
+                        from .local import default_state_dir
+                        where = self._state_dir or default_state_dir()
+                        raise TargetError(f"the local service's state directory {where} cannot be used: "
+                                          f"{err.strerror or err}" + (f" ({err.filename})" if err.filename else "")
+                                          ) from err
                 log.debug("using the local service at %s", self._info.endpoint)
             return self._info
 
@@ -261,7 +287,16 @@ class Target:
         return kwargs
 
     def _follow_service(self) -> FollowLocalService:
-        return FollowLocalService(lambda: self._local_info().endpoint)
+        return FollowLocalService(lambda: self._local_info().endpoint, self._down_message)
+
+    def _down_message(self, reason: str) -> str:
+        """What a :class:`LocalServiceDownError` says: what happened, and how to start the service."""
+        if self._service is not None:
+            return (f"the local service this target was given is down: {reason}; start it again and build the "
+                    "Target with the new one (or use Target.local() to have the daemon started on demand)")
+        where = f" --state-dir {self._state_dir}" if self._state_dir is not None else ""
+        return (f"the local service is down: {reason}; start it with `horovod-batchai local start{where}` "
+                f"(or `python -m horovod_batchai.local start{where}`) and try again")
 
     def _client(self, key: str, factory: Any) -> Any:
         with self._lock:
@@ -352,7 +387,8 @@ def target_from_env(cls: Any, environ: Optional[Mapping[str, str]], **client_opt
     env = os.environ if environ is None else environ
     kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
     if kind == "local":
-        return cls.local(state_dir=env.get(STATE_DIR_ENV) or None,
+        state_dir = env.get(STATE_DIR_ENV) or None
+        return cls.local(state_dir=check_state_dir(state_dir, STATE_DIR_ENV) if state_dir else None,
                          node_runtime=env.get(NODE_RUNTIME_ENV, "").strip() or None,
                          subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION, **client_options)
     if kind not in KINDS:

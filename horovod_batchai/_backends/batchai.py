@@ -507,7 +507,7 @@ def output_files_options(output_directory_id: str, directory: str,
                          link_expiry_minutes: int) -> "models.JobsListOutputFilesOptions":
     from azure.mgmt.batchai import models
     if output_directory_id != STDOUTERR:
-        check_directory_id(output_directory_id, "output_directory_id")
+        check_directory_id(output_directory_id, "output_directory_id", kind="OUTPUT")
     return models.JobsListOutputFilesOptions(outputdirectoryid=output_directory_id, directory=directory,
                                              linkexpiryinminutes=link_expiry_minutes, max_results=1000)
 

@@ -280,7 +280,23 @@ class FileShare(FileShareBase):
         return self._service
 
     async def _share_client(self) -> "ShareClient":
-        return (await self._service_client()).get_share_client(self.share_name)
+        client = (await self._service_client()).get_share_client(self.share_name)
+        if self._leftovers:
+            await self._remove_leftovers(client)
+        return client
+
+    async def _remove_leftovers(self, share: "ShareClient") -> None:
+        """Delete the temporary files of failed uploads that could not be deleted when they failed
+        (see the sync FileShare); the ones still out of reach are kept for the next call."""
+        pending, self._leftovers = self._leftovers, set()
+        for temp in sorted(pending):
+            try:
+                await share.get_file_client(temp).delete_file(timeout=10)
+                log.info("deleted the unfinished upload %s", self._where(temp))
+            except ResourceNotFoundError:
+                pass
+            except Exception:  # noqa: BLE001 -- still out of reach: the call that brought us here says why
+                self._leftovers.add(temp)
 
     async def _file_client(self, path: str) -> "ShareFileClient":
         return (await self._share_client()).get_file_client(path)
@@ -412,14 +428,18 @@ class FileShare(FileShareBase):
                 raise
 
     async def _discard(self, client: "ShareFileClient", temp: str) -> None:
-        """Delete a temporary upload; best effort (the caller is already failing or cancelled)."""
+        """Delete a temporary upload; best effort (the caller is already failing or cancelled).
+        One that cannot be deleted now is deleted by the next call that reaches the share."""
         try:
             await client.delete_file(timeout=10)
         except ResourceNotFoundError:
             pass
-        except BaseException as err:  # noqa: B036 -- a second cancellation or a dead connection: say what is left
-            log.warning("could not delete the unfinished upload %s (%s); delete it by hand (the local service "
-                        "removes such leftovers when it starts)", self._where(temp), type(err).__name__)
+        except BaseException as err:  # noqa: B036 -- a second cancellation or a dead connection
+            self._leftovers.add(temp)
+            later = ("the local service deletes it after two minutes without an upload touching it"
+                     if self.target.is_local else "otherwise delete it by hand")
+            log.warning("could not delete the unfinished upload %s (%s); this FileShare deletes it the next time "
+                        "it reaches the share, and %s", self._where(temp), type(err).__name__, later)
 
     async def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int) -> tuple[int, bytes]:
         hasher = _WriteInThread(None)

@@ -15,6 +15,7 @@ EXIT_FAILED = 1      # a job failed, or a request did
 EXIT_USAGE = 2       # a mistake in the command line or its inputs; nothing was changed
 EXIT_NOT_FOUND = 3   # the resource (or the local service) does not exist
 EXIT_TIMEOUT = 4     # a wait ran out of time
+EXIT_CONFLICT = 5    # the resource exists with other settings (a resubmit that differs, say)
 EXIT_INTERRUPTED = 130
 
 PROG = "horovod-batchai"
@@ -22,6 +23,18 @@ PROG = "horovod-batchai"
 
 class UsageError(Exception):
     """A mistake in the command line that argparse cannot see (option combinations)."""
+
+
+def local_state_dir(args: argparse.Namespace) -> Optional[Path]:
+    """``--state-dir`` checked (a directory, or a path where one can be made); None for the default."""
+    from .._errors import InvalidSpecError
+    from .._target import check_state_dir
+    if not args.state_dir:
+        return None
+    try:
+        return check_state_dir(args.state_dir)
+    except InvalidSpecError as err:
+        raise UsageError(f"--state-dir: {err.problem} (valid: {err.valid_form})") from None
 
 
 def client_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -58,7 +71,7 @@ class Context:
                                      "$AZURE_RESOURCE_GROUP and $AZUREML_WORKSPACE_NAME)")
                 self._target = Target.azureml(args.subscription, group, workspace, **options)
             else:
-                kwargs: dict[str, Any] = {"state_dir": args.state_dir}
+                kwargs: dict[str, Any] = {"state_dir": local_state_dir(args)}
                 if args.subscription:
                     kwargs["subscription_id"] = args.subscription
                 self._target = Target.local(**kwargs, **options)

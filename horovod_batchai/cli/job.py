@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import AzureFileShareMount, ExecutionState, FileShare, HorovodJob, InvalidSpecError, JobFailedError
-from .context import EXIT_FAILED, Context, UsageError, local_dest
+from .. import (AzureFileShareMount, ExecutionState, FileShare, HorovodJob, InvalidSpecError, JobFailedError, JobStatus,
+                WaitTimeoutError)
+from .context import EXIT_FAILED, EXIT_TIMEOUT, Context, UsageError, local_dest
 from .parser import _Commands, _exp, _name, _Parser, _positive, _timeout
 from .views import Result, Table, job_data, job_table, output_files_data, output_files_table
 
@@ -75,6 +76,9 @@ def job_wait(ctx: Context) -> Result:
         status = job.wait(timeout=ctx.args.timeout)
     except JobFailedError as err:
         return Result(job_data(job, job.status), job_table([(job, job.status)]), EXIT_FAILED, str(err))
+    except WaitTimeoutError as err:  # where the job stands is printed too (-o json included)
+        last = err.last_state if isinstance(err.last_state, JobStatus) else job.refresh().status
+        return Result(job_data(job, last), job_table([(job, last)]), EXIT_TIMEOUT, str(err))
     return Result(job_data(job, status), job_table([(job, status)]))
 
 

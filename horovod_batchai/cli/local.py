@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from .context import EXIT_FAILED, EXIT_NOT_FOUND, Context, UsageError
+from .context import EXIT_FAILED, EXIT_NOT_FOUND, Context, UsageError, local_state_dir
 from .parser import _Commands
 from .views import Result, Table, service_data, service_table
 
@@ -13,7 +13,7 @@ def _local_only(ctx: Context) -> Path:
     if ctx.args.target != "local":
         raise UsageError("local: these commands manage the local service; drop --target azure")
     from ..local import default_state_dir
-    return Path(ctx.args.state_dir).expanduser() if ctx.args.state_dir else default_state_dir()
+    return local_state_dir(ctx.args) or default_state_dir()
 
 
 def local_start(ctx: Context) -> Result:

@@ -34,9 +34,27 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text}")
+    if not value >= 0 or value == float("inf"):  # 0: look once, as the SDK's timeout=0
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text}")
     return value
+
+
+#: options whose value is free text that may itself start with '-' ("--append-args '--epochs=3'")
+FREE_TEXT_OPTIONS = ("--append-args",)
+
+
+def glue_free_text(argv: list[str]) -> list[str]:
+    """``--append-args --epochs=3`` as ``--append-args=--epochs=3``: argparse would take a value
+    starting with '-' for an option of its own and refuse the command line."""
+    glued: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word in FREE_TEXT_OPTIONS:
+            value = next(words, None)
+            glued.append(word if value is None else f"{word}={value}")
+        else:
+            glued.append(word)
+    return glued
 
 
 def _proxy(text: str) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .core.backend import ServiceSettings, default_state_dir
+from .core.disk import WholeLineLogHandler
 from .runner.node_runtime import NODE_RUNTIME_ENV
 from .service import LocalService, ServiceAlreadyRunning, ensure_running, find_running, is_loopback, stop_daemon
 
@@ -56,8 +57,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"error: --host must be a loopback address (127.0.0.1, localhost or ::1), got {args.host!r}",
                   file=sys.stderr)
             return 2
+        # One write per line: on a full disk a line is dropped whole, never torn (see core/disk.py).
+        handler = WholeLineLogHandler(sys.stderr.fileno())
         logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[handler])
         try:
             settings = ServiceSettings(provision_delay_s=args.provision_delay, fault_rate=args.fault_rate,
                                        fault_seed=args.fault_seed)

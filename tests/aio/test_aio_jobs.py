@@ -89,6 +89,7 @@ def test_submit_stream_wait_download(service: Any, tmp_path: Path) -> None:
     run(service, scenario)
 
 
+@pytest.mark.serial
 def test_cancelling_a_wait_stops_polling_and_leaves_the_job_running(service: Any, tmp_path: Path) -> None:
     counter = CountRequests()
 

@@ -61,6 +61,7 @@ async def train(target: Target, name: str, script: str) -> dict:
     return {"job": job.name, "state": status.execution_state.value}
 
 
+@pytest.mark.serial
 def test_a_handler_awaits_a_job_while_the_loop_serves(service: Any, tmp_path: Path) -> None:
     async def scenario(target: Target) -> None:
         await _prepare(target, tmp_path)
@@ -116,6 +117,7 @@ asyncio.run(main(info))
 """
 
 
+@pytest.mark.serial
 def test_ctrl_c_ends_a_waiting_process_at_once(service: Any, tmp_path: Path) -> None:
     async def submit(target: Target) -> None:
         await _prepare(target, tmp_path)

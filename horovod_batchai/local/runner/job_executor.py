@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 
 from ..batchai.outputs import record_output_dirs
 from ..core.backend import LocalBackend
+from ..core.disk import disk_problem
 from .gpus import detect_gpus, vm_gpus
 from .environment import base_environment
 from .job_plan import EXECUTION_LOG_ENV, RANK_SECRETS_FILE, JobPlan, JobStartError, Machine, Step, plan_job
@@ -110,7 +111,10 @@ class _NodeLog:
     def write(self, message: str) -> None:
         with self._lock:
             if self._fh is not None and not self._fh.closed:
-                self._fh.write(f"{utc_now()} {message}\n")
+                try:
+                    self._fh.write(f"{utc_now()} {message}\n")
+                except OSError as exc:  # a full disk: the job's errors still say what happened
+                    log.warning("cannot write the execution log %s: %s", self.path, exc.strerror)
 
     def close(self) -> None:
         with self._lock:
@@ -141,6 +145,7 @@ class JobRun:
         self._supervisor: Optional[subprocess.Popen[bytes]] = None
         self._thread = threading.Thread(target=self._main, name=f"job-run-{self.tag}", daemon=True)
         self._logs: dict[str, _NodeLog] = {}
+        self._plan: Optional[JobPlan] = None
         self._held_mirrors: list[Any] = []  # mounted blob containers kept in step while the run lasts
         self._job_mounts: list[Mount] = []  # unmounted when the run ends
 
@@ -181,10 +186,19 @@ class JobRun:
         except JobStartError as exc:
             self._log_all(f"the job could not start: {exc}")
             result = RunResult(ExecutionState.FAILED, errors=[exc.error])
-        except Exception as exc:  # a bug of ours: fail the job rather than leave it running
-            log.exception("job run %s failed", self.job_id)
-            result = RunResult(ExecutionState.FAILED, errors=[job_error(
-                "InternalError", f"The local service could not run the job: {type(exc).__name__}")])
+        except Exception as exc:
+            problem = disk_problem(exc, self.backend.state_dir)
+            if problem is not None:  # a full or read-only disk: the job fails saying so
+                log.warning("job run %s failed: %s", self.job_id, problem.describe())
+                message = f"The local service could not run the job: {problem.describe()}"
+                self._open_logs_to_say_why()
+                self._log_all(message)
+                result = RunResult(ExecutionState.FAILED, errors=[job_error(
+                    "StorageReadOnly" if problem.read_only else "InsufficientStorage", message)])
+            else:  # a bug of ours: fail the job rather than leave it running
+                log.exception("job run %s failed", self.job_id)
+                result = RunResult(ExecutionState.FAILED, errors=[job_error(
+                    "InternalError", f"The local service could not run the job: {type(exc).__name__}")])
         finally:
             # Whatever the supervisor left (it stops the job's processes itself) goes now.
             stop_tagged(self.tag, [], grace=0 if self.stop_reason is None else STOP_GRACE_S)
@@ -226,6 +240,18 @@ class JobRun:
         body = self.backend.store.get(self.job_id) or {}
         return body.get("properties", {})
 
+    def _open_logs_to_say_why(self) -> None:
+        """Open the execution logs a run that failed before opening them would have written (on the
+        job's share, which may be writable when the service's own directories are not)."""
+        if self._logs or self._plan is None or self.reattached:
+            return
+        for node_plan in self._plan.nodes:
+            try:
+                node_plan.execution_log.parent.mkdir(parents=True, exist_ok=True)
+                self._logs[node_plan.node.node_id] = _NodeLog(node_plan.execution_log)
+            except OSError:
+                pass  # the share is no better off: the job's errors say it
+
     def _log_all(self, message: str) -> None:
         for node_log in self._logs.values():
             node_log.write(message)
@@ -266,6 +292,7 @@ class JobRun:
         plan = plan_job(job=job, job_private=job_private, cluster=cluster, nodes=self.nodes, run_tag=self.tag,
                         job_dir=root, mount_root=mount_root, cluster_mounts=cluster_mounts, job_mounts=job_mounts,
                         size_gpus=vm_gpus(vm_size), machine=machine)
+        self._plan = plan
         if self.reattached:
             return self._reattach(plan)
         return self._execute(plan, machine)

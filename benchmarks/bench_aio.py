@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from horovod_batchai import FileShare as SyncFileShare
-from horovod_batchai import HorovodJob
+from horovod_batchai import AzureFileShareMount, HorovodJob
 from horovod_batchai import Target as SyncTarget
 from horovod_batchai import Workspace as SyncWorkspace
 from horovod_batchai.aio import FileShare, Target, Workspace
@@ -63,8 +63,8 @@ async def measured(work: Callable[[], Awaitable[None]]) -> tuple[list[float], fl
     return delays, elapsed
 
 
-def spec(share_mount: object) -> HorovodJob:
-    return HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/bench/printer.py", mounts=[share_mount])  # type: ignore[list-item]
+def spec(share_mount: AzureFileShareMount) -> HorovodJob:
+    return HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/bench/printer.py", mounts=[share_mount])
 
 
 async def aio_round(info: ServiceInfo, work: Path, source: Path, name: str) -> tuple[list[float], float]:

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
     from ._target import Target
 
-__all__ = ["FileShare", "FileShareBase", "ShareItem", "SKUS", "upload_temp_path", "walk_tree", "check_quota", "check_account_options",
+__all__ = ["FileShare", "FileShareBase", "ShareItem", "SKUS", "upload_temp_path", "walk_tree", "check_quota",
+           "check_account_options",
            "full_key", "add_entries", "check_read_back", "holds_upload", "finish_download", "file_endpoint",
            "DEFAULT_FILE_CONCURRENCY", "UPLOAD_TEMP_RE", "check_upload_source", "plan_upload_directory"]
 

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from ._experiment import Experiment
     from ._target import Target
 
-__all__ = ["Job", "JobBase", "OutputFile", "STDOUTERR", "EndWatch", "check_link_expiry", "output_named", "check_download_link",
+__all__ = ["Job", "JobBase", "OutputFile", "STDOUTERR", "EndWatch", "check_link_expiry", "output_named",
+           "check_download_link",
            "tail_text"]
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from ._backends.base import Backend, SpecChecks
     from ._target import Target
 
-__all__ = ["Workspace", "WorkspaceBase", "Usage", "cluster_spec_from_options", "check_cluster_spec", "check_workspace_args",
+__all__ = ["Workspace", "WorkspaceBase", "Usage", "cluster_spec_from_options", "check_cluster_spec",
+           "check_workspace_args",
            "scale_text"]
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,8 @@ from .._mounts import Mount
 from .._states import ClusterStatus, JobStatus
 from .._values import OutputFile, RemoteLogin, Usage
 
-__all__ = ["Backend", "SpecChecks", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ClusterRef", "JobRef"]
+__all__ = ["Backend", "SpecChecks", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ClusterRef",
+           "JobRef"]
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, List, Opti
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 from .._errors import NotFoundError, azure_errors
-from .._fileshare import (DEFAULT_FILE_CONCURRENCY, FileShareBase, UPLOAD_TEMP_RE, ShareItem, add_entries, check_account_options,
-                          check_quota, check_read_back, check_upload_source, file_endpoint, finish_download, full_key,
-                          holds_upload, plan_upload_directory, upload_temp_path)
+from .._fileshare import (DEFAULT_FILE_CONCURRENCY, UPLOAD_TEMP_RE, FileShareBase, ShareItem, add_entries,
+                          check_account_options, check_quota, check_read_back, check_upload_source, file_endpoint,
+                          finish_download, full_key, holds_upload, plan_upload_directory, upload_temp_path)
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
 from .._mounts import AzureFileShareMount
-from .._names import (check_share_path, local_destination, local_directory)
+from .._names import check_share_path, local_destination, local_directory
 from .._paths import local_path_under
 from .._progress import Progress, ProgressArg
 from .._retry import IDEMPOTENT_POST

@@ -202,7 +202,8 @@ class Target:
         if self._credential is not None:
             return self._credential
         # the local service's, or an Azure ML target's sync one (its storage accounts are ARM's)
-        return _SyncCredentialAsAsync(self._sync.credential(), in_thread=not self.is_local)  # type: ignore[return-value]
+        credential = _SyncCredentialAsAsync(self._sync.credential(), in_thread=not self.is_local)
+        return credential  # type: ignore[return-value]
 
     async def _client(self, key: str, factory: Any) -> Any:
         client = self._clients.get(key)

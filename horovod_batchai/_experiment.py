@@ -14,9 +14,11 @@ from ._job_spec import HorovodJob
 from ._deprecation import deprecated
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._names import check_batchai_name
+from ._resource_ids import parent_class, parse_id, register_parent
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
+    from ._target import Target
     from ._workspace import Workspace
 
 __all__ = ["Experiment", "ExperimentBase", "require_spec", "require_cluster"]
@@ -63,9 +65,20 @@ class ExperimentBase:
 
 class Experiment(ExperimentBase):
     """An experiment in a :class:`Workspace` (see :meth:`Workspace.create_experiment`);
-    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it."""
+    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it.
+    It may be shared between threads, and pickles as a reference (see :class:`Workspace`)."""
 
     workspace: "Workspace"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Experiment, (self.workspace, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "Experiment":
+        """The existing experiment whose ARM id is ``resource_id`` (as :attr:`id` gives it); an
+        id of another form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "experiment")
+        return parent_class("workspace")(target, names["resource group"], names["workspace"]).get_experiment(names["experiment"])
 
     @property
     def _backend(self) -> "Backend":
@@ -160,3 +173,6 @@ class Experiment(ExperimentBase):
         """The experiment's jobs."""
         ws = self.workspace
         return [Job(self, r.name, _record=r) for r in self._backend.list_jobs(ws.resource_group, ws.name, self.name)]
+
+
+register_parent("experiment", Experiment)

@@ -27,6 +27,8 @@ from ._mounts import AzureFileShareMount, azure_file_url
 from ._names import (check_location, check_resource_group, check_share_name, check_share_path, check_storage_account,
                      local_destination, local_directory)
 from ._parallel import check_stop, run_parallel
+from ._polling import check_stop_event
+from ._resource_ids import parse_id
 from ._progress import Progress, ProgressArg
 from ._backends.arm import ensure_resource_group
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
@@ -108,6 +110,11 @@ class FileShareBase:
         return f"FileShare(account_name={self._account_name!r}, share_name={self.share_name!r})"
 
     @property
+    def id(self) -> str:
+        """The share's ARM resource id."""
+        return f"{self.account_id}/fileServices/default/shares/{self.share_name}"
+
+    @property
     def account_name(self) -> str:
         return self._account_name
 
@@ -131,7 +138,13 @@ class FileShareBase:
 
 
 class FileShare(FileShareBase):
-    """A file share in a storage account. Build one with :meth:`create` (get-or-create) or :meth:`get`."""
+    """A file share in a storage account. Build one with :meth:`create` (get-or-create), :meth:`get`
+    or :meth:`from_id`.
+
+    A share may be shared between threads (its key and client are fetched once, under its lock).
+    It pickles as a reference, never with its account key: the receiving process fetches the
+    key again with ``listKeys`` when it first needs it.
+    """
 
     target: "Target"
 
@@ -140,6 +153,19 @@ class FileShare(FileShareBase):
         super().__init__(target, resource_group, account_name, share_name, _account_url=_account_url)
         self._service: Optional["ShareServiceClient"] = None
         self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The account URL is an endpoint, not a secret; the key and the client stay behind.
+        return (FileShare, (self.target, self.resource_group, self._account_name, self.share_name),
+                {"_account_url": self._account_url})
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "FileShare":
+        """The existing share whose ARM id is ``resource_id`` (as :attr:`id` gives it:
+        ``.../storageAccounts/<account>/fileServices/default/shares/<share>``); an id of another
+        form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "file share")
+        return cls.get(target, names["resource group"], names["account"], names["share"])
 
     # -- create / get / delete ------------------------------------------------------------------
     @classmethod
@@ -374,7 +400,8 @@ class FileShare(FileShareBase):
 
     # -- upload ---------------------------------------------------------------------------------
     def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                    progress: ProgressArg = None, verify: bool = True) -> ShareItem:
+                    progress: ProgressArg = None, verify: bool = True,
+                    stop: Optional[threading.Event] = None) -> ShareItem:
         """Upload the local file ``source`` to ``path`` in the share (parent directories are
         created), in parallel 4 MiB ranges. With ``verify`` the file is read back and its MD5
         compared with the local one; a difference raises :class:`TransferError`.
@@ -386,12 +413,15 @@ class FileShare(FileShareBase):
         interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
         it held. When the service cannot be reached to delete it, this FileShare deletes it the
         next time it reaches the share; the local service also deletes such a file once no upload
-        has touched it for two minutes (one a crashed process leaves behind, for instance)."""
+        has touched it for two minutes (one a crashed process leaves behind, for instance). Setting
+        ``stop`` (a ``threading.Event``) from another thread interrupts it the same way, after the
+        range in flight, with :class:`StoppedError`."""
         source, path, size = check_upload_source(source, path)
+        stop = check_stop_event(stop)
         with Progress(progress, size, source.name) as bar:
             if "/" in path:
                 self.create_directory(path.rsplit("/", 1)[0])
-            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar, verify=verify)
+            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar, verify=verify, stop=stop)
         return ShareItem(path=path, is_directory=False, size=size)
 
     def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress, verify: bool,
@@ -465,7 +495,8 @@ class FileShare(FileShareBase):
         return hasher.result()
 
     def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                         progress: ProgressArg = None, verify: bool = True) -> List[ShareItem]:
+                         progress: ProgressArg = None, verify: bool = True,
+                         stop: Optional[threading.Event] = None) -> List[ShareItem]:
         """Upload the tree under ``source`` to ``path`` in the share: directories first, then files,
         ``DEFAULT_FILE_CONCURRENCY`` at a time, each in ``max_concurrency`` parallel ranges, each
         appearing under its name only once complete (see :meth:`upload_file`).
@@ -474,8 +505,10 @@ class FileShare(FileShareBase):
         uploaded as that file's content; a link that leads out of the tree, a broken link and a
         link to a directory are skipped, and so are FIFOs, sockets and devices -- each with a
         :class:`UserWarning` naming it. Ctrl-C stops the transfer within about a second: files
-        already complete stay, the ones in flight are removed."""
+        already complete stay, the ones in flight are removed; setting ``stop`` from another thread
+        does the same and raises :class:`StoppedError`."""
         source, path, directories, files, sizes = plan_upload_directory(source, path)
+        stop = check_stop_event(stop)
         total = sum(sizes.values())
         for directory in directories:
             self.create_directory(directory)
@@ -485,7 +518,8 @@ class FileShare(FileShareBase):
                 return lambda stop: self._upload_one(local, sizes[remote], remote, max_concurrency=max_concurrency,
                                                      bar=bar, verify=verify, stop=stop, in_flight=in_flight)
             try:
-                run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY)
+                run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY,
+                             caller_stop=stop)
             except BaseException:
                 # A task still busy after the stop grace (a slow range under load) is abandoned, and
                 # the process may exit under it: its temporary file is deleted from here, all of
@@ -502,19 +536,22 @@ class FileShare(FileShareBase):
 
     # -- download -------------------------------------------------------------------------------
     def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
-                      progress: ProgressArg = None) -> Path:
+                      progress: ProgressArg = None, stop: Optional[threading.Event] = None) -> Path:
         """Download ``path`` to ``dest``: a file path, or a directory to put it in (an existing one,
         or one written with a trailing '/'). The file appears complete or not at all; when the share
         holds an MD5 for it (files this package uploaded do) the download is checked against it.
-        A destination that cannot be written is an :class:`InvalidSpecError` before anything is read."""
+        A destination that cannot be written is an :class:`InvalidSpecError` before anything is read.
+        Setting ``stop`` from another thread ends it after the range in flight with
+        :class:`StoppedError`, leaving no partial file."""
         path = check_share_path(path)
+        stop = check_stop_event(stop)
         dest = local_destination(dest, path.rsplit("/", 1)[-1])
         client = self._file_client(path)
         with azure_errors("reading", self._where(path)):
             properties = client.get_file_properties()
         with Progress(progress, int(properties.size or 0), dest.name) as bar:
             self._download_one(client, path, dest, max_concurrency=max_concurrency, bar=bar,
-                               expected_md5=properties.content_settings.content_md5)
+                               expected_md5=properties.content_settings.content_md5, stop=stop)
         return dest
 
     def _download_one(self, client: "ShareFileClient", path: str, dest: Path, *, max_concurrency: int,
@@ -532,14 +569,16 @@ class FileShare(FileShareBase):
         except BaseException:  # a failed or interrupted download leaves nothing behind
             partial.unlink(missing_ok=True)
             raise
-        finish_download(partial, dest, expected_md5, md5, self._where(path))
+        finish_download(partial, dest, expected_md5, md5, self._where(path), stop=stop)
 
     def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
-                           progress: ProgressArg = None) -> List[Path]:
+                           progress: ProgressArg = None, stop: Optional[threading.Event] = None) -> List[Path]:
         """Download the tree under ``path`` into the local directory ``dest`` (created if missing).
         Each file appears complete or not at all (see :meth:`download_file`); Ctrl-C stops the
-        transfer within about a second, leaving the files already complete and no partial one."""
+        transfer within about a second, leaving the files already complete and no partial one, and
+        so does setting ``stop`` from another thread (which raises :class:`StoppedError`)."""
         path = check_share_path(path, allow_root=True)
+        stop = check_stop_event(stop)
         dest = local_directory(dest)
         items = self.list(path, recursive=True)
         prefix = f"{path}/" if path else ""
@@ -561,7 +600,7 @@ class FileShare(FileShareBase):
                 return fetch
             try:
                 run_parallel([task(item, local) for item, local in zip(files, targets)],
-                             workers=DEFAULT_FILE_CONCURRENCY)
+                             workers=DEFAULT_FILE_CONCURRENCY, caller_stop=stop)
             except BaseException:
                 # A task still busy after the stop grace is abandoned, and the process may exit under
                 # it: its partial file is removed from here (finished files have none).
@@ -642,11 +681,15 @@ def holds_upload(props: Any, size: int, md5: bytes) -> bool:
 
 
 def finish_download(partial: Path, dest: Path, expected_md5: Optional[Union[bytes, bytearray]], md5: bytes,
-                    where: str) -> None:
-    """Rename a complete download into place, unless it differs from the MD5 the share holds."""
+                    where: str, *, stop: Optional[threading.Event] = None) -> None:
+    """Rename a complete download into place, unless it differs from the MD5 the share holds (or
+    the caller's stop event was set during its last range: the caller asked for nothing)."""
     if expected_md5 and bytes(expected_md5) != md5:
         partial.unlink()
         raise TransferError(f"{where} does not match the MD5 the share holds for it")
+    if stop is not None and stop.is_set():
+        partial.unlink()
+        check_stop(stop)
     partial.replace(dest)
 
 

@@ -16,6 +16,7 @@ from ._experiment import Experiment
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
 from ._mounts import Mount
 from ._names import check_batchai_name, check_location, check_resource_group
+from ._resource_ids import parse_id, register_parent
 from ._values import Usage
 
 if TYPE_CHECKING:
@@ -62,13 +63,26 @@ class WorkspaceBase:
 
 
 class Workspace(WorkspaceBase):
-    """A workspace. Build one with :meth:`create` (get-or-create) or :meth:`get`; its experiments
-    and clusters are created, got and listed from it (``create_experiment``, ``get_cluster``, ...).
+    """A workspace. Build one with :meth:`create` (get-or-create), :meth:`get` or :meth:`from_id`;
+    its experiments and clusters are created, got and listed from it (``create_experiment``,
+    ``get_cluster``, ...).
 
-    ``location`` is the one last fetched (None until then); it never makes a request.
+    ``location`` is the one last fetched (None until then); it never makes a request. It may be
+    shared between threads, and pickles as a reference (its target and names; see
+    :class:`Target`): the receiving process fetches what it needs afresh.
     """
 
     target: "Target"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Workspace, (self.target, self.resource_group, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "Workspace":
+        """The existing workspace whose ARM id is ``resource_id`` (as :attr:`id` gives it); an id
+        of another form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "workspace")
+        return cls.get(target, names["resource group"], names["workspace"])
 
     @property
     def _backend(self) -> "Backend":
@@ -289,6 +303,8 @@ def check_workspace_args(resource_group: str, name: str, location: Optional[str]
     check_batchai_name(name, "workspace")
     return check_location(location) if location is not None else None
 
+
+register_parent("workspace", Workspace)
 
 def _default_admin_user() -> str:
     """The local user name, as the CLI defaulted ``--user-name``; 'batchai' when it is not usable."""

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Union
 from azure.core.exceptions import AzureError, HttpResponseError
 
 from .._errors import HorovodBatchAIError, azure_errors
-from .._job import (STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_link_expiry, output_named,
-                     tail_text)
+from .._job import (STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_link_expiry, check_tail_bytes,
+                     output_named, tail_text)
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._names import local_destination, local_directory
 from .._paths import local_path_under
@@ -160,7 +160,14 @@ class Job(JobBase):
 
     async def stderr_tail(self, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's error log; empty when there is none or it cannot be read."""
-        wanted = self._backend.failure_log_name
+        return await self._tail(self._backend.failure_log_name, max_bytes)
+
+    async def stdout_tail(self, max_bytes: int = TAIL_BYTES) -> str:
+        """The last lines of the job's ``stdout.txt``; empty when there is none or it cannot be read."""
+        return await self._tail("stdout.txt", max_bytes)
+
+    async def _tail(self, wanted: str, max_bytes: int) -> str:
+        check_tail_bytes(max_bytes)
         directory, _, name = wanted.rpartition("/")
         try:
             files = await self.list_output_files(STDOUTERR, directory or ".")

@@ -42,7 +42,7 @@ class AsyncOutputStream(StreamCursor, AsyncIterator[str]):
         await self._iterator.aclose()
 
     async def _generate(self) -> AsyncGenerator[str, None]:
-        polling = self._polling()
+        polling = self._polling = self._new_polling()
         job = self._job_async
         while True:
             finished = (await job.refresh()).execution_state.is_terminal()

@@ -36,7 +36,7 @@ from ._errors import HorovodBatchAIError, InvalidSpecError, StoppedError, WaitTi
 from ._polling import check_seconds, check_stop_event
 
 __all__ = ["MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", "DEFAULT_LRO_TIMEOUT",
-           "not_finished", "wrap_token", "inner_token", "StepsPolling", "Done"]
+           "not_finished", "wrap_token", "inner_token", "StepsPolling", "Done", "Mapped"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -93,11 +93,12 @@ def inner_token(poller: Any, action: str, resource: str) -> Optional[str]:
     return token if isinstance(token, str) and token else None
 
 
-class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
-    """``inner``'s progress, with ``convert`` applied to its result (once). With ``same_token``,
-    its continuation token is ``inner``'s own (a conversion adds no step to resume)."""
+class Mapped(Generic[S, T]):
+    """What a poller that converts another's result answers (the sync and the async ones):
+    ``inner``'s progress, and with ``same_token`` its continuation token (a conversion adds no
+    step to resume), else ours wrapping it."""
 
-    def __init__(self, inner: "LROPoller[S]", convert: Callable[[S], T], *, action: str, resource: str,
+    def __init__(self, inner: Any, convert: Callable[[S], Any], *, action: str, resource: str,
                  same_token: bool = False) -> None:
         # LROPoller.__init__ would start a second polling thread: this poller only delegates.
         self._inner = inner
@@ -115,14 +116,24 @@ class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
         """A token that ``begin_<verb>(..., continuation_token=token)`` resumes from, in this
         process or another one."""
         if self._same_token:
-            return self._inner.continuation_token()
+            token: str = self._inner.continuation_token()
+            return token
         return wrap_token(self._action, self._resource, inner_token(self._inner, self._action, self._resource))
 
     def status(self) -> str:
-        return self._inner.status()
+        status: str = self._inner.status()
+        return status
 
     def done(self) -> bool:
-        return self._inner.done()
+        return bool(self._inner.done())
+
+
+class MappedPoller(Mapped[S, T], LROPoller):  # type: ignore[type-arg]
+    """``inner``'s progress, with ``convert`` applied to its result (once)."""
+
+    def __init__(self, inner: "LROPoller[S]", convert: Callable[[S], T], *, action: str, resource: str,
+                 same_token: bool = False) -> None:
+        super().__init__(inner, convert, action=action, resource=resource, same_token=same_token)
 
     def wait(self, timeout: Optional[float] = None, *, stop: Optional[threading.Event] = None) -> None:
         seconds = check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)

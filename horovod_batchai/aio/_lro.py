@@ -25,7 +25,7 @@ from typing import Any, Awaitable, Callable, Generator, Generic, Optional, TypeV
 from azure.core.polling import AsyncLROPoller, AsyncNoPolling, AsyncPollingMethod, LROPoller
 
 from .._errors import azure_errors
-from .._lro import Done, StepsPolling, inner_token, not_finished, wrap_token
+from .._lro import Done, Mapped, StepsPolling, not_finished
 from .._polling import Polling, check_seconds
 
 __all__ = ["AsyncPoller", "AsyncMappedPoller", "AsyncDonePoller", "async_background_poller", "ThreadedPoller"]
@@ -62,35 +62,13 @@ class AsyncPoller(AsyncLROPoller, Generic[T]):  # type: ignore[type-arg]
         return self.result().__await__()
 
 
-class AsyncMappedPoller(AsyncPoller[T], Generic[S, T]):
+class AsyncMappedPoller(Mapped[S, T], AsyncPoller[T]):
     """``inner``'s progress, with ``convert`` (a function or a coroutine function) applied to its
     result once. With ``same_token``, its continuation token is ``inner``'s own."""
 
     def __init__(self, inner: "AsyncLROPoller[S]", convert: Callable[[S], Union[T, Awaitable[T]]], *,
                  action: str, resource: str, same_token: bool = False) -> None:
-        self._inner = inner
-        self._convert = convert
-        self._action = action
-        self._resource = resource
-        self._same_token = same_token
-        self._converted = False
-        self._value: Optional[T] = None
-
-    def polling_method(self) -> Any:
-        return self._inner.polling_method()
-
-    def continuation_token(self) -> str:
-        """A token that ``begin_<verb>(..., continuation_token=token)`` resumes from, here or in
-        the sync API of another process (the tokens are the same)."""
-        if self._same_token:
-            return self._inner.continuation_token()
-        return wrap_token(self._action, self._resource, inner_token(self._inner, self._action, self._resource))
-
-    def status(self) -> str:
-        return self._inner.status()
-
-    def done(self) -> bool:
-        return self._inner.done()
+        super().__init__(inner, convert, action=action, resource=resource, same_token=same_token)
 
     async def wait(self, timeout: Optional[float] = None) -> None:
         """Poll until the operation ends, for at most ``timeout`` seconds (None: no limit)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Callable, List, Optional, Union, cast
 
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
 from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
 from ._mounts import AzureFileShareMount, azure_file_url
@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 SKUS = ("Standard_LRS", "Standard_GRS", "Standard_RAGRS", "Standard_ZRS", "Premium_LRS")
 #: files uploaded or downloaded side by side by the directory methods (each in parallel ranges)
 DEFAULT_FILE_CONCURRENCY = 4
+#: 4 MiB ranges of one file in flight at once (``max_concurrency``), chosen by measurement
+#: (benchmarks/bench_files.py; see docs/local_service.rst, "Speed of the Files plane").
+DEFAULT_RANGE_CONCURRENCY = 8
 #: an upload is written to ``.<name>.uploading-<random>`` beside its final name and renamed into
 #: place once complete and verified, so no reader ever sees a part-written file under its name.
 #: (The local service removes such leftovers of a crashed client when it starts; keep in step
@@ -74,6 +77,16 @@ def upload_temp_path(path: str) -> str:
     # Cut long names so the temporary one stays within Azure's 255 characters.
     temp = f".{name[:200]}{UPLOAD_TEMP_MARK}{secrets.token_hex(6)}"
     return f"{directory}/{temp}" if directory else temp
+
+
+def _read_back_option(read_back: bool, verify: Optional[bool], method: str) -> bool:
+    """``read_back`` after the deprecated ``verify`` (which meant a read-back) is folded into it."""
+    if verify is None:
+        return read_back
+    warnings.warn(f"FileShare.{method}(verify=...) is deprecated: every range is now checked by the service as "
+                  "it arrives (transactional MD5) and the file's MD5 is stored with it; pass read_back=True "
+                  "for a full read-back as well", DeprecationWarning, stacklevel=3)
+    return read_back or bool(verify)
 
 
 def _stoppable(hook: Optional[Callable[[int, Optional[int]], None]],
@@ -300,19 +313,29 @@ class FileShare:
                 pass
 
     # -- upload ---------------------------------------------------------------------------------
-    def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                    progress: ProgressArg = None, verify: bool = True) -> ShareItem:
+    def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
+                    progress: ProgressArg = None, validate_content: bool = True, read_back: bool = False,
+                    verify: Optional[bool] = None) -> ShareItem:
         """Upload the local file ``source`` to ``path`` in the share (parent directories are
-        created), in parallel 4 MiB ranges. With ``verify`` the file is read back and its MD5
-        compared with the local one; a difference raises :class:`TransferError`.
+        created), in ``max_concurrency`` parallel 4 MiB ranges.
+
+        Integrity, the way Azure offers it (AzCopy's ``--put-md5``): with ``validate_content``
+        (the default) each range carries its MD5 (``Content-MD5``) and the service refuses a range
+        whose bytes changed on the way, which raises :class:`TransferError`; the MD5 of the whole
+        file, taken from the bytes as they are read, is stored as the file's ``Content-MD5``, and
+        :meth:`download_file` checks it. With ``read_back`` the file is also read back from the
+        share and its MD5 compared before it is renamed into place: a second full transfer, for
+        when the bytes at rest must be checked too. ``verify`` is deprecated: ``verify=True``
+        means ``read_back=True``.
 
         The file appears at ``path`` complete or not at all: it is written to
-        ``.<name>.uploading-<random>`` in the same directory, verified there, and renamed into
+        ``.<name>.uploading-<random>`` in the same directory, checked there, and renamed into
         place (Azure Files' Rename File, replacing any file of that name in one step). A reader or
         a job never sees a part-written file under ``path``. If the upload fails or is
         interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
         it held; one a crashed process leaves behind is named by that pattern (the local service
         removes such leftovers when it starts)."""
+        read_back = _read_back_option(read_back, verify, "upload_file")
         source = Path(source)
         path = check_share_path(path)
         if not source.is_file():
@@ -321,12 +344,14 @@ class FileShare:
         with Progress(progress, size, source.name) as bar:
             if "/" in path:
                 self.create_directory(path.rsplit("/", 1)[0])
-            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar, verify=verify)
+            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar,
+                             validate_content=validate_content, read_back=read_back)
         return ShareItem(path=path, is_directory=False, size=size)
 
-    def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress, verify: bool,
-                    stop: Optional[threading.Event] = None, in_flight: Optional[set[str]] = None) -> None:
-        """Upload to a temporary name beside ``path``, verify it there, then rename it into place
+    def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress,
+                    validate_content: bool, read_back: bool, stop: Optional[threading.Event] = None,
+                    in_flight: Optional[set[str]] = None) -> None:
+        """Upload to a temporary name beside ``path``, check it there, then rename it into place
         (replacing any file of that name in one step); on any failure or interruption the
         temporary file is deleted, so ``path`` holds either its old content or the new, whole."""
         from azure.storage.fileshare import ContentSettings
@@ -336,15 +361,22 @@ class FileShare:
         if in_flight is not None:
             in_flight.add(temp)
         try:
-            with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh:
-                # The MD5 is computed from the bytes as they are sent (one read of the file) and
-                # stored on the file once every range is in.
-                reader = HashingReader(fh, size, str(source))
-                client.upload_file(cast(BinaryIO, reader), length=size, max_concurrency=max(1, max_concurrency),
-                                   progress_hook=_stoppable(bar.hook(path), stop))
+            with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh, \
+                    HashingReader(fh, size, str(source)) as reader:
+                # The file's MD5 is computed from the bytes as they are read (one read of the file)
+                # and stored on the file once every range is in; each range's own MD5 travels with it.
+                try:
+                    client.upload_file(cast(BinaryIO, reader), length=size, max_concurrency=max(1, max_concurrency),
+                                       validate_content=validate_content,
+                                       progress_hook=_stoppable(bar.hook(path), stop))
+                except HttpResponseError as err:
+                    if err.error_code != "Md5Mismatch":
+                        raise
+                    raise TransferError(f"a range of {source} changed on its way to {self._where(path)} and the "
+                                        "service refused it (Md5Mismatch); nothing was replaced") from err
                 md5 = reader.digest()
                 client.set_http_headers(content_settings=ContentSettings(content_md5=bytearray(md5)))
-            if verify:
+            if read_back:
                 remote_size, remote_md5 = self._hash_remote(client, path, max_concurrency, stop)
                 if (remote_size, remote_md5) != (size, md5):
                     raise TransferError(f"{self._where(path)} differs from {source} after upload "
@@ -386,23 +418,25 @@ class FileShare:
 
     def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int,
                      stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
-        hasher = OrderedHashWriter(None)
-        with azure_errors("reading back", self._where(path)):
+        with azure_errors("reading back", self._where(path)), OrderedHashWriter(None) as hasher:
             client.download_file(max_concurrency=max(1, max_concurrency),
                                  progress_hook=_stoppable(None, stop)).readinto(cast(BinaryIO, hasher))
-        return hasher.result()
+            return hasher.result()
 
-    def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                         progress: ProgressArg = None, verify: bool = True) -> List[ShareItem]:
+    def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
+                         progress: ProgressArg = None, validate_content: bool = True, read_back: bool = False,
+                         verify: Optional[bool] = None) -> List[ShareItem]:
         """Upload the tree under ``source`` to ``path`` in the share: directories first, then files,
         ``DEFAULT_FILE_CONCURRENCY`` at a time, each in ``max_concurrency`` parallel ranges, each
-        appearing under its name only once complete (see :meth:`upload_file`).
+        appearing under its name only once complete and checked as :meth:`upload_file` says
+        (``validate_content``, ``read_back``; ``verify`` is deprecated).
 
         Only what is inside the tree is sent. A symbolic link to a file inside ``source`` is
         uploaded as that file's content; a link that leads out of the tree, a broken link and a
         link to a directory are skipped, and so are FIFOs, sockets and devices -- each with a
         :class:`UserWarning` naming it. Ctrl-C stops the transfer within about a second: files
         already complete stay, the ones in flight are removed."""
+        read_back = _read_back_option(read_back, verify, "upload_directory")
         source = Path(source)
         path = check_share_path(path, allow_root=True)
         if not source.is_dir():
@@ -418,7 +452,8 @@ class FileShare:
         with Progress(progress, total, source.name) as bar:
             def task(local: Path, remote: str) -> Callable[[threading.Event], None]:
                 return lambda stop: self._upload_one(local, sizes[remote], remote, max_concurrency=max_concurrency,
-                                                     bar=bar, verify=verify, stop=stop, in_flight=in_flight)
+                                                     bar=bar, validate_content=validate_content,
+                                                     read_back=read_back, stop=stop, in_flight=in_flight)
             try:
                 run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY)
             except BaseException:
@@ -431,7 +466,7 @@ class FileShare:
         return [ShareItem(path=remote, is_directory=False, size=sizes[remote]) for _, remote in files]
 
     # -- download -------------------------------------------------------------------------------
-    def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
+    def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
                       progress: ProgressArg = None) -> Path:
         """Download ``path`` to ``dest``: a file path, or a directory to put it in (an existing one,
         or one written with a trailing '/'). The file appears complete or not at all; when the share
@@ -453,9 +488,9 @@ class FileShare:
         dest.parent.mkdir(parents=True, exist_ok=True)
         partial = dest.with_name(dest.name + ".partial")
         try:
-            with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh:
+            with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh, \
+                    OrderedHashWriter(fh.fileno()) as writer:
                 # Ranges arrive in parallel, are written at their offsets and hashed in file order.
-                writer = OrderedHashWriter(fh.fileno())
                 client.download_file(max_concurrency=max(1, max_concurrency),
                                      progress_hook=_stoppable(bar.hook(path), stop)).readinto(cast(BinaryIO, writer))
                 _, md5 = writer.result()
@@ -467,7 +502,7 @@ class FileShare:
             raise TransferError(f"{self._where(path)} does not match the MD5 the share holds for it")
         partial.replace(dest)
 
-    def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
+    def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
                            progress: ProgressArg = None) -> List[Path]:
         """Download the tree under ``path`` into the local directory ``dest`` (created if missing).
         Each file appears complete or not at all (see :meth:`download_file`); Ctrl-C stops the

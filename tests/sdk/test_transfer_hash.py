@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from horovod_batchai import TransferError
-from horovod_batchai._transfer_hash import HashingReader, OrderedHashWriter
+from horovod_batchai._transfer_hash import HashingReader, OrderedHashWriter, OrderedMd5
 
 MIB = 1024 * 1024
 
@@ -71,3 +71,23 @@ def test_a_file_that_changed_size_while_read_is_an_error(actual: int) -> None:
     reader.read(100)
     with pytest.raises(TransferError, match="model.bin changed while it was being uploaded"):
         reader.digest()
+
+
+def test_writers_are_held_back_only_while_the_hash_can_catch_up() -> None:
+    # Far more than max_waiting arrives ahead of a gap: nobody waits (the hash needs the gap first).
+    md5 = OrderedMd5(max_waiting=2 * MIB)
+    payload = os.urandom(8 * MIB)
+    ranges = _ranges(payload, MIB)
+    for start, data in ranges[1:]:
+        md5.add(start, data)
+    md5.add(*ranges[0])
+    assert md5.result() == (len(payload), hashlib.md5(payload).digest())
+
+
+def test_closing_without_a_result_ends_the_hashing_thread() -> None:
+    md5 = OrderedMd5()
+    md5.add(MIB, b"x" * MIB)  # waits for byte 0, which never comes
+    md5.close()
+    assert md5._thread is not None and not md5._thread.is_alive()
+    with pytest.raises(TransferError, match="gap at byte 0"):
+        md5.result()

@@ -1,6 +1,7 @@
 """GPU clusters: watch until ready, resize, auto-scale, remote login, delete.
 
-Clusters are created through :meth:`Workspace.create_cluster` (or ``begin_create_cluster``).
+Clusters are created, got and listed through their workspace: :meth:`Workspace.create_cluster`
+(or ``begin_create_cluster``), :meth:`Workspace.get_cluster`, :meth:`Workspace.list_clusters`.
 """
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from ._backends import backend_for
 from ._backends.base import ClusterRecord, ClusterRef
 from ._cluster_spec import AutoScale
 from ._errors import ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
-from ._lro import DEFAULT_LRO_TIMEOUT
+from ._deprecation import deprecated
+from ._lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout, resume_token
 from ._mounts import Mount
 from ._names import check_batchai_name
-from ._polling import Polling, check_seconds, poll_until
+from ._polling import Polling, poll_until
 from ._states import ClusterStatus
 from ._values import RemoteLogin
 
@@ -69,21 +71,25 @@ class GpuCluster:
     # -- get / list / delete --------------------------------------------------------------------
     @classmethod
     def get(cls, workspace: "Workspace", name: str) -> "GpuCluster":
-        """The existing cluster; :class:`NotFoundError` when there is none."""
-        return cls(workspace, name).refresh()
+        """Deprecated: use :meth:`Workspace.get_cluster`."""
+        deprecated("GpuCluster.get(workspace, name)", "workspace.get_cluster(name)")
+        return workspace.get_cluster(name)
 
     @classmethod
     def list(cls, workspace: "Workspace") -> List["GpuCluster"]:
-        records = backend_for(workspace.target).list_clusters(workspace.resource_group, workspace.name)
-        return [cls(workspace, r.name, _record=r) for r in records]
+        """Deprecated: use :meth:`Workspace.list_clusters`."""
+        deprecated("GpuCluster.list(workspace)", "workspace.list_clusters()")
+        return workspace.list_clusters()
 
-    def begin_delete(self) -> "LROPoller[None]":
+    def begin_delete(self, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
         """Start deleting the cluster; the poller finishes at once when it is already gone."""
         self._record = None
-        return self._backend.begin_delete_cluster(self._ref)
+        return self._backend.begin_delete_cluster(self._ref, continuation_token=continuation_token)
 
     def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
-        """Delete the cluster and wait (at most ``timeout`` seconds); succeeds when already gone."""
+        """Delete the cluster and wait (at most ``timeout`` seconds; None: no limit); succeeds
+        when already gone."""
+        check_timeout(timeout)
         self.begin_delete().result(timeout)
 
     # -- what it is and where it stands --------------------------------------------------------
@@ -134,6 +140,11 @@ class GpuCluster:
         polling = Polling(timeout=timeout, allow_no_timeout=False, clock=clock, sleep=sleep,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
+        return self._until_ready(polling, on_status)
+
+    def _until_ready(self, polling: Polling, on_status: Optional[Callable[[ClusterStatus], None]] = None
+                     ) -> ClusterStatus:
+        """The wait of :meth:`wait_until_ready` (and of the resize pollers), on ``polling``'s deadline."""
         last: list[ClusterStatus] = []
 
         def check(status: ClusterStatus) -> None:
@@ -149,43 +160,82 @@ class GpuCluster:
 
         return poll_until(self.status, done=lambda s: s.is_ready, polling=polling, on_each=check,
                           on_timeout=lambda s: WaitTimeoutError(
-                              f"cluster {self.name!r} was not ready after {timeout:g}s: {s.allocation_state.value}, "
-                              f"{s.node_state_counts}", last_state=s))
+                              f"cluster {self.name!r} was not ready after {polling.timeout:g}s: "
+                              f"{s.allocation_state.value}, {s.node_state_counts}", last_state=s))
 
     # -- scale ----------------------------------------------------------------------------------
+    def begin_resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
+                     continuation_token: Optional[str] = None) -> "LROPoller[ClusterStatus]":
+        """Start setting a fixed size (0 releases every node). ``deallocation_option`` says what
+        happens to jobs on removed nodes: requeue (Batch AI's default) | terminate |
+        waitforjobcompletion. The poller is done when the cluster is steady at the new size (what
+        :meth:`wait_until_ready` waits for); its result is that :class:`ClusterStatus`, and it
+        raises :class:`ClusterNotReadyError` if the cluster reports errors or unusable nodes.
+        ``continuation_token`` resumes an earlier call (the other arguments are then not used)."""
+        if continuation_token is None:
+            if (not isinstance(target_node_count, int) or isinstance(target_node_count, bool)
+                    or target_node_count < 0):
+                raise InvalidSpecError("target_node_count", f"{target_node_count!r} is not a node count",
+                                       "an integer >= 0")
+            if deallocation_option is not None and deallocation_option not in DEALLOCATION_OPTIONS:
+                raise InvalidSpecError("deallocation_option", f"{deallocation_option!r} is not an option",
+                                       " | ".join(DEALLOCATION_OPTIONS))
+            log.info("resizing cluster %s to %d node(s)", self.id, target_node_count)
+        return self._begin_scale("resizing cluster", continuation_token, target_node_count=target_node_count,
+                                 deallocation_option=deallocation_option)
+
     def resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
-        """Set a fixed size (0 releases every node). ``deallocation_option`` says what happens to
-        jobs on removed nodes: requeue (Batch AI's default) | terminate | waitforjobcompletion.
+        """:meth:`begin_resize`, waiting at most ``timeout`` seconds (None: no limit) until the
+        cluster is steady at the new size; :class:`WaitTimeoutError` after that."""
+        check_timeout(timeout)
+        return self.begin_resize(target_node_count, deallocation_option=deallocation_option).result(timeout)
 
-        Waits at most ``timeout`` seconds (None: no limit) for the service to accept the new
-        size -- on Azure ML, the compute update's long-running operation -- and raises
-        :class:`WaitTimeoutError` after that; :meth:`wait_until_ready` then waits for the nodes."""
-        if not isinstance(target_node_count, int) or isinstance(target_node_count, bool) or target_node_count < 0:
-            raise InvalidSpecError("target_node_count", f"{target_node_count!r} is not a node count", "an integer >= 0")
-        if deallocation_option is not None and deallocation_option not in DEALLOCATION_OPTIONS:
-            raise InvalidSpecError("deallocation_option", f"{deallocation_option!r} is not an option",
-                                   " | ".join(DEALLOCATION_OPTIONS))
-        seconds = check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
-        log.info("resizing cluster %s to %d node(s)", self.id, target_node_count)
-        self._record = self._backend.scale_cluster(self._ref, target_node_count=target_node_count,
-                                                   deallocation_option=deallocation_option, known=self._record,
-                                                   timeout=seconds)
-        return self._record.status
+    def begin_auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
+                         idle_time_before_scale_down: Optional[timedelta] = None,
+                         continuation_token: Optional[str] = None) -> "LROPoller[ClusterStatus]":
+        """Start letting the service scale between ``minimum`` and ``maximum`` nodes with the job
+        queue (on Azure ML, nodes idle for ``idle_time_before_scale_down`` are released). The
+        poller is done when the cluster is steady within its new bounds, as for :meth:`begin_resize`."""
+        settings = None
+        if continuation_token is None:
+            settings = AutoScale(minimum=minimum, maximum=maximum, initial=initial,
+                                 idle_time_before_scale_down=idle_time_before_scale_down)
+            log.info("cluster %s auto-scales between %d and %d node(s)", self.id, minimum, maximum)
+        return self._begin_scale("setting auto-scale of cluster", continuation_token, auto_scale=settings)
 
     def auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
                    idle_time_before_scale_down: Optional[timedelta] = None,
                    timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
-        """Let the service scale between ``minimum`` and ``maximum`` nodes with the job queue
-        (on Azure ML, nodes idle for ``idle_time_before_scale_down`` are released). Waits at
-        most ``timeout`` seconds, as :meth:`resize` does."""
-        settings = AutoScale(minimum=minimum, maximum=maximum, initial=initial,
-                             idle_time_before_scale_down=idle_time_before_scale_down)
-        seconds = check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
-        log.info("cluster %s auto-scales between %d and %d node(s)", self.id, minimum, maximum)
-        self._record = self._backend.scale_cluster(self._ref, auto_scale=settings, known=self._record,
-                                                   timeout=seconds)
-        return self._record.status
+        """:meth:`begin_auto_scale`, waiting at most ``timeout`` seconds (None: no limit)."""
+        check_timeout(timeout)
+        return self.begin_auto_scale(minimum, maximum, initial=initial,
+                                     idle_time_before_scale_down=idle_time_before_scale_down).result(timeout)
+
+    def _begin_scale(self, action: str, continuation_token: Optional[str], **scale: object) -> "LROPoller[ClusterStatus]":
+        """The scale request (sent now), then the wait until the cluster is ready at its new scale
+        (on the poller's thread). The token holds the request's own while it runs; after that,
+        resuming only watches the cluster."""
+        backend, resource = self._backend, self.id
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            scaling = backend.begin_scale_cluster(self._ref, continuation_token=inner) if inner else None
+        else:
+            scaling = backend.begin_scale_cluster(self._ref, known=self._record, **scale)  # type: ignore[arg-type]
+        running = [scaling]
+
+        def work() -> ClusterStatus:
+            request = running[0]
+            if request is not None:
+                self._record = request.result(None)
+                running[0] = None
+            return self._until_ready(Polling(timeout=None, poll_interval=backend.default_poll_interval))
+
+        def token() -> Optional[str]:
+            request = running[0]
+            return request.continuation_token() if request is not None else None
+
+        return background_poller(work, action=action, resource=resource, token=token)
 
     def remote_login_info(self) -> List[RemoteLogin]:
         """Each node's public IP and SSH port."""

@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, List, Optional, Union
+from typing import TYPE_CHECKING, List, Optional, Union, cast
 
 from azure.core.polling import LROPoller
 
 from ._backends import backend_for
+from ._backends.base import JobRecord
 from ._cluster import GpuCluster
 from ._errors import InvalidSpecError
 from ._job import Job
 from ._job_spec import HorovodJob
-from ._lro import DEFAULT_LRO_TIMEOUT
+from ._deprecation import deprecated
+from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._names import check_batchai_name
 
 if TYPE_CHECKING:
@@ -31,7 +33,8 @@ def require_spec(spec: object) -> HorovodJob:
 
 
 class Experiment:
-    """An experiment in a :class:`Workspace`; :meth:`submit` runs a :class:`HorovodJob` in it."""
+    """An experiment in a :class:`Workspace` (see :meth:`Workspace.create_experiment`);
+    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it."""
 
     def __init__(self, workspace: "Workspace", name: str) -> None:
         self.workspace = workspace
@@ -57,39 +60,44 @@ class Experiment:
     @classmethod
     def create(cls, workspace: "Workspace", name: str, *,
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "Experiment":
-        """The experiment ``name`` (get-or-create)."""
-        experiment = cls(workspace, name)
-        experiment._backend.create_experiment(workspace.resource_group, workspace.name, name, timeout)
-        return experiment
+        """Deprecated: use :meth:`Workspace.create_experiment`."""
+        deprecated("Experiment.create(workspace, name)", "workspace.create_experiment(name)")
+        return workspace.create_experiment(name, timeout=timeout)
 
     @classmethod
     def get(cls, workspace: "Workspace", name: str) -> "Experiment":
-        experiment = cls(workspace, name)
-        experiment._backend.get_experiment(workspace.resource_group, workspace.name, name)
-        return experiment
+        """Deprecated: use :meth:`Workspace.get_experiment`."""
+        deprecated("Experiment.get(workspace, name)", "workspace.get_experiment(name)")
+        return workspace.get_experiment(name)
 
     @classmethod
     def list(cls, workspace: "Workspace") -> List["Experiment"]:
-        names = backend_for(workspace.target).list_experiments(workspace.resource_group, workspace.name)
-        return [cls(workspace, name) for name in names]
+        """Deprecated: use :meth:`Workspace.list_experiments`."""
+        deprecated("Experiment.list(workspace)", "workspace.list_experiments()")
+        return workspace.list_experiments()
 
     def refresh(self) -> "Experiment":
         """Check that the experiment still exists; returns the experiment itself."""
         self._backend.get_experiment(self.workspace.resource_group, self.workspace.name, self.name)
         return self
 
-    def begin_delete(self) -> "LROPoller[None]":
+    def begin_delete(self, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
         """Start deleting the experiment and its jobs; finishes at once when already gone."""
-        return self._backend.begin_delete_experiment(self.workspace.resource_group, self.workspace.name, self.name)
+        return self._backend.begin_delete_experiment(self.workspace.resource_group, self.workspace.name, self.name,
+                                                     continuation_token=continuation_token)
 
     def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
-        """Delete the experiment and its jobs and wait; succeeds when already gone."""
+        """Delete the experiment and its jobs, waiting at most ``timeout`` seconds (None: no
+        limit); succeeds when already gone."""
+        check_timeout(timeout)
         self.begin_delete().result(timeout)
 
     # -- jobs -----------------------------------------------------------------------------------
-    def submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
-               timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Job:
-        """Submit ``spec`` as job ``name`` on ``cluster`` (a :class:`GpuCluster` or its name).
+    def begin_submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
+                     continuation_token: Optional[str] = None) -> "LROPoller[Job]":
+        """Start submitting ``spec`` as job ``name`` on ``cluster`` (a :class:`GpuCluster` or its
+        name); the poller's result is the :class:`Job` once the service has accepted it (not once
+        it has run: :meth:`Job.wait` waits for that).
 
         Checked before anything is created: the name, that every storage placeholder is filled
         and every mount has its key, that the script and log paths lie in a mount of the job or
@@ -97,28 +105,49 @@ class Experiment:
         it runs can express every field, and that each mounted file share exists. Submitting the
         same name again returns the existing job if it has the same settings, and is a
         :class:`ConflictError` naming the fields that differ (secret values, keys and passwords
-        included, though never shown) otherwise.
+        included, though never shown) otherwise. ``continuation_token`` resumes an earlier call
+        (``spec`` and ``cluster`` are then not used).
         """
         check_batchai_name(name, "job")
-        spec = require_spec(spec)
-        spec.check_resolved()
-        if isinstance(cluster, str):
-            cluster = GpuCluster(self.workspace, cluster)
-        if not isinstance(cluster, GpuCluster):
-            raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
-        if cluster._record is None:
-            cluster.refresh()
-        record = cluster._known()
-        spec.check_cluster(record.id, cluster.name, record.maximum_node_count)
-        backend = self._backend
-        backend.check_job_spec(spec, record)
-        backend.check_job_storage(spec)
         job = Job(self, name)
-        job._record = backend.submit_job(job._ref, spec, record, timeout)
-        return job
+        backend = self._backend
+        if continuation_token is not None:
+            poller = backend.begin_submit_job(job._ref, cast(HorovodJob, spec), None,
+                                              continuation_token=continuation_token)
+        else:
+            spec = require_spec(spec)
+            spec.check_resolved()
+            if isinstance(cluster, str):
+                cluster = GpuCluster(self.workspace, cluster)
+            if not isinstance(cluster, GpuCluster):
+                raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster",
+                                       "a GpuCluster or its name")
+            if cluster._record is None:
+                cluster.refresh()
+            record = cluster._known()
+            spec.check_cluster(record.id, cluster.name, record.maximum_node_count)
+            backend.check_job_spec(spec, record)
+            backend.check_job_storage(spec)
+            poller = backend.begin_submit_job(job._ref, spec, record)
+
+        def accepted(job_record: JobRecord) -> Job:
+            job._record = job_record
+            return job
+
+        return MappedPoller(poller, accepted, action="submitting job", resource=job.id, same_token=True)
+
+    def submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
+               timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Job:
+        """:meth:`begin_submit`, waiting at most ``timeout`` seconds (None: no limit) for the
+        service to accept the job; :meth:`Job.wait` then waits for it to end."""
+        check_timeout(timeout)
+        return self.begin_submit(name, spec, cluster=cluster).result(timeout)
 
     def get_job(self, name: str) -> Job:
-        return Job.get(self, name)
+        """The existing job; :class:`NotFoundError` when there is none."""
+        return Job(self, name).refresh()
 
     def list_jobs(self) -> List[Job]:
-        return Job.list(self)
+        """The experiment's jobs."""
+        ws = self.workspace
+        return [Job(self, r.name, _record=r) for r in self._backend.list_jobs(ws.resource_group, ws.name, self.name)]

@@ -18,7 +18,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Callable, List, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, List, Optional, Union, cast
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
@@ -30,12 +30,13 @@ from ._parallel import check_stop, run_parallel
 from ._progress import Progress, ProgressArg
 from ._backends import backend_for
 from ._backends.arm import ensure_resource_group
-from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller
+from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
 from ._paths import local_path_under
 from ._target import IDEMPOTENT_POST
 from ._transfer_hash import HashingReader, OrderedHashWriter
 
 if TYPE_CHECKING:
+    from azure.core.polling import LROPoller
     from azure.storage.fileshare import ShareClient, ShareFileClient, ShareServiceClient
 
     from ._target import Target
@@ -126,6 +127,11 @@ class FileShare:
                 f"/providers/Microsoft.Storage/storageAccounts/{self._account_name}")
 
     @property
+    def share_id(self) -> str:
+        """The share's Azure resource id (under the account's ``fileServices/default``)."""
+        return f"{self.account_id}/fileServices/default/shares/{self.share_name}"
+
+    @property
     def url(self) -> str:
         """The share's URL as a job mount names it: ``https://<account>.file.core.windows.net/<share>``."""
         return azure_file_url(self._account_name, self.share_name)
@@ -135,26 +141,57 @@ class FileShare:
 
     # -- create / get / delete ------------------------------------------------------------------
     @classmethod
-    def create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
-               location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None) -> "FileShare":
-        """The share ``share_name`` in storage account ``account_name``, creating the resource group,
-        the account (``sku``, StorageV2) and the share when missing. Calling it again is harmless."""
+    def begin_create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
+                     location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None,
+                     continuation_token: Optional[str] = None) -> "LROPoller[FileShare]":
+        """Start get-or-create of the share ``share_name`` in storage account ``account_name``,
+        creating the resource group, the account (``sku``, StorageV2) and the share when missing;
+        the poller's result is the :class:`FileShare`. ``continuation_token`` resumes an earlier
+        call (``location`` and ``sku`` are then not used)."""
         share = cls(target, resource_group, account_name, share_name)
-        location = check_location(location)
-        if sku not in SKUS:
-            raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
+        action, resource = "creating share", share.share_id
         if quota_gib is not None and (not isinstance(quota_gib, int) or not 1 <= quota_gib <= 102400):
             raise InvalidSpecError("quota_gib", f"{quota_gib!r} is not a share quota", "1..102400 GiB")
-        ensure_resource_group(target, resource_group, location)
-        share._ensure_account(location, sku)
-        with azure_errors("creating share", share._where()):
-            try:
-                share._share_client().create_share(quota=quota_gib)
-                log.info("created share %s", share._where())
-            except ResourceExistsError:
-                log.info("share %s exists; using it", share._where())
-        share._register()
-        return share
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            account = share._resume_account(inner) if inner else None
+        else:
+            location = check_location(location)
+            if sku not in SKUS:
+                raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
+            ensure_resource_group(target, resource_group, location)
+            account = share._begin_account(location, sku)
+        running = [account]
+
+        def work() -> "FileShare":
+            creating = running[0]
+            if creating is not None:
+                share._account_url = creating.result(None)
+                running[0] = None
+            with azure_errors("creating share", share._where()):
+                try:
+                    share._share_client().create_share(quota=quota_gib)
+                    log.info("created share %s", share._where())
+                except ResourceExistsError:
+                    log.info("share %s exists; using it", share._where())
+            share._register()
+            return share
+
+        def token() -> Optional[str]:
+            creating = running[0]
+            return creating.continuation_token() if creating is not None else None
+
+        return background_poller(work, action=action, resource=resource, token=token)
+
+    @classmethod
+    def create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
+               location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None,
+               timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "FileShare":
+        """:meth:`begin_create`, waiting at most ``timeout`` seconds (None: no limit). Calling it
+        again is harmless."""
+        check_timeout(timeout)
+        return cls.begin_create(target, resource_group, account_name, share_name, location=location, sku=sku,
+                                quota_gib=quota_gib).result(timeout)
 
     @classmethod
     def get(cls, target: "Target", resource_group: str, account_name: str, share_name: str) -> "FileShare":
@@ -174,23 +211,35 @@ class FileShare:
         with azure_errors("reading share", self._where()):
             self._share_client().get_share_properties()
 
-    def _ensure_account(self, location: str, sku: str) -> None:
+    def _begin_account(self, location: str, sku: str) -> "Optional[LROPoller[str]]":
+        """The storage account's creation, started; None when it exists (its endpoint is then known).
+        The poller's result is the account's file endpoint."""
         from azure.mgmt.storage import models
         client = self.target.storage()
-        poller = None
         with azure_errors("creating storage account", self.account_id):
             try:
                 account = client.storage_accounts.get_properties(self.resource_group, self._account_name)
                 log.info("storage account %s exists; using it", self._account_name)
+                self._account_url = _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+                return None
             except ResourceNotFoundError:
                 log.info("creating storage account %s (%s) in %s", self._account_name, sku, location)
                 params = models.StorageAccountCreateParameters(sku=models.Sku(name=sku), kind="StorageV2",
                                                                location=location)
                 poller = client.storage_accounts.begin_create(self.resource_group, self._account_name, params)
-        if poller is not None:
-            account = MappedPoller(poller, lambda a: a, action="creating storage account",
-                                   resource=self.account_id).result(DEFAULT_LRO_TIMEOUT)
-        self._account_url = _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+        return MappedPoller(poller, self._endpoint_of, action="creating storage account", resource=self.account_id)
+
+    def _resume_account(self, token: str) -> "LROPoller[str]":
+        action = "creating storage account"
+        inner = resume_token(token, action=action, resource=self.account_id)
+        with azure_errors(action, self.account_id):
+            # the parameters went with the first request; a resumed poller only polls
+            poller = self.target.storage().storage_accounts.begin_create(
+                self.resource_group, self._account_name, cast(Any, None), continuation_token=inner)
+        return MappedPoller(poller, self._endpoint_of, action=action, resource=self.account_id)
+
+    def _endpoint_of(self, account: object) -> str:
+        return _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
 
     def _read_account(self) -> None:
         with azure_errors("reading storage account", self.account_id):

@@ -1,6 +1,7 @@
 """Submitted jobs: state, waiting, termination, output files and streaming.
 
-Jobs are submitted through :meth:`Experiment.submit`.
+Jobs are submitted, got and listed through their experiment: :meth:`Experiment.submit` (or
+``begin_submit``), :meth:`Experiment.get_job`, :meth:`Experiment.list_jobs`.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from ._backends import backend_for
 from ._backends.base import JobRecord, JobRef
 from ._errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError, azure_errors
 from ._job_spec import HorovodJob
-from ._lro import DEFAULT_LRO_TIMEOUT
+from ._deprecation import deprecated
+from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._names import check_batchai_name, local_destination, local_directory
 from ._paths import local_path_under
 from ._polling import Polling, poll_until
@@ -80,31 +82,38 @@ class Job:
     # -- get / list / delete --------------------------------------------------------------------
     @classmethod
     def get(cls, experiment: "Experiment", name: str) -> "Job":
-        """The existing job; :class:`NotFoundError` when there is none."""
-        return cls(experiment, name).refresh()
+        """Deprecated: use :meth:`Experiment.get_job`."""
+        deprecated("Job.get(experiment, name)", "experiment.get_job(name)")
+        return experiment.get_job(name)
 
     @classmethod
     def list(cls, experiment: "Experiment") -> List["Job"]:
-        ws = experiment.workspace
-        records = backend_for(ws.target).list_jobs(ws.resource_group, ws.name, experiment.name)
-        return [cls(experiment, r.name, _record=r) for r in records]
+        """Deprecated: use :meth:`Experiment.list_jobs`."""
+        deprecated("Job.list(experiment)", "experiment.list_jobs()")
+        return experiment.list_jobs()
 
-    def begin_delete(self) -> "LROPoller[None]":
+    def begin_delete(self, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
         """Start deleting the job (stopping it if it runs); finishes at once when already gone."""
-        return self._backend.begin_delete_job(self._ref)
+        return self._backend.begin_delete_job(self._ref, continuation_token=continuation_token)
 
     def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
-        """Delete the job and wait (at most ``timeout`` seconds); succeeds when already gone."""
+        """Delete the job and wait (at most ``timeout`` seconds; None: no limit); succeeds when
+        already gone."""
+        check_timeout(timeout)
         self.begin_delete().result(timeout)
 
-    def begin_terminate(self) -> "LROPoller[None]":
-        """Ask the service to stop the job (Azure ML: cancel it). Harmless on a finished job."""
-        return self._backend.begin_terminate_job(self._ref)
+    def begin_terminate(self, *, continuation_token: Optional[str] = None) -> "LROPoller[JobStatus]":
+        """Ask the service to stop the job (Azure ML: cancel it); harmless on a finished job. The
+        poller is done once the service has stopped it; its result is the job's fresh status."""
+        poller = self._backend.begin_terminate_job(self._ref, continuation_token=continuation_token)
+        return MappedPoller(poller, lambda _: self.refresh().status, action="terminating job", resource=self.id,
+                            same_token=True)
 
     def terminate(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> JobStatus:
-        """Stop the job, wait until the service has done so, and return its fresh status."""
-        self.begin_terminate().result(timeout)
-        return self.refresh().status
+        """:meth:`begin_terminate`, waiting at most ``timeout`` seconds (None: no limit); returns
+        the job's fresh status."""
+        check_timeout(timeout)
+        return self.begin_terminate().result(timeout)
 
     # -- state ----------------------------------------------------------------------------------
     def refresh(self) -> "Job":

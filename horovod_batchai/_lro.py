@@ -1,35 +1,94 @@
-"""azure-core ``LROPoller``s for the package's own long-running operations.
+"""azure-core ``LROPoller``s for the package's long-running operations.
 
-Microsoft's clients return pollers of their generated models; :class:`MappedPoller` gives the
-same poller with its result turned into one of ours, and :class:`DonePoller` stands for an
-operation that had nothing left to do (the resource existed already). ``result`` takes a
-``timeout`` and raises :class:`WaitTimeoutError` when the operation has not finished by then,
-instead of azure-core's silent ``None``.
+Every ``begin_<verb>`` of the public classes returns one of these, and every blocking form is
+``begin_<verb>(...).result(timeout)``:
+
+- :class:`MappedPoller` -- a Microsoft client's poller (or one of ours), its result turned into
+  one of our types;
+- :class:`DonePoller` -- an operation that had nothing left to do (the resource existed already);
+- :func:`background_poller` -- an operation made of several steps (a scale request, then nodes
+  coming and going), run on azure-core's own poller thread as its polling method.
+
+``result`` takes a ``timeout`` and raises :class:`WaitTimeoutError` when the operation has not
+finished by then, instead of azure-core's silent ``None``; the operation goes on (as azure-core's
+pollers do), and ``result`` may be called again.
+
+Continuation tokens: each poller's token names the operation and its resource and wraps the token
+of the step still running (Microsoft's own, or the layer below's), or none when only state is left
+to watch. ``begin_<verb>(..., continuation_token=token)`` reads it back with :func:`resume_token`,
+which refuses a token of another operation or resource before anything is sent.
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from azure.core.polling import LROPoller, NoPolling
+from azure.core.polling import LROPoller, NoPolling, PollingMethod
 
-from ._errors import WaitTimeoutError, azure_errors
+from ._errors import HorovodBatchAIError, InvalidSpecError, WaitTimeoutError, azure_errors
 from ._polling import check_seconds
 
-__all__ = ["MappedPoller", "DonePoller", "DEFAULT_LRO_TIMEOUT"]
+__all__ = ["MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", "DEFAULT_LRO_TIMEOUT"]
 
 S = TypeVar("S")
 T = TypeVar("T")
 
-#: how long the package's own blocking calls wait for a long-running operation
+#: how long a blocking form waits for its operation unless the caller gives ``timeout``
 DEFAULT_LRO_TIMEOUT = 3600.0
+
+_TOKEN_VERSION = 1
+
+
+def check_timeout(timeout: object) -> None:
+    """Refuse a bad ``timeout`` of a blocking form before its operation starts."""
+    check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
+
+
+def _token(action: str, resource: str, inner: Optional[str]) -> str:
+    body = {"v": _TOKEN_VERSION, "operation": action, "resource": resource, "inner": inner}
+    return base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode("ascii")
+
+
+def resume_token(token: object, *, action: str, resource: str) -> Optional[str]:
+    """The inner token ``token`` wraps (None: the step that remains is only watching state), after
+    checking that it was given by ``action`` on ``resource``; :class:`InvalidSpecError` naming
+    ``continuation_token`` otherwise."""
+    valid = f"the continuation_token() of a poller that was {action} {resource}"
+    if not isinstance(token, str) or not token:
+        raise InvalidSpecError("continuation_token", f"{type(token).__name__} is not a continuation token", valid)
+    try:
+        body = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
+    except (binascii.Error, UnicodeError, ValueError):
+        raise InvalidSpecError("continuation_token", "is not a token this package gave", valid) from None
+    if not isinstance(body, dict) or body.get("v") != _TOKEN_VERSION:
+        raise InvalidSpecError("continuation_token", "is not a token this version of the package gave", valid)
+    if body.get("operation") != action or str(body.get("resource", "")).lower() != resource.lower():
+        raise InvalidSpecError("continuation_token", f"was given by {body.get('operation')} "
+                               f"{body.get('resource')}", valid)
+    inner = body.get("inner")
+    return inner if isinstance(inner, str) else None
+
+
+def _inner_token(poller: Any, action: str, resource: str) -> Optional[str]:
+    try:
+        token = poller.continuation_token()
+    except (TypeError, NotImplementedError) as err:  # azure-core's answer for a polling method without tokens
+        raise HorovodBatchAIError(f"{action} {resource} cannot be resumed from a continuation token: the "
+                                  f"service's client gives none ({err})") from None
+    return token if isinstance(token, str) and token else None
 
 
 class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
-    """``inner``'s progress, with ``convert`` applied to its result (once)."""
+    """``inner``'s progress, with ``convert`` applied to its result (once). With ``same_token``,
+    its continuation token is ``inner``'s own (a conversion adds no step to resume)."""
 
-    def __init__(self, inner: "LROPoller[S]", convert: Callable[[S], T], *, action: str, resource: str) -> None:
+    def __init__(self, inner: "LROPoller[S]", convert: Callable[[S], T], *, action: str, resource: str,
+                 same_token: bool = False) -> None:
         # LROPoller.__init__ would start a second polling thread: this poller only delegates.
         self._inner = inner
+        self._same_token = same_token
         self._convert = convert
         self._action = action
         self._resource = resource
@@ -40,7 +99,11 @@ class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
         return self._inner.polling_method()
 
     def continuation_token(self) -> str:
-        return self._inner.continuation_token()
+        """A token that ``begin_<verb>(..., continuation_token=token)`` resumes from, in this
+        process or another one."""
+        if self._same_token:
+            return self._inner.continuation_token()
+        return _token(self._action, self._resource, _inner_token(self._inner, self._action, self._resource))
 
     def status(self) -> str:
         return self._inner.status()
@@ -77,15 +140,18 @@ class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
 class DonePoller(LROPoller, Generic[T]):  # type: ignore[type-arg]
     """A finished operation whose outcome is already known."""
 
-    def __init__(self, value: T) -> None:
+    def __init__(self, value: T, *, action: str = "", resource: str = "") -> None:
         self._value = value
+        self._action = action
+        self._resource = resource
         self._method: NoPolling = NoPolling()
 
     def polling_method(self) -> Any:
         return self._method
 
     def continuation_token(self) -> str:
-        raise ValueError("a finished operation has no continuation token")
+        """A token whose resumption only reads the resource again: nothing is left to wait for."""
+        return _token(self._action, self._resource, None)
 
     def status(self) -> str:
         return "Succeeded"
@@ -105,3 +171,49 @@ class DonePoller(LROPoller, Generic[T]):  # type: ignore[type-arg]
 
     def remove_done_callback(self, func: Callable[..., Any]) -> None:
         pass
+
+
+class _StepsPolling(PollingMethod):  # type: ignore[type-arg]
+    """A polling method that runs ``work`` -- the operation's remaining steps, which wait on
+    pollers and on the service's state -- on the ``LROPoller``'s thread."""
+
+    def __init__(self, work: Callable[[], Any], token: Callable[[], Optional[str]]) -> None:
+        self._work = work
+        self._token = token
+        self._status = "InProgress"
+        self._resource: Any = None
+
+    def initialize(self, client: Any, initial_response: Any, deserialization_callback: Any) -> None:
+        pass
+
+    def run(self) -> None:
+        try:
+            self._resource = self._work()
+        except BaseException:
+            self._status = "Failed"
+            raise
+        self._status = "Succeeded"
+
+    def status(self) -> str:
+        return self._status
+
+    def finished(self) -> bool:
+        return self._status != "InProgress"
+
+    def resource(self) -> Any:
+        return self._resource
+
+    def get_continuation_token(self) -> str:
+        return self._token() or ""
+
+    @classmethod
+    def from_continuation_token(cls, continuation_token: str, **kwargs: Any) -> Any:
+        raise ValueError("resume through the begin_ method that gave the token (continuation_token=...)")
+
+
+def background_poller(work: Callable[[], T], *, action: str, resource: str,
+                      token: Callable[[], Optional[str]] = lambda: None) -> "LROPoller[T]":
+    """A poller whose operation is ``work()``, run on azure-core's poller thread; ``token()`` is
+    the inner token of the step still running (None when only state is left to watch)."""
+    inner: LROPoller[T] = LROPoller(None, None, lambda raw: raw, _StepsPolling(work, token))
+    return MappedPoller(inner, lambda value: value, action=action, resource=resource)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import getpass
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, List, Optional, Sequence, Union, cast
 
 from azure.core.polling import LROPoller
 
@@ -14,7 +14,7 @@ from ._cluster import GpuCluster
 from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from ._errors import InvalidSpecError
 from ._experiment import Experiment
-from ._lro import DEFAULT_LRO_TIMEOUT, DonePoller, MappedPoller
+from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
 from ._mounts import Mount
 from ._names import check_batchai_name, check_location, check_resource_group
 from ._values import Usage
@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 
 class Workspace:
-    """A workspace. Build one with :meth:`create` (get-or-create) or :meth:`get`.
+    """A workspace. Build one with :meth:`create` (get-or-create) or :meth:`get`; its experiments
+    and clusters are created, got and listed from it (``create_experiment``, ``get_cluster``, ...).
 
     ``location`` is the one last fetched (None until then); it never makes a request.
     """
@@ -69,17 +70,29 @@ class Workspace:
 
     # -- create / get / list / delete -----------------------------------------------------------
     @classmethod
-    def create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
-               timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "Workspace":
-        """The workspace ``name`` in ``resource_group``, creating the group (in ``location``) and
-        the workspace when missing. Calling it again returns the same workspace. Batch AI
-        defaults ``location`` to eastus; creating an Azure ML workspace needs it given."""
+    def begin_create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
+                     continuation_token: Optional[str] = None) -> "LROPoller[Workspace]":
+        """Start get-or-create of the workspace ``name`` in ``resource_group``, creating the group
+        (in ``location``) and the workspace when missing; the poller's result is the
+        :class:`Workspace`. Batch AI defaults ``location`` to eastus; creating an Azure ML
+        workspace needs it given. ``continuation_token`` (from a poller's
+        ``continuation_token()``) resumes an earlier call instead of starting one."""
         check_resource_group(resource_group)
         check_batchai_name(name, "workspace")
         if location is not None:
             location = check_location(location)
-        record = backend_for(target).create_workspace(resource_group, name, location, timeout)
-        return cls(target, resource_group, name, _record=record)
+        backend = backend_for(target)
+        poller = backend.begin_create_workspace(resource_group, name, location, continuation_token=continuation_token)
+        return MappedPoller(poller, lambda r: cls(target, resource_group, name, _record=r), action="creating workspace",
+                            resource=backend.workspace_id(resource_group, name), same_token=True)
+
+    @classmethod
+    def create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
+               timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "Workspace":
+        """:meth:`begin_create`, waiting at most ``timeout`` seconds (None: no limit); calling it
+        again returns the same workspace."""
+        check_timeout(timeout)
+        return cls.begin_create(target, resource_group, name, location=location).result(timeout)
 
     @classmethod
     def get(cls, target: "Target", resource_group: str, name: str) -> "Workspace":
@@ -94,40 +107,81 @@ class Workspace:
         return [cls(target, r.resource_group, r.name, _record=r)
                 for r in backend_for(target).list_workspaces(resource_group)]
 
-    def begin_delete(self) -> "LROPoller[None]":
-        """Start deleting the workspace (with its clusters, experiments and jobs)."""
-        return self._backend.begin_delete_workspace(self.resource_group, self.name)
+    def begin_delete(self, *, delete_resource_group: bool = False,
+                     continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Start deleting the workspace (with its clusters, experiments and jobs) -- and, only when
+        asked, its resource group with everything in it; finishes at once when already gone."""
+        backend, group = self._backend, self.resource_group
+        if not delete_resource_group:
+            return backend.begin_delete_workspace(group, self.name, continuation_token=continuation_token)
+        # Two operations, one after the other; the token says which one was running, and its token.
+        action, resource = "deleting workspace and resource group", self.id
+        step, inner = "workspace", ""
+        if continuation_token is not None:
+            saved = resume_token(continuation_token, action=action, resource=resource) or "group:"
+            step, _, inner = saved.partition(":")
+        first = (backend.begin_delete_workspace(group, self.name, continuation_token=inner or None)
+                 if step == "workspace" else backend.begin_delete_resource_group(group, continuation_token=inner or None))
+        running = [(step, first)]
+
+        def work() -> None:
+            running[0][1].result(None)
+            if running[0][0] == "workspace":
+                running[0] = ("group", backend.begin_delete_resource_group(group))
+                running[0][1].result(None)
+
+        def token() -> str:
+            now_step, poller = running[0]
+            return f"{now_step}:{poller.continuation_token()}"
+
+        return background_poller(work, action=action, resource=resource, token=token)
 
     def delete(self, *, delete_resource_group: bool = False, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the workspace (with its clusters, experiments and jobs) -- and, only when asked,
-        its resource group with everything in it. Succeeds when already gone."""
-        self.begin_delete().result(timeout)
-        if delete_resource_group:
-            self._backend.delete_resource_group(self.resource_group, timeout)
+        its resource group with everything in it -- waiting at most ``timeout`` seconds for both.
+        Succeeds when already gone."""
+        check_timeout(timeout)
+        self.begin_delete(delete_resource_group=delete_resource_group).result(timeout)
 
     def usages(self) -> List[Usage]:
         """Quotas and their use in the workspace's region."""
         location = self.location or self.refresh().location
         return self._backend.usages(str(location))
 
-    # -- children -------------------------------------------------------------------------------
-    def create_experiment(self, name: str) -> Experiment:
-        return Experiment.create(self, name)
+    # -- experiments ----------------------------------------------------------------------------
+    def begin_create_experiment(self, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[Experiment]":
+        """Start get-or-create of the experiment ``name``; the poller's result is the
+        :class:`Experiment`."""
+        experiment = Experiment(self, name)
+        poller = self._backend.begin_create_experiment(self.resource_group, self.name, name,
+                                                       continuation_token=continuation_token)
+        return MappedPoller(poller, lambda _: experiment, action="creating experiment", resource=experiment.id,
+                            same_token=True)
+
+    def create_experiment(self, name: str, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Experiment:
+        """The experiment ``name`` (get-or-create): :meth:`begin_create_experiment`, waiting at most
+        ``timeout`` seconds (None: no limit)."""
+        check_timeout(timeout)
+        return self.begin_create_experiment(name).result(timeout)
 
     def get_experiment(self, name: str) -> Experiment:
-        return Experiment.get(self, name)
+        """The existing experiment; :class:`NotFoundError` when there is none."""
+        return Experiment(self, name).refresh()
 
     def list_experiments(self) -> List[Experiment]:
-        return Experiment.list(self)
+        """The workspace's experiments."""
+        return [Experiment(self, name) for name in self._backend.list_experiments(self.resource_group, self.name)]
 
+    # -- clusters -------------------------------------------------------------------------------
     def begin_create_cluster(self, name: str, spec: Optional[ClusterSpec] = None, *, vm_size: str = "Standard_NC6",
                              vm_priority: str = "dedicated", target_node_count: Optional[int] = None,
                              auto_scale: Optional[Union[AutoScale, tuple[int, int]]] = None,
                              admin_user_name: Optional[str] = None, ssh_public_key: Optional[str] = None,
                              admin_password: Optional[str] = None, generate_ssh_keys: bool = True,
                              ssh_key_path: Optional[Union[str, Path]] = None, image: Optional[ImageReference] = None,
-                             setup_task: Optional[SetupTask] = None,
-                             mounts: Sequence[Mount] = ()) -> "LROPoller[GpuCluster]":
+                             setup_task: Optional[SetupTask] = None, mounts: Sequence[Mount] = (),
+                             continuation_token: Optional[str] = None) -> "LROPoller[GpuCluster]":
         """Start creating the cluster ``name`` (get-or-create), from ``spec`` or from the keyword
         options; the poller's result is the :class:`GpuCluster` once the service accepted it.
 
@@ -138,8 +192,18 @@ class Workspace:
         its VM size, admin user, password, key, image, setup task or mounts -- are a
         :class:`ConflictError` naming them; on Azure ML only another VM size is a conflict, and
         the existing AmlCompute keeps its own scale and admin user. Fields the target cannot
-        express are refused here, before any request.
+        express are refused here, before any request. ``continuation_token`` resumes an earlier
+        call (the other arguments but ``name`` are then not used).
         """
+        check_batchai_name(name, "cluster")
+        backend = self._backend
+        ref = ClusterRef(self.resource_group, self.name, name)
+        action, cluster_id = "creating cluster", backend.cluster_id(ref)
+        if continuation_token is not None:
+            return MappedPoller(backend.begin_create_cluster(ref, cast(ClusterSpec, spec),
+                                                             continuation_token=continuation_token),
+                                lambda r: GpuCluster(self, name, _record=r), action=action, resource=cluster_id,
+                                same_token=True)
         if spec is None:
             if isinstance(auto_scale, tuple):
                 auto_scale = AutoScale(minimum=auto_scale[0], maximum=auto_scale[1])
@@ -153,19 +217,16 @@ class Workspace:
                                mounts=tuple(mounts))
         if not isinstance(spec, ClusterSpec):
             raise InvalidSpecError("spec", f"{type(spec).__name__} is not a ClusterSpec", "ClusterSpec(...)")
-        check_batchai_name(name, "cluster")
-        backend = self._backend
         backend.check_cluster_spec(spec)
-        ref = ClusterRef(self.resource_group, self.name, name)
-        cluster_id = backend.cluster_id(ref)
         existing = backend.find_cluster(ref)
         if existing is not None:
-            record = backend.reuse_cluster(ref, spec, existing)
+            poller = backend.begin_reuse_cluster(ref, spec, existing)
             log.info("cluster %s exists with these settings; using it", cluster_id)
-            return DonePoller(GpuCluster(self, name, _record=record))
-        log.info("creating cluster %s (%s, %s)", cluster_id, spec.vm_size, _scale_text(spec))
-        return MappedPoller(backend.begin_create_cluster(ref, spec), lambda r: GpuCluster(self, name, _record=r),
-                            action="creating cluster", resource=cluster_id)
+        else:
+            log.info("creating cluster %s (%s, %s)", cluster_id, spec.vm_size, _scale_text(spec))
+            poller = backend.begin_create_cluster(ref, spec)
+        return MappedPoller(poller, lambda r: GpuCluster(self, name, _record=r), action=action, resource=cluster_id,
+                            same_token=True)
 
     def create_cluster(self, name: str, spec: Optional[ClusterSpec] = None, *, vm_size: str = "Standard_NC6",
                        vm_priority: str = "dedicated", target_node_count: Optional[int] = None,
@@ -175,8 +236,10 @@ class Workspace:
                        ssh_key_path: Optional[Union[str, Path]] = None, image: Optional[ImageReference] = None,
                        setup_task: Optional[SetupTask] = None, mounts: Sequence[Mount] = (),
                        timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> GpuCluster:
-        """:meth:`begin_create_cluster`, waiting at most ``timeout`` seconds for the service to
-        accept the cluster; :meth:`GpuCluster.wait_until_ready` then waits for its nodes."""
+        """:meth:`begin_create_cluster`, waiting at most ``timeout`` seconds (None: no limit) for
+        the service to accept the cluster; :meth:`GpuCluster.wait_until_ready` then waits for its
+        nodes."""
+        check_timeout(timeout)
         return self.begin_create_cluster(
             name, spec, vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count,
             auto_scale=auto_scale, admin_user_name=admin_user_name, ssh_public_key=ssh_public_key,
@@ -184,10 +247,13 @@ class Workspace:
             image=image, setup_task=setup_task, mounts=mounts).result(timeout)
 
     def get_cluster(self, name: str) -> GpuCluster:
-        return GpuCluster.get(self, name)
+        """The existing cluster; :class:`NotFoundError` when there is none."""
+        return GpuCluster(self, name).refresh()
 
     def list_clusters(self) -> List[GpuCluster]:
-        return GpuCluster.list(self)
+        """The workspace's clusters (on Azure ML, its AmlCompute clusters)."""
+        return [GpuCluster(self, r.name, _record=r)
+                for r in self._backend.list_clusters(self.resource_group, self.name)]
 
 
 def _default_admin_user() -> str:

@@ -9,9 +9,11 @@ from azure.core.exceptions import ResourceNotFoundError
 from .._errors import azure_errors
 
 if TYPE_CHECKING:
+    from azure.core.polling import LROPoller
+
     from .._target import Target
 
-__all__ = ["ensure_resource_group", "delete_resource_group", "resource_group_of"]
+__all__ = ["ensure_resource_group", "begin_delete_resource_group", "resource_group_of"]
 
 log = logging.getLogger(__name__)
 
@@ -31,17 +33,25 @@ def ensure_resource_group(target: "Target", resource_group: str, location: str) 
         client.resource_groups.create_or_update(resource_group, ResourceGroup(location=location))
 
 
-def delete_resource_group(target: "Target", resource_group: str, timeout: Optional[float]) -> None:
+def begin_delete_resource_group(target: "Target", resource_group: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
+    """Start deleting ``resource_group`` with everything in it; finished at once when it is gone."""
+    from .._lro import DonePoller, MappedPoller, resume_token
+    action = "deleting resource group"
     resource = f"/subscriptions/{target.subscription_id}/resourceGroups/{resource_group}"
-    with azure_errors("deleting resource group", resource):
+    inner = None
+    if continuation_token is not None:
+        inner = resume_token(continuation_token, action=action, resource=resource)
+        if inner is None:
+            return DonePoller(None, action=action, resource=resource)
+    with azure_errors(action, resource):
         try:
             log.info("deleting resource group %s", resource_group)
-            poller = target.resources().resource_groups.begin_delete(resource_group)
+            poller = target.resources().resource_groups.begin_delete(resource_group, continuation_token=inner)
         except ResourceNotFoundError:
             log.debug("resource group %s was already gone", resource_group)
-            return
-    from .._lro import MappedPoller
-    MappedPoller(poller, lambda _: None, action="deleting resource group", resource=resource).result(timeout)
+            return DonePoller(None, action=action, resource=resource)
+    return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
 
 def resource_group_of(resource_id: str) -> str:

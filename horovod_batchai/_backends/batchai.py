@@ -6,7 +6,6 @@ Both targets get byte-for-byte the same requests; only the endpoint and the cred
 from __future__ import annotations
 
 import logging
-import math
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence
 
 from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
@@ -16,9 +15,9 @@ from .._cluster_spec import AutoScale, ClusterSpec
 from .._conversions import (CLUSTER_SECRET_FIELDS, SECRET_FIELDS, cluster_differences, cluster_maximum_nodes,
                             cluster_status_from_rest, cluster_to_rest, conflict_from_service, job_from_rest,
                             job_status_from_rest, job_to_rest, mounts_from_rest, scale_to_rest)
-from .._errors import ConflictError, InvalidSpecError, WaitTimeoutError, azure_errors
+from .._errors import ConflictError, InvalidSpecError, azure_errors
 from .._job_spec import HorovodJob
-from .._lro import DEFAULT_LRO_TIMEOUT, DonePoller, MappedPoller
+from .._lro import DonePoller, MappedPoller, resume_token
 from .._mounts import AzureFileShareMount
 from .._names import check_directory_id
 from .._target import IDEMPOTENT_POST
@@ -90,24 +89,33 @@ class BatchAIBackend:
             model = self._client.workspaces.get(resource_group, name)
         return self._workspace_record(model, resource_group, name)
 
-    def create_workspace(self, resource_group: str, name: str, location: Optional[str],
-                         timeout: Optional[float]) -> WorkspaceRecord:
-        location = location or DEFAULT_LOCATION
-        self.ensure_resource_group(resource_group, location)
-        resource = self.workspace_id(resource_group, name)
-        with azure_errors("creating workspace", resource):
-            try:
-                model = self._client.workspaces.get(resource_group, name)
-                log.info("workspace %s exists; using it", resource)
-                return self._workspace_record(model, resource_group, name)
-            except ResourceNotFoundError:
-                pass
-            log.info("creating workspace %s in %s", resource, location)
+    def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
+                               continuation_token: Optional[str] = None) -> "LROPoller[WorkspaceRecord]":
+        action, resource = "creating workspace", self.workspace_id(resource_group, name)
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(self.get_workspace(resource_group, name), action=action, resource=resource)
+        else:
+            location = location or DEFAULT_LOCATION
+            self.ensure_resource_group(resource_group, location)
+        with azure_errors(action, resource):
+            if inner is None:
+                try:
+                    model = self._client.workspaces.get(resource_group, name)
+                    log.info("workspace %s exists; using it", resource)
+                    return DonePoller(self._workspace_record(model, resource_group, name), action=action,
+                                      resource=resource)
+                except ResourceNotFoundError:
+                    pass
+                log.info("creating workspace %s in %s", resource, location)
             from azure.mgmt.batchai import models as batchai_models
             poller = self._client.workspaces.begin_create(
-                resource_group, name, batchai_models.WorkspaceCreateParameters(location=location))
-        return MappedPoller(poller, lambda m: self._workspace_record(m, resource_group, name),
-                            action="creating workspace", resource=resource).result(timeout)
+                resource_group, name, batchai_models.WorkspaceCreateParameters(location=location or DEFAULT_LOCATION),
+                continuation_token=inner)
+        return MappedPoller(poller, lambda m: self._workspace_record(m, resource_group, name), action=action,
+                            resource=resource)
 
     def list_workspaces(self, resource_group: Optional[str]) -> List[WorkspaceRecord]:
         scope = f"/subscriptions/{self._target.subscription_id}" + (
@@ -119,16 +127,18 @@ class BatchAIBackend:
                 items = list(self._client.workspaces.list())  # type: ignore[arg-type]
         return [self._workspace_record(m, arm.resource_group_of(m.id or ""), m.name or "") for m in items]
 
-    def begin_delete_workspace(self, resource_group: str, name: str) -> "LROPoller[None]":
+    def begin_delete_workspace(self, resource_group: str, name: str, *,
+                               continuation_token: Optional[str] = None) -> "LROPoller[None]":
         resource = self.workspace_id(resource_group, name)
-        return self._begin_delete("deleting workspace", resource,
-                                  lambda: self._client.workspaces.begin_delete(resource_group, name))
+        return self._begin_delete("deleting workspace", resource, continuation_token,
+                                  lambda **kw: self._client.workspaces.begin_delete(resource_group, name, **kw))
 
     def ensure_resource_group(self, resource_group: str, location: str) -> None:
         arm.ensure_resource_group(self._target, resource_group, location)
 
-    def delete_resource_group(self, resource_group: str, timeout: Optional[float]) -> None:
-        arm.delete_resource_group(self._target, resource_group, timeout)
+    def begin_delete_resource_group(self, resource_group: str, *,
+                                    continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        return arm.begin_delete_resource_group(self._target, resource_group, continuation_token=continuation_token)
 
     def usages(self, location: str) -> List[Usage]:
         with azure_errors("listing usages in", location):
@@ -137,32 +147,46 @@ class BatchAIBackend:
                       limit=int(u.limit or 0), unit=str(getattr(u.unit, "value", u.unit) or "Count")) for u in items]
 
     @staticmethod
-    def _begin_delete(action: str, resource: str, start: Any) -> "LROPoller[None]":
-        """``start()``'s poller, or a finished one when the resource is already gone."""
+    def _begin_delete(action: str, resource: str, continuation_token: Optional[str], start: Any) -> "LROPoller[None]":
+        """``start()``'s poller (resumed from ``continuation_token`` when given), or a finished one
+        when the resource is already gone."""
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(None, action=action, resource=resource)
         with azure_errors(action, resource):
             try:
                 log.info("%s %s", action, resource)
-                poller = start()
+                poller = start(continuation_token=inner)
             except ResourceNotFoundError:
                 log.debug("%s: already gone", resource)
-                return DonePoller(None)
+                return DonePoller(None, action=action, resource=resource)
         return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
     # -- experiments ----------------------------------------------------------------------------
     def experiment_id(self, resource_group: str, workspace: str, name: str) -> str:
         return f"{self.workspace_id(resource_group, workspace)}/experiments/{name}"
 
-    def create_experiment(self, resource_group: str, workspace: str, name: str, timeout: Optional[float]) -> None:
-        resource = self.experiment_id(resource_group, workspace, name)
-        with azure_errors("creating experiment", resource):
-            try:
-                self._client.experiments.get(resource_group, workspace, name)
-                log.info("experiment %s exists; using it", resource)
-                return
-            except ResourceNotFoundError:
-                log.info("creating experiment %s", resource)
-                poller = self._client.experiments.begin_create(resource_group, workspace, name)
-        MappedPoller(poller, lambda _: None, action="creating experiment", resource=resource).result(timeout)
+    def begin_create_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        action, resource = "creating experiment", self.experiment_id(resource_group, workspace, name)
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                self.get_experiment(resource_group, workspace, name)
+                return DonePoller(None, action=action, resource=resource)
+        with azure_errors(action, resource):
+            if inner is None:
+                try:
+                    self._client.experiments.get(resource_group, workspace, name)
+                    log.info("experiment %s exists; using it", resource)
+                    return DonePoller(None, action=action, resource=resource)
+                except ResourceNotFoundError:
+                    log.info("creating experiment %s", resource)
+            poller = self._client.experiments.begin_create(resource_group, workspace, name, continuation_token=inner)
+        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
     def get_experiment(self, resource_group: str, workspace: str, name: str) -> None:
         with azure_errors("reading experiment", self.experiment_id(resource_group, workspace, name)):
@@ -173,9 +197,12 @@ class BatchAIBackend:
             items: List[Any] = list(self._client.experiments.list_by_workspace(resource_group, workspace))
         return [m.name or "" for m in items]
 
-    def begin_delete_experiment(self, resource_group: str, workspace: str, name: str) -> "LROPoller[None]":
+    def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
         return self._begin_delete("deleting experiment", self.experiment_id(resource_group, workspace, name),
-                                  lambda: self._client.experiments.begin_delete(resource_group, workspace, name))
+                                  continuation_token,
+                                  lambda **kw: self._client.experiments.begin_delete(resource_group, workspace, name,
+                                                                                     **kw))
 
     # -- clusters -------------------------------------------------------------------------------
     def cluster_id(self, ref: ClusterRef) -> str:
@@ -211,15 +238,22 @@ class BatchAIBackend:
                 return None
         return self._cluster_record(model, ref)
 
-    def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec) -> "LROPoller[ClusterRecord]":
-        resource = self.cluster_id(ref)
-        with azure_errors("creating cluster", resource):
+    def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec, *,
+                             continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
+        action, resource = "creating cluster", self.cluster_id(ref)
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(self.get_cluster(ref), action=action, resource=resource)
+        with azure_errors(action, resource):
             poller = self._client.clusters.begin_create(ref.resource_group, ref.workspace, ref.name,
-                                                        cluster_to_rest(spec))
-        return MappedPoller(poller, lambda m: self._cluster_record(m, ref), action="creating cluster",
-                            resource=resource)
+                                                        None if inner else cluster_to_rest(spec),
+                                                        continuation_token=inner)
+        return MappedPoller(poller, lambda m: self._cluster_record(m, ref), action=action, resource=resource)
 
-    def reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec, existing: ClusterRecord) -> ClusterRecord:
+    def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec,
+                            existing: ClusterRecord) -> "LROPoller[ClusterRecord]":
         """What the service shows is compared here; the admin password, keys and secret values it
         never shows, so the same request is sent again and the service, which holds them, answers
         409 when they differ."""
@@ -234,7 +268,7 @@ class BatchAIBackend:
                 poller = self._client.clusters.begin_create(ref.resource_group, ref.workspace, ref.name,
                                                             cluster_to_rest(spec))
                 return MappedPoller(poller, lambda m: self._cluster_record(m, ref), action="creating cluster",
-                                    resource=resource).result(DEFAULT_LRO_TIMEOUT)
+                                    resource=resource)
             except HttpResponseError as err:
                 if err.status_code != 409:
                     raise
@@ -246,15 +280,22 @@ class BatchAIBackend:
             items: List[Any] = list(self._client.clusters.list_by_workspace(resource_group, workspace))
         return [self._cluster_record(m, ClusterRef(resource_group, workspace, m.name or "")) for m in items]
 
-    def begin_delete_cluster(self, ref: ClusterRef) -> "LROPoller[None]":
-        return self._begin_delete("deleting cluster", self.cluster_id(ref), lambda: self._client.clusters.begin_delete(
-            ref.resource_group, ref.workspace, ref.name))
+    def begin_delete_cluster(self, ref: ClusterRef, *,
+                             continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        return self._begin_delete("deleting cluster", self.cluster_id(ref), continuation_token,
+                                  lambda **kw: self._client.clusters.begin_delete(ref.resource_group, ref.workspace,
+                                                                                  ref.name, **kw))
 
-    def scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
-                      auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
-                      known: Optional[ClusterRecord] = None, timeout: Optional[float]) -> ClusterRecord:
-        """One PATCH, answered at once (nodes then come and go: GpuCluster.wait_until_ready);
-        ``timeout`` bounds it as azure-core's per-operation timeout, retries included."""
+    def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
+                            auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
+                            known: Optional[ClusterRecord] = None,
+                            continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
+        """One PATCH, which Batch AI answers at once: the poller is finished when it returns (nodes
+        then come and go; the caller watches the cluster's state). Resuming has nothing to resend."""
+        action, resource = "updating cluster", self.cluster_id(ref)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+            return DonePoller(self.get_cluster(ref), action=action, resource=resource)
         if auto_scale is not None and auto_scale.idle_time_before_scale_down is not None:
             raise InvalidSpecError("auto_scale.idle_time_before_scale_down", "Batch AI has no such setting",
                                    "None (Batch AI scales down as the job queue empties)")
@@ -263,19 +304,13 @@ class BatchAIBackend:
             raise InvalidSpecError("deallocation_option", f"{option!r} is not an option",
                                    " | ".join(DEALLOCATION_OPTIONS))
         scale = scale_to_rest(target_node_count=target_node_count, auto_scale=auto_scale, deallocation_option=option)
-        from azure.core.exceptions import ServiceRequestTimeoutError, ServiceResponseTimeoutError
         from azure.mgmt.batchai import models
-        bounded = {} if timeout is None or math.isinf(timeout) else {"timeout": timeout}
-        resource = self.cluster_id(ref)
-        with azure_errors("updating cluster", resource):
-            try:
-                # A scale PATCH sets absolute values, so repeating it after a dropped connection is safe.
-                model = self._client.clusters.update(ref.resource_group, ref.workspace, ref.name,
-                                                     models.ClusterUpdateParameters(scale_settings=scale),
-                                                     **IDEMPOTENT_POST, **bounded)
-            except (ServiceRequestTimeoutError, ServiceResponseTimeoutError) as err:
-                raise WaitTimeoutError(f"updating cluster {resource} had not finished after {timeout:g}s") from err
-        return self._cluster_record(model, ref)
+        with azure_errors(action, resource):
+            # A scale PATCH sets absolute values, so repeating it after a dropped connection is safe.
+            model = self._client.clusters.update(ref.resource_group, ref.workspace, ref.name,
+                                                 models.ClusterUpdateParameters(scale_settings=scale),
+                                                 **IDEMPOTENT_POST)
+        return DonePoller(self._cluster_record(model, ref), action=action, resource=resource)
 
     def remote_logins(self, ref: ClusterRef) -> List[RemoteLogin]:
         with azure_errors("listing remote login information of", self.cluster_id(ref)):
@@ -335,21 +370,29 @@ class BatchAIBackend:
             model = self._client.jobs.get(*self._args(ref))
         return self._job_record(model, ref)
 
-    def submit_job(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord,
-                   timeout: Optional[float]) -> JobRecord:
-        resource = self.job_id(ref)
+    def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
+                         continuation_token: Optional[str] = None) -> "LROPoller[JobRecord]":
+        action, resource = "submitting job", self.job_id(ref)
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(self.get_job(ref), action=action, resource=resource)
+            with azure_errors(action, resource):
+                poller = self._client.jobs.begin_create(*self._args(ref), None, continuation_token=inner)
+            return MappedPoller(poller, lambda m: self._job_record(m, ref), action=action, resource=resource)
+        assert cluster is not None
         existing = self.find_job(ref)
         if existing is not None:
-            record = self._resubmit(ref, spec, cluster, existing)
+            resubmitted = self._resubmit(ref, spec, cluster, existing)
             log.info("job %s exists with these settings; returning it instead of submitting again", resource)
-            return record
+            return resubmitted
         log.info("submitting job %s to cluster %s (%d node(s))", resource, cluster.name, spec.node_count)
-        with azure_errors("submitting job", resource):
+        with azure_errors(action, resource):
             poller = self._client.jobs.begin_create(*self._args(ref), job_to_rest(spec, cluster_id=cluster.id))
-        return MappedPoller(poller, lambda m: self._job_record(m, ref), action="submitting job",
-                            resource=resource).result(timeout)
+        return MappedPoller(poller, lambda m: self._job_record(m, ref), action=action, resource=resource)
 
-    def _resubmit(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord, existing: JobRecord) -> JobRecord:
+    def _resubmit(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord,
+                  existing: JobRecord) -> "LROPoller[JobRecord]":
         """A repeated submit (a retry, a re-run cell) returns the job that exists; a different job
         under the same name is a mistake the caller must see, not a silent reuse. What the service
         shows is compared here. Secret values and keys it never shows, so the same request is sent
@@ -362,7 +405,7 @@ class BatchAIBackend:
             try:
                 poller = self._client.jobs.begin_create(*self._args(ref), job_to_rest(spec, cluster_id=cluster.id))
                 return MappedPoller(poller, lambda m: self._job_record(m, ref), action="submitting job",
-                                    resource=resource).result(DEFAULT_LRO_TIMEOUT)
+                                    resource=resource)
             except HttpResponseError as err:
                 if err.status_code != 409:
                     raise
@@ -373,17 +416,23 @@ class BatchAIBackend:
             items: List[Any] = list(self._client.jobs.list_by_experiment(resource_group, workspace, experiment))
         return [self._job_record(m, JobRef(resource_group, workspace, experiment, m.name or "")) for m in items]
 
-    def begin_delete_job(self, ref: JobRef) -> "LROPoller[None]":
-        return self._begin_delete("deleting job", self.job_id(ref),
-                                  lambda: self._client.jobs.begin_delete(*self._args(ref)))
+    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        return self._begin_delete("deleting job", self.job_id(ref), continuation_token,
+                                  lambda **kw: self._client.jobs.begin_delete(*self._args(ref), **kw))
 
-    def begin_terminate_job(self, ref: JobRef) -> "LROPoller[None]":
-        resource = self.job_id(ref)
-        with azure_errors("terminating job", resource):
+    def begin_terminate_job(self, ref: JobRef, *,
+                            continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        action, resource = "terminating job", self.job_id(ref)
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(None, action=action, resource=resource)
+        with azure_errors(action, resource):
             log.info("terminating job %s", resource)
             # terminate is idempotent, so it may be repeated after a dropped connection
-            poller = self._client.jobs.begin_terminate(*self._args(ref), **IDEMPOTENT_POST)
-        return MappedPoller(poller, lambda _: None, action="terminating job", resource=resource)
+            poller = self._client.jobs.begin_terminate(*self._args(ref), continuation_token=inner, **IDEMPOTENT_POST)
+        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
     def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,
                           link_expiry_minutes: int) -> List[OutputFile]:

@@ -45,7 +45,7 @@ SPEC_SCOPE = {"00000000-1111-2222-3333-444444444444": SUB, "34adfa4f-cedf-4dc0-b
               "compute123": CLUSTER}
 
 COMPUTE_FILE = "compute__test_compute"
-DATASTORE_FILE = "datastore__test_datastore"
+DATASTORE_FILE = "datastore__test_datastore.pyTestDatastoretest_file_store"
 JOB_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_with_dataset"
 CANCEL_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_dependency_label_resolution"
 MPI_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_builder"
@@ -491,7 +491,9 @@ def job_delete(job_name: str) -> Exchange:
 
 def cluster_resize(nodes: int) -> list[Exchange]:
     """GET (the compute as azure-ai-ml reads it), PUT with min = max = nodes (recording 1's second
-    PUT), its operation status, the LRO's final GET, then this package's GET."""
+    PUT), its operation status (twice), the LRO's final GET, this package's GET, then the resize
+    poller's wait for the cluster to be steady at the new size: one poll, the compute and its node
+    list."""
     entries = recording(COMPUTE_FILE)
     put = recorded(entries, 5, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES,
                    response_changes={"properties.properties.vmSize": VM_SIZE,
@@ -505,7 +507,9 @@ def cluster_resize(nodes: int) -> list[Exchange]:
             recorded(entries, 6, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES, query={"service": "new"}),
             recorded(entries, 7, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES),
             compute_get(8, nodes=nodes, allocation="Resizing", idle=0, minimum=nodes, maximum=nodes),
-            compute_get(9, nodes=nodes, allocation="Resizing", idle=0, minimum=nodes, maximum=nodes)]
+            compute_get(9, nodes=nodes, allocation="Resizing", idle=0, minimum=nodes, maximum=nodes),
+            compute_get(9, nodes=nodes, allocation="Steady", idle=nodes, minimum=nodes, maximum=nodes),
+            list_nodes(*["idle"] * nodes)]
 
 
 def _scale_to(nodes: int) -> Any:

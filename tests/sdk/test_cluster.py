@@ -134,13 +134,15 @@ def test_a_scale_timeout_is_checked_naming_it(offline_target: Target, timeout: o
     assert resized.value.field == scaled.value.field == "timeout"
 
 
-def test_a_scale_timeout_bounds_the_batch_ai_request(workspace: Workspace) -> None:
-    """Batch AI answers a scale PATCH at once: the timeout bounds that request (azure-core's
-    per-operation timeout), and a timeout already spent is a WaitTimeoutError, not a hang."""
+def test_a_resize_waits_for_the_new_size_no_longer_than_its_timeout(workspace: Workspace) -> None:
+    """Batch AI answers a scale PATCH at once; resize() then waits until the cluster is steady at
+    its new size, at most ``timeout`` seconds, and a timeout spent is a WaitTimeoutError."""
     cluster = workspace.create_cluster("c1", vm_size="Standard_NC6", target_node_count=0, admin_user_name="demo",
                                        ssh_public_key=SSH_KEY)
-    assert cluster.resize(1, timeout=60).target_node_count == 1
+    status = cluster.resize(1, timeout=60)
+    assert status.target_node_count == 1 and status.node_state_counts.idle == 1 and status.is_ready
     assert cluster.auto_scale(0, 2, timeout=None).auto_scale == (0, 2)
-    with pytest.raises(WaitTimeoutError, match="updating cluster .* had not finished after 0s"):
-        cluster.resize(0, timeout=0)
-    assert cluster.refresh().maximum_node_count == 2  # the refused resize changed nothing
+    with pytest.raises(WaitTimeoutError, match="resizing cluster .* had not finished after 0s"):
+        cluster.resize(2, timeout=0)  # sent, and its nodes take provision_delay_s to come
+    assert cluster.refresh().maximum_node_count == 2
+    assert cluster.wait_until_ready(timeout=60).node_state_counts.idle == 2

@@ -20,7 +20,7 @@ from azure.core.polling import LROPoller
 from ..._cluster_spec import AutoScale, ClusterSpec
 from ..._errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
 from ..._job_spec import HorovodJob
-from ..._lro import DEFAULT_LRO_TIMEOUT, DonePoller, MappedPoller
+from ..._lro import DonePoller, MappedPoller, background_poller, resume_token
 from ..._mounts import AzureFileShareMount
 from ..._values import OutputFile, RemoteLogin, Usage
 from .. import arm
@@ -114,17 +114,22 @@ class AzureMLBackend:
             entity = self.ml.workspaces.get(name)
         return WorkspaceRecord(resource_group=resource_group, name=name, location=str(entity.location or ""))
 
-    def create_workspace(self, resource_group: str, name: str, location: Optional[str],
-                         timeout: Optional[float]) -> WorkspaceRecord:
+    def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
+                               continuation_token: Optional[str] = None) -> "LROPoller[WorkspaceRecord]":
         """Get the workspace; create it only when missing (Azure also creates a storage account,
-        a key vault and an Application Insights instance for it)."""
+        a key vault and an Application Insights instance for it). azure-ai-ml runs the creation
+        as an ARM template deployment whose poller gives no continuation token; resuming from a
+        token of a workspace that already existed reads it again."""
         self._check_scope(resource_group, name)
         resource = self.workspace_id(resource_group, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action="creating workspace", resource=resource)
         with azure_errors("reading workspace", resource):
             try:
                 entity = self.ml.workspaces.get(name)
                 log.info("workspace %s exists; using it", resource)
-                return WorkspaceRecord(resource_group, name, str(entity.location or ""))
+                return DonePoller(WorkspaceRecord(resource_group, name, str(entity.location or "")),
+                                  action="creating workspace", resource=resource)
             except ResourceNotFoundError:
                 pass
         if location is None:
@@ -137,30 +142,37 @@ class AzureMLBackend:
                  "Application Insights)", resource, location)
         with azure_errors("creating workspace", resource):
             poller = self.ml.workspaces.begin_create(WorkspaceEntity(name=name, location=location))
-        entity = MappedPoller(poller, lambda e: e, action="creating workspace", resource=resource).result(timeout)
-        return WorkspaceRecord(resource_group, name, str(getattr(entity, "location", location) or location))
+        return MappedPoller(poller, lambda e: WorkspaceRecord(resource_group, name,
+                                                              str(getattr(e, "location", location) or location)),
+                            action="creating workspace", resource=resource)
 
     def list_workspaces(self, resource_group: Optional[str]) -> List[WorkspaceRecord]:
         if resource_group is not None and resource_group.lower() != str(self._target.resource_group).lower():
             return []
         return [self.get_workspace(str(self._target.resource_group), str(self._target.workspace))]
 
-    def begin_delete_workspace(self, resource_group: str, name: str) -> "LROPoller[None]":
-        """Delete the workspace only (never its dependent resources or resource group here)."""
+    def begin_delete_workspace(self, resource_group: str, name: str, *,
+                               continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Delete the workspace only (never its dependent resources or resource group here).
+        azure-ai-ml's delete takes no continuation token; deleting is idempotent, so resuming asks
+        again."""
         self._check_scope(resource_group, name)
         resource = self.workspace_id(resource_group, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action="deleting workspace", resource=resource)
         with azure_errors("deleting workspace", resource):
             try:
                 poller = self.ml.workspaces.begin_delete(name, delete_dependent_resources=False)
             except ResourceNotFoundError:
-                return DonePoller(None)
+                return DonePoller(None, action="deleting workspace", resource=resource)
         return MappedPoller(poller, lambda _: None, action="deleting workspace", resource=resource)
 
     def ensure_resource_group(self, resource_group: str, location: str) -> None:
         arm.ensure_resource_group(self._target, resource_group, location)
 
-    def delete_resource_group(self, resource_group: str, timeout: Optional[float]) -> None:
-        arm.delete_resource_group(self._target, resource_group, timeout)
+    def begin_delete_resource_group(self, resource_group: str, *,
+                                    continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        return arm.begin_delete_resource_group(self._target, resource_group, continuation_token=continuation_token)
 
     def usages(self, location: str) -> List[Usage]:
         with azure_errors("listing usages in", location):
@@ -172,8 +184,13 @@ class AzureMLBackend:
     def experiment_id(self, resource_group: str, workspace: str, name: str) -> str:
         return f"{self.workspace_id(resource_group, workspace)}/experiments/{name}"
 
-    def create_experiment(self, resource_group: str, workspace: str, name: str, timeout: Optional[float]) -> None:
+    def begin_create_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
         self._check_scope(resource_group, workspace)
+        resource = self.experiment_id(resource_group, workspace, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action="creating experiment", resource=resource)
+        return DonePoller(None, action="creating experiment", resource=resource)
 
     def get_experiment(self, resource_group: str, workspace: str, name: str) -> None:
         self._check_scope(resource_group, workspace)
@@ -184,10 +201,20 @@ class AzureMLBackend:
             names = {str(j.experiment_name) for j in self.ml.jobs.list() if getattr(j, "experiment_name", None)}
         return sorted(names)
 
-    def begin_delete_experiment(self, resource_group: str, workspace: str, name: str) -> "LROPoller[None]":
-        for record in self.list_jobs(resource_group, workspace, name):
-            self.begin_delete_job(JobRef(resource_group, workspace, name, record.name)).result(DEFAULT_LRO_TIMEOUT)
-        return DonePoller(None)
+    def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Delete the experiment's jobs, one after the other, on the poller's thread. Deleting is
+        idempotent, so resuming from a token starts over with the jobs that remain."""
+        action, resource = "deleting experiment", self.experiment_id(resource_group, workspace, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+        records = self.list_jobs(resource_group, workspace, name)
+
+        def delete_jobs() -> None:
+            for record in records:
+                self.begin_delete_job(JobRef(resource_group, workspace, name, record.name)).result(None)
+
+        return background_poller(delete_jobs, action=action, resource=resource)
 
     # -- clusters (AmlCompute) ------------------------------------------------------------------
     def cluster_id(self, ref: ClusterRef) -> str:
@@ -233,22 +260,35 @@ class AzureMLBackend:
             nodes = list(self.ml.compute.list_nodes(ref.name))
         return self._record(ref, resource, nodes)
 
-    def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec) -> "LROPoller[ClusterRecord]":
-        self._check_scope(ref.resource_group, ref.workspace)
-        entity = compute_entity(ref.name, spec)
-        resource = self.cluster_id(ref)
-        with azure_errors("creating cluster", resource):
-            poller = self.ml.compute.begin_create_or_update(entity)
-        return MappedPoller(poller, lambda _: self.get_cluster(ref), action="creating cluster", resource=resource)
+    def _resume_compute_update(self, ref: ClusterRef, token: str) -> Any:
+        # Below azure-ai-ml's public surface: its compute pollers give continuation tokens, but
+        # only its generated client takes them back (the same PUT's polling).
+        return self.ml.compute._operation.begin_create_or_update(ref.resource_group, ref.workspace, ref.name,
+                                                                 {}, continuation_token=token)
 
-    def reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec, existing: ClusterRecord) -> ClusterRecord:
+    def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec, *,
+                             continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
+        self._check_scope(ref.resource_group, ref.workspace)
+        action, resource = "creating cluster", self.cluster_id(ref)
+        with azure_errors(action, resource):
+            if continuation_token is not None:
+                inner = resume_token(continuation_token, action=action, resource=resource)
+                if inner is None:
+                    return DonePoller(self.get_cluster(ref), action=action, resource=resource)
+                poller = self._resume_compute_update(ref, inner)
+            else:
+                poller = self.ml.compute.begin_create_or_update(compute_entity(ref.name, spec))
+        return MappedPoller(poller, lambda _: self.get_cluster(ref), action=action, resource=resource)
+
+    def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec,
+                            existing: ClusterRecord) -> "LROPoller[ClusterRecord]":
         """An AmlCompute cluster of another VM size is another cluster; the rest (scale, admin
         user) is the compute's to keep."""
         check_cluster_spec(spec)
         if existing.vm_size.lower() != spec.vm_size.lower():
             raise ConflictError(f"cluster {existing.id} exists with VM size {existing.vm_size}, not {spec.vm_size}; "
                                 "delete it or choose another name", resource=existing.id)
-        return existing
+        return DonePoller(existing, action="creating cluster", resource=existing.id)
 
     def list_clusters(self, resource_group: str, workspace: str) -> List[ClusterRecord]:
         self._check_scope(resource_group, workspace)
@@ -257,22 +297,37 @@ class AzureMLBackend:
         return [self._record(ClusterRef(resource_group, workspace, str(r.name)), r) for r in items
                 if _compute_type(r) == "AmlCompute"]
 
-    def begin_delete_cluster(self, ref: ClusterRef) -> "LROPoller[None]":
+    def begin_delete_cluster(self, ref: ClusterRef, *,
+                             continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Delete the AmlCompute; azure-ai-ml's delete takes no continuation token, and deleting is
+        idempotent, so resuming asks again."""
         self._check_scope(ref.resource_group, ref.workspace)
-        resource = self.cluster_id(ref)
-        with azure_errors("deleting cluster", resource):
+        action, resource = "deleting cluster", self.cluster_id(ref)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+        with azure_errors(action, resource):
             try:
                 poller = self.ml.compute.begin_delete(ref.name, action="Delete")
             except ResourceNotFoundError:
-                return DonePoller(None)
-        return MappedPoller(poller, lambda _: None, action="deleting cluster", resource=resource)
+                return DonePoller(None, action=action, resource=resource)
+        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
-    def scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
-                      auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
-                      known: Optional[ClusterRecord] = None, timeout: Optional[float]) -> ClusterRecord:
+    def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
+                            auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
+                            known: Optional[ClusterRecord] = None,
+                            continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
         """AmlCompute has one scale setting, (min, max): a fixed size is min = max. The update is
-        a long-running operation, waited on for at most ``timeout`` seconds."""
+        a long-running operation; its poller is done once the service has accepted it."""
         self._check_scope(ref.resource_group, ref.workspace)
+        action = "updating cluster"
+        if continuation_token is not None:
+            resource = self.cluster_id(ref)
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(self.get_cluster(ref), action=action, resource=resource)
+            with azure_errors(action, resource):
+                resumed = self._resume_compute_update(ref, inner)
+            return MappedPoller(resumed, lambda _: self.get_cluster(ref), action=action, resource=resource)
         if deallocation_option is not None:
             raise InvalidSpecError("deallocation_option", "AmlCompute only ever removes idle nodes; it cannot "
                                    "requeue or terminate the jobs on them", "None")
@@ -288,8 +343,7 @@ class AzureMLBackend:
             else:
                 entity.min_instances = entity.max_instances = int(target_node_count or 0)
             poller = self.ml.compute.begin_update(entity)
-        MappedPoller(poller, lambda _: None, action="updating cluster", resource=resource).result(timeout)
-        return self.get_cluster(ref)
+        return MappedPoller(poller, lambda _: self.get_cluster(ref), action=action, resource=resource)
 
     def remote_logins(self, ref: ClusterRef) -> List[RemoteLogin]:
         self._check_scope(ref.resource_group, ref.workspace)
@@ -376,15 +430,23 @@ class AzureMLBackend:
                 raise ConflictError(str(err), resource=err.resource) from None
             return None
 
-    def submit_job(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord,
-                   timeout: Optional[float]) -> JobRecord:
+    def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
+                         continuation_token: Optional[str] = None) -> "LROPoller[JobRecord]":
+        """Azure ML accepts a command job in the one request that creates it (azure-ai-ml's
+        ``create_or_update``), so the poller is finished when this returns; resuming from its
+        token reads the job again."""
+        action, resource = "submitting job", self.job_id(ref)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+            return DonePoller(self.get_job(ref), action=action, resource=resource)
+        assert cluster is not None
         check_job_spec(spec, ref.name)
         existing = self.find_job(ref)
         if existing is not None:
             from ..batchai import check_same_job  # secrets are refused here, so what it shows is all there is
             check_same_job(existing, spec, cluster.id)
             log.info("job %s exists with these settings; returning it instead of submitting again", existing.id)
-            return existing
+            return DonePoller(existing, action=action, resource=resource)
         context = None
         if spec.container_image:
             from azure.ai.ml.entities import Environment
@@ -405,7 +467,7 @@ class AzureMLBackend:
         finally:
             if context is not None:
                 shutil.rmtree(context.parent, ignore_errors=True)
-        return self._job_record(ref, created)
+        return DonePoller(self._job_record(ref, created), action=action, resource=resource)
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]:
         self._check_scope(resource_group, workspace)
@@ -413,26 +475,38 @@ class AzureMLBackend:
             items = [j for j in self.ml.jobs.list() if getattr(j, "experiment_name", None) == experiment]
         return [self._job_record(JobRef(resource_group, workspace, experiment, str(j.name)), j) for j in items]
 
-    def begin_delete_job(self, ref: JobRef) -> "LROPoller[None]":
+    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
         self._check_scope(ref.resource_group, ref.workspace)
-        resource = self.job_id(ref)
-        with azure_errors("deleting job", resource):
+        action, resource = "deleting job", self.job_id(ref)
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(None, action=action, resource=resource)
+        with azure_errors(action, resource):
             try:
-                poller = self.ml.jobs.begin_delete(ref.name)
+                poller = self.ml.jobs.begin_delete(ref.name, **({"continuation_token": inner} if inner else {}))
             except ResourceNotFoundError:
-                return DonePoller(None)
-        return MappedPoller(poller, lambda _: None, action="deleting job", resource=resource)
+                return DonePoller(None, action=action, resource=resource)
+        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
-    def begin_terminate_job(self, ref: JobRef) -> "LROPoller[None]":
+    def begin_terminate_job(self, ref: JobRef, *,
+                            continuation_token: Optional[str] = None) -> "LROPoller[None]":
         """Cancel the job; a job that has already ended has nothing to cancel."""
-        entity = self._get_entity(ref)
-        if execution_state(entity.status).is_terminal():
-            return DonePoller(None)
-        resource = self.job_id(ref)
-        with azure_errors("cancelling job", resource):
+        action, resource = "cancelling job", self.job_id(ref)
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(None, action=action, resource=resource)
+        else:
+            entity = self._get_entity(ref)
+            if execution_state(entity.status).is_terminal():
+                return DonePoller(None, action=action, resource=resource)
+        with azure_errors(action, resource):
             log.info("cancelling job %s", resource)
-            poller = self.ml.jobs.begin_cancel(ref.name)
-        return MappedPoller(poller, lambda _: None, action="cancelling job", resource=resource)
+            poller = self.ml.jobs.begin_cancel(ref.name, **({"continuation_token": inner} if inner else {}))
+        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
     def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,
                           link_expiry_minutes: int) -> List[OutputFile]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, List, Optional, Union
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
+from ._deprecation import deprecated
 from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
 from ._mounts import AzureFileShareMount, azure_file_url
 from ._names import (check_location, check_resource_group, check_share_name, check_share_path, check_storage_account,
@@ -51,6 +52,9 @@ DEFAULT_FILE_CONCURRENCY = 4
 #: 4 MiB ranges of one file in flight at once (``max_concurrency``), chosen by measurement
 #: (benchmarks/bench_files.py; see docs/local_service.rst, "Speed of the Files plane").
 DEFAULT_RANGE_CONCURRENCY = 8
+#: ranges in flight for each file of a directory transfer: the same requests in flight in all as
+#: for one file (and a Ctrl-C waits for no more of them to finish).
+DIRECTORY_RANGE_CONCURRENCY = DEFAULT_RANGE_CONCURRENCY // DEFAULT_FILE_CONCURRENCY
 #: an upload is written to ``.<name>.uploading-<random>`` beside its final name and renamed into
 #: place once complete and verified, so no reader ever sees a part-written file under its name.
 #: (The local service removes such leftovers of a crashed client when it starts; keep in step
@@ -80,14 +84,9 @@ def upload_temp_path(path: str) -> str:
     return f"{directory}/{temp}" if directory else temp
 
 
-def _read_back_option(read_back: bool, verify: Optional[bool], method: str) -> bool:
-    """``read_back`` after the deprecated ``verify`` (which meant a read-back) is folded into it."""
-    if verify is None:
-        return read_back
-    warnings.warn(f"FileShare.{method}(verify=...) is deprecated: every range is now checked by the service as "
-                  "it arrives (transactional MD5) and the file's MD5 is stored with it; pass read_back=True "
-                  "for a full read-back as well", DeprecationWarning, stacklevel=3)
-    return read_back or bool(verify)
+#: what replaces ``verify=`` (deprecated) in the upload methods
+_VERIFY_REPLACEMENT = ("read_back=True for a full read-back; every range's MD5 is now checked by the service as it "
+                       "arrives, and the file's MD5 stored with it, by default")
 
 
 def _stoppable(hook: Optional[Callable[[int, Optional[int]], None]],
@@ -384,7 +383,9 @@ class FileShare:
         interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
         it held; one a crashed process leaves behind is named by that pattern (the local service
         removes such leftovers when it starts)."""
-        read_back = _read_back_option(read_back, verify, "upload_file")
+        if verify is not None:
+            deprecated("FileShare.upload_file(verify=...)", _VERIFY_REPLACEMENT)
+            read_back = read_back or verify  # verify=True meant a read-back
         source = Path(source)
         path = check_share_path(path)
         if not source.is_file():
@@ -472,8 +473,8 @@ class FileShare:
                                  progress_hook=_stoppable(None, stop)).readinto(cast(BinaryIO, hasher))
             return hasher.result()
 
-    def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
-                         progress: ProgressArg = None, validate_content: bool = True, read_back: bool = False,
+    def upload_directory(self, source: Union[str, Path], path: str, *,
+                         max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY, progress: ProgressArg = None, validate_content: bool = True, read_back: bool = False,
                          verify: Optional[bool] = None) -> List[ShareItem]:
         """Upload the tree under ``source`` to ``path`` in the share: directories first, then files,
         ``DEFAULT_FILE_CONCURRENCY`` at a time, each in ``max_concurrency`` parallel ranges, each
@@ -485,7 +486,9 @@ class FileShare:
         link to a directory are skipped, and so are FIFOs, sockets and devices -- each with a
         :class:`UserWarning` naming it. Ctrl-C stops the transfer within about a second: files
         already complete stay, the ones in flight are removed."""
-        read_back = _read_back_option(read_back, verify, "upload_directory")
+        if verify is not None:
+            deprecated("FileShare.upload_directory(verify=...)", _VERIFY_REPLACEMENT)
+            read_back = read_back or verify
         source = Path(source)
         path = check_share_path(path, allow_root=True)
         if not source.is_dir():
@@ -551,7 +554,8 @@ class FileShare:
             raise TransferError(f"{self._where(path)} does not match the MD5 the share holds for it")
         partial.replace(dest)
 
-    def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
+    def download_directory(self, path: str, dest: Union[str, Path], *,
+                           max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY,
                            progress: ProgressArg = None) -> List[Path]:
         """Download the tree under ``path`` into the local directory ``dest`` (created if missing).
         Each file appears complete or not at all (see :meth:`download_file`); Ctrl-C stops the

@@ -42,8 +42,7 @@ WORKSPACE_ENV = "AZUREML_WORKSPACE_NAME"
 KINDS = ("local", "azure", "azureml")
 LOCAL_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
-#: bytes a data-plane (storage) client reads from a response body at a time, and the first range
-#: of a download: one 4 MiB Files range.
+#: bytes a data-plane (storage) client reads from a response body at a time: one 4 MiB Files range.
 DATA_BLOCK_SIZE = 4 * 1024 * 1024
 
 #: per-call option for POST/PATCH requests that are safe to repeat (listKeys, listOutputFiles,
@@ -277,11 +276,8 @@ class Target:
         if any(k.startswith("retry_") for k in options):
             kwargs.pop("retry_policy")  # the caller's retry options configure the storage client's own policy
         # A response body is read in blocks of this size (azure-storage's default is 256 KiB): one
-        # block per 4 MiB range saves ~0.8 CPU-s per GiB downloaded; and a download's first GET
-        # is one range too (not 32 MiB, read alone and joined in one buffer), so the parallel
-        # ranges start at once (benchmarks/bench_files.py).
+        # block per 4 MiB range saves ~0.8 CPU-s per GiB downloaded (benchmarks/bench_files.py).
         kwargs["connection_data_block_size"] = DATA_BLOCK_SIZE
-        kwargs["max_single_get_size"] = DATA_BLOCK_SIZE
         kwargs.update(options)
         if self.is_local:
             # azure-storage's clients take extra policies under this name and run them on every attempt

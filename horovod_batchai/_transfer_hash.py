@@ -41,7 +41,8 @@ class OrderedMd5:
         self._waiting_bytes = 0
         self._next = 0         # the offset the hashing thread needs next
         self._hashed = 0       # bytes hashed so far
-        self._closed = False
+        self._finishing = False  # result() asked: hash what is there, then stop
+        self._closed = False     # close() asked: stop after the range in hand, drop the rest
         self._thread: Optional[threading.Thread] = None
 
     def add(self, offset: int, data: bytes) -> None:
@@ -49,8 +50,8 @@ class OrderedMd5:
         with self._cond:
             if offset < self._next or offset in self._waiting:
                 raise ValueError(f"bytes at offset {offset} were written twice")
-            if self._closed:
-                raise ValueError("the hash is closed: no more bytes can be added")
+            if self._closed or self._finishing:
+                raise ValueError("the hash is finished: no more bytes can be added")
             if not data:
                 return
             self._waiting[offset] = data
@@ -66,9 +67,9 @@ class OrderedMd5:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while self._next not in self._waiting and not self._closed:
+                while self._next not in self._waiting and not (self._closed or self._finishing):
                     self._cond.wait()
-                if self._next not in self._waiting:
+                if self._closed or self._next not in self._waiting:
                     return
                 chunk = self._waiting.pop(self._next)
                 self._waiting_bytes -= len(chunk)
@@ -79,19 +80,29 @@ class OrderedMd5:
                 self._hashed += len(chunk)
                 self._cond.notify_all()
 
-    def close(self) -> None:
-        """Stop the hashing thread once it has hashed what it can (idempotent)."""
+    def _stop(self, **flag: bool) -> None:
         with self._cond:
-            self._closed = True
+            for name, value in flag.items():
+                setattr(self, f"_{name}", value)
             self._cond.notify_all()
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
+        if thread is not None:
             thread.join()
+
+    def close(self) -> None:
+        """Give up (a transfer failed or was interrupted): the thread stops after the range in
+        hand, and what waits is dropped. Idempotent; after :meth:`result` it changes nothing."""
+        self._stop(closed=True)
+        with self._cond:
+            self._waiting.clear()
+            self._waiting_bytes = 0
 
     def result(self) -> tuple[int, bytes]:
         """(bytes hashed from offset 0 without a gap, their MD5); a gap is a :class:`TransferError`."""
-        self.close()
+        self._stop(finishing=True)
         with self._cond:
+            if self._closed:
+                raise ValueError("the hash was closed before its result was asked for")
             if self._waiting:
                 raise TransferError(f"the transfer left a gap at byte {self._next}")
             return self._hashed, self._md5.digest()

@@ -141,11 +141,12 @@ def test_read_back_reads_the_file_back_and_catches_bytes_changed_at_rest(
 
 def test_verify_still_works_and_says_it_is_deprecated(hooked: tuple[FileShare, Requests], tmp_path: Path) -> None:
     share, requests = hooked
-    source, _ = _source(tmp_path, 2 * MIB)
+    (tmp_path / "tree").mkdir()
+    source, _ = _source(tmp_path / "tree", 2 * MIB)
     with pytest.warns(DeprecationWarning, match="read_back=True"):
         share.upload_file(source, "a.bin", progress=False, verify=True)
     assert requests.reads() >= 1  # verify=True meant, and still means, a full read-back
     before = requests.reads()
     with pytest.warns(DeprecationWarning, match="upload_directory"):
-        share.upload_directory(tmp_path, "tree", progress=False, verify=False)
+        share.upload_directory(tmp_path / "tree", "tree", progress=False, verify=False)
     assert requests.reads() == before

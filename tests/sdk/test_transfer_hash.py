@@ -84,10 +84,18 @@ def test_writers_are_held_back_only_while_the_hash_can_catch_up() -> None:
     assert md5.result() == (len(payload), hashlib.md5(payload).digest())
 
 
-def test_closing_without_a_result_ends_the_hashing_thread() -> None:
+def test_closing_ends_the_hashing_thread_and_drops_what_waits() -> None:
     md5 = OrderedMd5()
     md5.add(MIB, b"x" * MIB)  # waits for byte 0, which never comes
     md5.close()
     assert md5._thread is not None and not md5._thread.is_alive()
+    assert md5._waiting == {}
+    with pytest.raises(ValueError, match="closed"):
+        md5.result()
+
+
+def test_a_gap_left_at_the_end_is_a_transfer_error() -> None:
+    md5 = OrderedMd5()
+    md5.add(MIB, b"x" * MIB)
     with pytest.raises(TransferError, match="gap at byte 0"):
         md5.result()

@@ -540,7 +540,7 @@ class FileShare:
         dest.parent.mkdir(parents=True, exist_ok=True)
         partial = dest.with_name(dest.name + ".partial")
         try:
-            with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh, \
+            with azure_errors("downloading", self._where(path)), open(partial, "w+b") as fh, \
                     OrderedHashWriter(fh.fileno()) as writer:
                 # Ranges arrive in parallel, are written at their offsets and hashed in file order.
                 client.download_file(max_concurrency=max(1, max_concurrency),

@@ -25,7 +25,7 @@ def test_ranges_written_in_any_order_give_the_file_and_its_md5(tmp_path: Path) -
     ranges = _ranges(payload, 1 * MIB)
     random.Random(7).shuffle(ranges)
     target = tmp_path / "out.bin"
-    with open(target, "wb") as fh:
+    with open(target, "w+b") as fh:
         writer = OrderedHashWriter(fh.fileno())
         for start, data in ranges:
             writer.seek(start)
@@ -99,3 +99,11 @@ def test_a_gap_left_at_the_end_is_a_transfer_error() -> None:
     md5.add(MIB, b"x" * MIB)
     with pytest.raises(TransferError, match="gap at byte 0"):
         md5.result()
+
+
+def test_a_file_the_hash_cannot_read_back_is_a_transfer_error(tmp_path: Path) -> None:
+    with open(tmp_path / "out.bin", "wb") as fh:  # write-only: the hashing thread cannot read it
+        writer = OrderedHashWriter(fh.fileno())
+        writer.write(b"x" * 100)
+        with pytest.raises(TransferError, match="could not be computed"):
+            writer.result()

@@ -420,7 +420,7 @@ class FileShare:
                                        validate_content=validate_content,
                                        progress_hook=_stoppable(bar.hook(path), stop))
                 except HttpResponseError as err:
-                    if err.error_code != "Md5Mismatch":
+                    if getattr(err, "error_code", None) != "Md5Mismatch":
                         raise
                     raise TransferError(f"a range of {source} changed on its way to {self._where(path)} and the "
                                         "service refused it (Md5Mismatch); nothing was replaced") from err

@@ -412,7 +412,7 @@ class FileShare:
             in_flight.add(temp)
         try:
             with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh, \
-                    HashingReader(fh, size, str(source)) as reader:
+                    HashingReader(fh, size, str(source), stop=stop) as reader:
                 # The file's MD5 is computed from the bytes as they are read (one read of the file)
                 # and stored on the file once every range is in; each range's own MD5 travels with it.
                 try:

@@ -29,6 +29,7 @@ import threading
 from typing import Any, BinaryIO, Optional, Union
 
 from ._errors import TransferError
+from ._parallel import check_stop
 
 __all__ = ["HashingReader", "OrderedHashWriter", "OrderedMd5"]
 
@@ -156,16 +157,20 @@ class OrderedMd5:
 class HashingReader:
     """A read-only stream over ``fh`` that hashes what is read; :meth:`digest` is the MD5 of
     exactly ``size`` bytes read in order, or a :class:`TransferError` if the file did not
-    hold ``size`` bytes (it changed while it was being read)."""
+    hold ``size`` bytes (it changed while it was being read). Once ``stop`` is set, a read
+    raises ``Stopped``."""
 
-    def __init__(self, fh: BinaryIO, size: int, name: str) -> None:
+    def __init__(self, fh: BinaryIO, size: int, name: str, *, stop: Optional[threading.Event] = None) -> None:
         self._fh = fh
         self._size = size
         self._name = name
+        self._stop = stop
         self._read = 0
         self._md5 = hashlib.md5(usedforsecurity=False)
 
     def read(self, n: int = -1) -> bytes:
+        # A transfer asked to stop sends no further range (the ranges in flight still finish).
+        check_stop(self._stop)
         data = self._fh.read(n)
         self._md5.update(data)
         self._read += len(data)

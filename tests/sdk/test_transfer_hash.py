@@ -107,3 +107,14 @@ def test_a_file_the_hash_cannot_read_back_is_a_transfer_error(tmp_path: Path) ->
         writer.write(b"x" * 100)
         with pytest.raises(TransferError, match="could not be computed"):
             writer.result()
+
+
+def test_the_reader_hands_out_nothing_more_once_asked_to_stop() -> None:
+    import threading
+    from horovod_batchai._parallel import Stopped
+    stop = threading.Event()
+    reader = HashingReader(io.BytesIO(b"x" * 100), 100, "model.bin", stop=stop)
+    assert reader.read(10) == b"x" * 10
+    stop.set()
+    with pytest.raises(Stopped):
+        reader.read(10)

@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 HOROVOD_BUILD_ENV := HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 \
                      HOROVOD_WITHOUT_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1
 
-.PHONY: install client-venvs tutorial test docs benchmarks clean
+.PHONY: install client-venvs chroot-tools python313 tutorial test docs benchmarks clean
 
 # The stamp makes repeated runs cheap; it is rebuilt whenever setup.py or this file changes.
 $(VENV)/.installed: setup.py Makefile
@@ -43,8 +43,29 @@ tutorial: install
 client-venvs: install
 	$(PY) tests/client_venvs.py
 
-test: install client-venvs
-	$(PY) -m pytest -q
+# The SDK is also tested on Python 3.13, in a Debian trixie chroot (tests/python313/trixie.py) built
+# with debootstrap from Debian's packages and kept under ~/.cache/horovod-batchai/chroots. Both need
+# root; without it they say so, and the Python 3.13 test is skipped with the reason.
+chroot-tools:
+	@if command -v debootstrap >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; \
+	else \
+	    echo "debootstrap is missing and cannot be installed here (needs root and apt-get):"; \
+	    echo "the Python 3.13 test (tests/python313) will be skipped."; \
+	fi
+
+python313: install chroot-tools
+	$(PY) tests/python313/trixie.py
+
+# Two parts: every test that can share the machine, on every core at once (pytest-xdist; tests are
+# independent: each has its own state directory, ports and daemons); then, alone, the few marked
+# `serial`, which measure how fast something reacts or load every core themselves.
+TEST_WORKERS ?= auto
+test: install client-venvs python313
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not serial"; parallel=$$?; \
+	$(PY) -m pytest -q -m serial; serial=$$?; \
+	test $$parallel -eq 0 && test $$serial -eq 0
 
 docs: install
 	$(PY) -m sphinx -W -b html docs docs/_build/html

@@ -13,6 +13,11 @@ from setuptools import find_packages, setup
 #   list, because pip would build it in an isolated environment that cannot see TensorFlow.
 #   `make install` builds horovod==0.28.1 afterwards with --no-build-isolation (see the Makefile).
 # On a GPU machine, replace tensorflow-cpu by tensorflow[and-cuda]==2.15.1 before building horovod.
+# TensorFlow 2.15 has wheels for Python 3.9-3.11 only, so this extra installs on Python 3.11 only
+# (on a later Python pip refuses it, naming tensorflow-cpu): it is what a *node runtime* holds, the
+# environment the local service runs jobs with, and it may be another Python than the SDK's
+# (see docs/service.rst). No marker hides it on later Pythons: a `[training]` that installed
+# nothing there would fail later, at the first job.
 TRAINING_REQUIRES = [
     "tensorflow-cpu==2.15.1",
     "keras==2.15.0",
@@ -58,14 +63,18 @@ setup(
     if Path(__file__).with_name("README.rst").exists() else "",
     long_description_content_type="text/x-rst",
     license="MIT",
-    python_requires=">=3.10,<3.12",   # the SDK's specs are keyword-only dataclasses (3.10+)
+    # The SDK (and the local service) needs no training stack. These are the Pythons the test suite
+    # runs it on (`make test`: 3.11 here, 3.13 in a Debian trixie chroot; no 3.12 can be had from
+    # Debian's or PyPI's packages on the project's machines, so 3.12 is not claimed).
+    python_requires=">=3.11,!=3.12.*,<3.14",
     packages=find_packages(include=["horovod_batchai", "horovod_batchai.*", "training", "training.*"]),
     package_data={"horovod_batchai": ["py.typed", "schemas/*.json", "local/blob/launcher.js",
                                       "_backends/azureml/environment/Dockerfile"]},
     install_requires=SDK_REQUIRES,
     extras_require={
         "training": TRAINING_REQUIRES,
-        "test": ["pytest>=7", "responses>=0.23", "mypy>=1.5", "requests>=2.28",
+        "test": ["pytest>=7", "pytest-xdist>=3.5",  # make test runs the suite on every core
+                 "responses>=0.23", "mypy>=1.5", "requests>=2.28",
                  "psutil>=5.9",  # tests stop whole horovodrun process trees
                  # the notebook test runs examples/tutorial.ipynb in a real kernel, widgets included
                  "nbclient>=0.9", "ipykernel>=6.25", "ipywidgets>=8"],
@@ -75,6 +84,9 @@ setup(
     entry_points={"console_scripts": ["horovod-batchai = horovod_batchai.cli:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3 :: Only",
+        "Programming Language :: Python :: 3.11",
+        "Programming Language :: Python :: 3.13",
         "License :: OSI Approved :: MIT License",
         "Topic :: Scientific/Engineering :: Artificial Intelligence",
     ],

@@ -292,7 +292,8 @@ def run(target: Target, args: argparse.Namespace, workdir: Path) -> int:
     status = cluster.status()
     if status.target_node_count != args.nodes:  # left by an earlier run (--keep) with another size
         print(f"   the cluster exists with {status.target_node_count} node(s); resizing it to {args.nodes}")
-        status = cluster.resize(args.nodes)
+        cluster.begin_resize(args.nodes)  # started; wait_until_ready below waits for it
+        status = cluster.status()
     print(status.table())
     print("   (provisioning goes on while the storage is set up)")
 
@@ -390,8 +391,7 @@ def run(target: Target, args: argparse.Namespace, workdir: Path) -> int:
     print(f"   Test accuracy: {accuracy if accuracy is not None else 'not found in stdout.txt'} on {data_name}")
 
     heading(f"Resizing {CLUSTER} to 0 nodes")
-    cluster.resize(0)
-    print(cluster.wait_until_ready(timeout=600).table())
+    print(cluster.resize(0).table())  # returns once the cluster is steady with no nodes
 
     if args.keep:
         heading(f"Keeping resource group {group} (--keep)")

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 
 from azure.core.polling import LROPoller
 
-from ._backends import backend_for
 from ._backends.base import ClusterRecord, ClusterRef
 from ._cluster_spec import AutoScale
 from ._errors import ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
@@ -58,7 +57,7 @@ class GpuCluster:
 
     @property
     def _backend(self) -> "Backend":
-        return backend_for(self.workspace.target)
+        return self.workspace.target.backend
 
     @property
     def _ref(self) -> ClusterRef:
@@ -132,7 +131,11 @@ class GpuCluster:
                          on_status: Optional[Callable[[ClusterStatus], None]] = None,
                          clock: Callable[[], float] = time.monotonic,
                          sleep: Callable[[float], None] = time.sleep) -> ClusterStatus:
-        """Wait until the cluster is steady with all its target nodes idle (or running jobs).
+        """Wait until the cluster is steady at the size its scale settings ask for (see
+        :attr:`ClusterStatus.is_ready`): exactly the target number of nodes, or a number within the
+        auto-scale bounds, each idle or running a job, none preparing or leaving. After
+        :meth:`resize` it returns once the cluster has the new size, whatever the service
+        answered the resize with.
 
         Raises :class:`ClusterNotReadyError` as soon as the cluster reports errors or unusable
         nodes, and :class:`WaitTimeoutError` after ``timeout`` seconds.
@@ -212,7 +215,8 @@ class GpuCluster:
         return self.begin_auto_scale(minimum, maximum, initial=initial,
                                      idle_time_before_scale_down=idle_time_before_scale_down).result(timeout)
 
-    def _begin_scale(self, action: str, continuation_token: Optional[str], **scale: object) -> "LROPoller[ClusterStatus]":
+    def _begin_scale(self, action: str, continuation_token: Optional[str],
+                     **scale: object) -> "LROPoller[ClusterStatus]":
         """The scale request (sent now), then the wait until the cluster is ready at its new scale
         (on the poller's thread). The token holds the request's own while it runs; after that,
         resuming only watches the cluster."""

@@ -151,7 +151,7 @@ class ClusterSpec:
             "a sequence of AzureFileShareMount (FileShare.mount()), AzureBlobMount, FileServerMount or "
             "UnmanagedMount, e.g. mounts=(share.mount(),)"))
         for i, mount in enumerate(self.mounts):
-            if not mount.is_resolved:
+            if not mount.is_resolved or (isinstance(mount, AzureBlobMount) and not mount.account_key):
                 raise InvalidSpecError(f"mounts[{i}]", "has no storage account key",
                                        "a mount made by FileShare.mount(), which fetches the key")
 

@@ -46,7 +46,7 @@ def mounts_to_rest(mounts: Sequence[Mount], *, reveal_secrets: bool = True) -> O
                 models.AzureBlobFileSystemReference(
                     account_name=mount.account_name, container_name=mount.container_name,
                     credentials=key(mount.account_key), relative_mount_path=mount.relative_mount_path,
-                    mount_options=mount.mount_options)]
+                    mount_options=mount.blobfuse_options)]
         elif isinstance(mount, FileServerMount):
             volumes.file_servers = (volumes.file_servers or []) + [models.FileServerReference(
                 file_server=models.ResourceId(id=mount.file_server_id), source_directory=mount.source_directory,

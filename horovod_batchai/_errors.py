@@ -4,6 +4,8 @@
      ├── InvalidSpecError        (also ValueError) a user mistake caught before any request is
      │                           sent: names the field and the valid form
      ├── TargetError             where to run is misconfigured (environment, endpoint, credential)
+     │    └── LocalServiceDownError  (also ConnectionError) the local service refused connections
+     │                           for longer than a restart takes; says how to start it
      ├── ResourceError           (also azure.core.exceptions.HttpResponseError) a call to Azure or
      │    │                      the local service failed; carries the resource it concerned and
      │    │                      the azure-core error as ``__cause__`` / ``.azure_error``
@@ -29,9 +31,9 @@ from azure.core.exceptions import ResourceExistsError as _AzureExists
 from azure.core.exceptions import ResourceNotFoundError as _AzureNotFound
 
 __all__ = [
-    "HorovodBatchAIError", "InvalidSpecError", "TargetError", "ResourceError", "NotFoundError",
+    "HorovodBatchAIError", "InvalidSpecError", "TargetError", "LocalServiceDownError", "ResourceError", "NotFoundError",
     "ConflictError", "TransferError", "WaitTimeoutError", "ClusterNotReadyError", "JobFailedError",
-    "ServiceErrorDetail", "wrap_azure_error", "redact", "azure_errors", "is_not_found",
+    "ServiceErrorDetail", "wrap_azure_error", "redact", "azure_errors", "is_not_found", "service_error_code",
 ]
 
 
@@ -62,6 +64,11 @@ class TargetError(HorovodBatchAIError):
     """Where to run is misconfigured: an unknown target, a missing subscription, a non-https endpoint."""
 
 
+class LocalServiceDownError(TargetError, ConnectionError):
+    """The local service refused connections for longer than a restart takes (and could not be
+    started again from here); the message says how to start it."""
+
+
 class ResourceError(HorovodBatchAIError, HttpResponseError):
     """A request to Azure (or the local service) failed after the client's own retries.
 
@@ -77,7 +84,7 @@ class ResourceError(HorovodBatchAIError, HttpResponseError):
         self.args = (message,)
         self.resource = resource
         self.azure_error = azure_error
-        self.error_code: Optional[str] = getattr(azure_error, "error_code", None) or None
+        self.error_code: Optional[str] = service_error_code(azure_error) if azure_error is not None else None
         if self.status_code is None and azure_error is not None:
             self.status_code = getattr(azure_error, "status_code", None)
 
@@ -186,17 +193,47 @@ def is_not_found(err: BaseException) -> bool:
     return isinstance(err, _AzureNotFound) or getattr(err, "status_code", None) == 404
 
 
+def service_error_code(err: AzureError) -> Optional[str]:
+    """The service's error code: storage's ``x-ms-error-code``, else the ``code`` of the ARM
+    error body (``{"error": {"code": ...}}``), which azure-core parses into ``err.error``."""
+    code = getattr(err, "error_code", None) or getattr(getattr(err, "error", None), "code", None)
+    if not code:
+        body = _error_body(err)
+        code = body.get("code") if isinstance(body, dict) else None
+    return str(code) if code else None
+
+
+def _error_body(err: AzureError) -> Any:
+    """The ``error`` object of the response's JSON body, when it has one."""
+    response = getattr(err, "response", None)
+    try:
+        import json
+        document = json.loads(response.text()) if response is not None else None
+    except Exception:  # not JSON, or no body: there is no error object to read
+        return None
+    return document.get("error") if isinstance(document, dict) else None
+
+
 def _service_message(err: AzureError) -> str:
-    """The service's error code and message, without anything that came from the request."""
+    """The service's error code and message, and the messages of its details (where an ARM
+    error says which field was wrong), without anything that came from the request."""
     model = getattr(err, "error", None)
-    code = getattr(model, "code", None) or getattr(err, "error_code", None)
+    code = service_error_code(err)
     message = getattr(model, "message", None) or getattr(err, "message", None) or type(err).__name__
     # Storage errors put the whole response (request id, time) in the message; keep its first line.
     text = str(message).strip()
     first = redact(text.splitlines()[0]) if text else ""
     if code and first and str(code) not in first:
-        return f"{code}: {first}"
-    return first or str(code or "")
+        first = f"{code}: {first}"
+    first = first or str(code or "")
+    details = [(getattr(d, "code", None), getattr(d, "message", None)) for d in getattr(model, "details", None) or []]
+    shown = []
+    for detail_code, detail_message in details:
+        line = redact(str(detail_message or "").strip().splitlines()[0]) if detail_message else ""
+        line = f"{detail_code}: {line}" if detail_code and line else line or str(detail_code or "")
+        if line and line not in shown:
+            shown.append(line)
+    return first + "".join(f"; {line}" for line in shown[:5])
 
 
 # A query string is a "?" followed by key=value pairs; a "?" in prose ("any of * ?") is left alone.

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, List, Optional, Union, cast
 
 from azure.core.polling import LROPoller
 
-from ._backends import backend_for
 from ._backends.base import JobRecord
 from ._cluster import GpuCluster
 from ._errors import InvalidSpecError
@@ -51,7 +50,7 @@ class Experiment:
 
     @property
     def _backend(self) -> "Backend":
-        return backend_for(self.workspace.target)
+        return self.workspace.target.backend
 
     @property
     def id(self) -> str:
@@ -116,7 +115,6 @@ class Experiment:
                                               continuation_token=continuation_token)
         else:
             spec = require_spec(spec)
-            spec.check_resolved()
             if isinstance(cluster, str):
                 cluster = GpuCluster(self.workspace, cluster)
             if not isinstance(cluster, GpuCluster):
@@ -125,9 +123,7 @@ class Experiment:
             if cluster._record is None:
                 cluster.refresh()
             record = cluster._known()
-            spec.check_cluster(record.id, cluster.name, record.maximum_node_count)
-            backend.check_job_spec(spec, record)
-            backend.check_job_storage(spec)
+            backend.check_submission(spec, record)
             poller = backend.begin_submit_job(job._ref, spec, record)
 
         def accepted(job_record: JobRecord) -> Job:

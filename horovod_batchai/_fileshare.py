@@ -29,11 +29,10 @@ from ._names import (check_location, check_resource_group, check_share_name, che
                      local_destination, local_directory)
 from ._parallel import check_stop, run_parallel
 from ._progress import Progress, ProgressArg
-from ._backends import backend_for
 from ._backends.arm import ensure_resource_group
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
 from ._paths import local_path_under
-from ._target import IDEMPOTENT_POST
+from ._retry import IDEMPOTENT_POST
 from ._transfer_hash import HashingReader, OrderedHashWriter
 
 if TYPE_CHECKING:
@@ -57,8 +56,9 @@ DEFAULT_RANGE_CONCURRENCY = 8
 DIRECTORY_RANGE_CONCURRENCY = DEFAULT_RANGE_CONCURRENCY // DEFAULT_FILE_CONCURRENCY
 #: an upload is written to ``.<name>.uploading-<random>`` beside its final name and renamed into
 #: place once complete and verified, so no reader ever sees a part-written file under its name.
-#: (The local service removes such leftovers of a crashed client when it starts; keep in step
-#: with ``STALE_UPLOAD_RE`` in horovod_batchai/local/files/store.py.)
+#: (A leftover the FileShare could not delete is deleted when it next reaches the share; the local
+#: service deletes one no upload has touched for a while; keep in step with ``STALE_UPLOAD_RE`` in
+#: horovod_batchai/local/files/store.py.)
 UPLOAD_TEMP_MARK = ".uploading-"
 _UPLOAD_TEMP_RE = re.compile(r"\..+\.uploading-[0-9a-f]{12}", re.DOTALL)
 
@@ -112,6 +112,8 @@ class FileShare:
         self._key: Optional[str] = None
         self._service: Optional["ShareServiceClient"] = None
         self._lock = threading.Lock()
+        #: temporary names of failed uploads that could not be deleted then (the service was down)
+        self._leftovers: set[str] = set()
 
     def __repr__(self) -> str:
         return f"FileShare(account_name={self._account_name!r}, share_name={self.share_name!r})"
@@ -158,6 +160,8 @@ class FileShare:
             location = check_location(location)
             if sku not in SKUS:
                 raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
+            # Where jobs will find the share must not be other storage: checked before anything is created.
+            target.backend.check_share_datastore(account_name, share_name)
             ensure_resource_group(target, resource_group, location)
             account = share._begin_account(location, sku)
         running = [account]
@@ -194,16 +198,19 @@ class FileShare:
 
     @classmethod
     def get(cls, target: "Target", resource_group: str, account_name: str, share_name: str) -> "FileShare":
-        """The existing share; :class:`NotFoundError` when the account or the share is missing."""
+        """The existing share; :class:`NotFoundError` when the account or the share is missing.
+        Only reads: on Azure ML it registers no datastore (:meth:`create` does), and a job that
+        mounts the share finds its datastore when it is submitted."""
         share = cls(target, resource_group, account_name, share_name)
         share._read_account()
         share.check_exists()
-        share._register()
         return share
 
     def _register(self) -> None:
-        """Make the share known where jobs run (on Azure ML: an AzureFile datastore with the key)."""
-        backend_for(self.target).register_share(self._account_name, self.share_name, self.get_account_key())
+        """Make the share known where jobs run. On Azure ML: an AzureFile datastore with the key,
+        read first -- one that is already this share is used; one that is other storage is a
+        :class:`ConflictError`, raised before anything changes."""
+        self.target.backend.register_share(self._account_name, self.share_name, self.get_account_key())
 
     def check_exists(self) -> None:
         """Raise :class:`NotFoundError` unless the share exists."""
@@ -288,7 +295,25 @@ class FileShare:
             return self._service
 
     def _share_client(self) -> "ShareClient":
-        return self._service_client().get_share_client(self.share_name)
+        client = self._service_client().get_share_client(self.share_name)
+        if self._leftovers:
+            self._remove_leftovers(client)
+        return client
+
+    def _remove_leftovers(self, share: "ShareClient") -> None:
+        """Delete the temporary files of failed uploads that could not be deleted when they failed;
+        the ones still out of reach are kept for the next call."""
+        with self._lock:
+            pending, self._leftovers = self._leftovers, set()
+        for temp in sorted(pending):
+            try:
+                share.get_file_client(temp).delete_file(timeout=10)
+                log.info("deleted the unfinished upload %s", self._where(temp))
+            except ResourceNotFoundError:
+                pass
+            except Exception:  # noqa: BLE001 -- still out of reach: the call that brought us here says why
+                with self._lock:
+                    self._leftovers.add(temp)
 
     def _file_client(self, path: str) -> "ShareFileClient":
         return self._share_client().get_file_client(path)
@@ -381,8 +406,9 @@ class FileShare:
         place (Azure Files' Rename File, replacing any file of that name in one step). A reader or
         a job never sees a part-written file under ``path``. If the upload fails or is
         interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
-        it held; one a crashed process leaves behind is named by that pattern (the local service
-        removes such leftovers when it starts)."""
+        it held. When the service cannot be reached to delete it, this FileShare deletes it the
+        next time it reaches the share; the local service also deletes such a file once no upload
+        has touched it for two minutes (one a crashed process leaves behind, for instance)."""
         if verify is not None:
             deprecated("FileShare.upload_file(verify=...)", _VERIFY_REPLACEMENT)
             read_back = read_back or verify  # verify=True meant a read-back
@@ -457,14 +483,19 @@ class FileShare:
                 raise
 
     def _discard(self, client: "ShareFileClient", temp: str) -> None:
-        """Delete a temporary upload; best effort (the caller is already failing or interrupted)."""
+        """Delete a temporary upload; best effort (the caller is already failing or interrupted).
+        One that cannot be deleted now is remembered and deleted by the next call that reaches the share."""
         try:
             client.delete_file(timeout=10)
         except ResourceNotFoundError:
             pass
         except BaseException as err:  # noqa: B036 -- a second Ctrl-C or a dead connection: say what is left
-            log.warning("could not delete the unfinished upload %s (%s); delete it by hand (the local service "
-                        "removes such leftovers when it starts)", self._where(temp), type(err).__name__)
+            with self._lock:
+                self._leftovers.add(temp)
+            later = ("the local service deletes it after two minutes without an upload touching it"
+                     if self.target.is_local else "otherwise delete it by hand")
+            log.warning("could not delete the unfinished upload %s (%s); this FileShare deletes it the next time "
+                        "it reaches the share, and %s", self._where(temp), type(err).__name__, later)
 
     def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int,
                      stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
@@ -510,9 +541,14 @@ class FileShare:
                 run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY)
             except BaseException:
                 # A task still busy after the stop grace (a slow range under load) is abandoned, and
-                # the process may exit under it: its temporary file is deleted from here.
-                for temp in set(in_flight):
-                    self._discard(self._file_client(temp), temp)
+                # the process may exit under it: its temporary file is deleted from here, all of
+                # them at once (one after another, each delete would add its round trip to Ctrl-C).
+                deleting = [threading.Thread(target=self._discard, args=(self._file_client(temp), temp), daemon=True)
+                            for temp in set(in_flight)]
+                for thread in deleting:
+                    thread.start()
+                for thread in deleting:
+                    thread.join(10)
                 raise
         log.info("uploaded %d file(s), %d bytes, to %s", len(files), total, self._where(path))
         return [ShareItem(path=remote, is_directory=False, size=sizes[remote]) for _, remote in files]

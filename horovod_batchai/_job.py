@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Union
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.core.polling import LROPoller
 
-from ._backends import backend_for
 from ._backends.base import JobRecord, JobRef
 from ._errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError, azure_errors
 from ._job_spec import HorovodJob
@@ -68,7 +67,7 @@ class Job:
 
     @property
     def _backend(self) -> "Backend":
-        return backend_for(self.target)
+        return self.target.backend
 
     @property
     def _ref(self) -> JobRef:

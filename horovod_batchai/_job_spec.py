@@ -133,7 +133,7 @@ class OutputDirectory:
     path_suffix: Optional[str] = None
 
     def __post_init__(self) -> None:
-        check_directory_id(self.id, "output_directories.id")
+        check_directory_id(self.id, "output_directories.id", kind="OUTPUT")
         if self.id.lower() == "stdouterr":
             raise InvalidSpecError("output_directories.id", "'stdouterr' is reserved for the job's logs",
                                    "any other id of letters, digits or '_'")
@@ -531,7 +531,9 @@ class HorovodJob:
 
 
 def _without_key(mount: Mount) -> Mount:
-    if isinstance(mount, (AzureFileShareMount, AzureBlobMount)):
+    if isinstance(mount, AzureBlobMount):
+        return dataclasses.replace(mount, account_key=None, sas_token=None)
+    if isinstance(mount, AzureFileShareMount):
         return dataclasses.replace(mount, account_key=None)
     return mount
 
@@ -556,7 +558,8 @@ def _fill_mount(mount: Any, account_name: str, key_source: Any) -> Any:
     elif mount.account_name == ACCOUNT_PLACEHOLDER:
         changes["account_name"] = named = account_name
     # Keys are filled only for the account we were given; another account's mount needs its own key.
-    if named == account_name and (not mount.account_key or mount.account_key == KEY_PLACEHOLDER):
+    if named == account_name and (not mount.account_key or mount.account_key == KEY_PLACEHOLDER) and not getattr(
+            mount, "sas_token", None):
         changes["account_key"] = key_source()
     return dataclasses.replace(mount, **changes) if changes else mount
 

@@ -17,7 +17,7 @@ from ._names import (check_command_text, check_container_name, check_relative_mo
                      check_storage_account, check_text)
 
 __all__ = ["AzureFileShareMount", "AzureBlobMount", "FileServerMount", "UnmanagedMount", "Mount",
-           "ACCOUNT_PLACEHOLDER", "KEY_PLACEHOLDER", "azure_file_url", "share_url_parts"]
+           "ACCOUNT_PLACEHOLDER", "KEY_PLACEHOLDER", "azure_file_url", "share_url_parts", "split_read_only"]
 
 #: placeholders that a tutorial-style job.json carries and :meth:`HorovodJob.with_storage` fills.
 ACCOUNT_PLACEHOLDER = "<AZURE_BATCHAI_STORAGE_ACCOUNT>"
@@ -136,13 +136,23 @@ class AzureFileShareMount:
 
 @dataclass(frozen=True, kw_only=True)
 class AzureBlobMount:
-    """An Azure blob container mounted with blobfuse."""
+    """An Azure blob container, mounted with blobfuse on Batch AI and as an AzureBlob datastore
+    on Azure ML.
+
+    Credentials: ``account_key``; or ``sas_token`` (Azure ML only); or neither, which on Azure ML
+    is an identity-based datastore (the job's identity reads the container; Batch AI needs the
+    key). ``read_only`` mounts it read-only: blobfuse's ``-o ro`` on Batch AI (``mount_options``
+    holding ``-o ro`` means the same), a job input mounted ``ro_mount`` on Azure ML; otherwise it
+    is mounted read-write (an Azure ML job output, ``rw_mount``).
+    """
 
     account_name: str
     container_name: str
     relative_mount_path: str
     account_key: Optional[str] = field(default=None, repr=False)
     mount_options: Optional[str] = None
+    sas_token: Optional[str] = field(default=None, repr=False)
+    read_only: bool = False
 
     def __post_init__(self) -> None:
         _check_account(self.account_name, "mount.account_name")
@@ -150,11 +160,48 @@ class AzureBlobMount:
         check_relative_mount_path(self.relative_mount_path, "mount.relative_mount_path")
         _check_key(self.account_key, "mount.account_key")
         _check_options(self.mount_options, "mount.mount_options")
+        if self.sas_token is not None:
+            check_text(self.sas_token, "mount.sas_token", max_bytes=4096, secret=True,
+                       valid_form="a SAS token for the container, like 'sv=...&sig=...'")
+            if self.account_key is not None:
+                raise InvalidSpecError("mount.sas_token", "is given with an account key",
+                                       "one credential: account_key, sas_token, or neither (identity-based)")
+        if not isinstance(self.read_only, bool):
+            raise InvalidSpecError("mount.read_only", f"{self.read_only!r} is not True or False", "True or False")
+        read_only, options = split_read_only(self.mount_options)
+        if read_only:  # one meaning, one field: '-o ro' is read_only
+            object.__setattr__(self, "read_only", True)
+            object.__setattr__(self, "mount_options", options)
 
     @property
     def is_resolved(self) -> bool:
-        return (self.account_name != ACCOUNT_PLACEHOLDER and bool(self.account_key)
-                and self.account_key != KEY_PLACEHOLDER)
+        """The account is named and no key placeholder is left (no credential at all is an
+        identity-based mount, which only Azure ML accepts)."""
+        return self.account_name != ACCOUNT_PLACEHOLDER and self.account_key != KEY_PLACEHOLDER
+
+    @property
+    def blobfuse_options(self) -> Optional[str]:
+        """``mount_options`` with ``-o ro`` added for a read-only mount, as Batch AI takes them."""
+        return " ".join(part for part in (self.mount_options, "-o ro" if self.read_only else None) if part) or None
+
+
+def split_read_only(options: Optional[str]) -> tuple[bool, Optional[str]]:
+    """(whether blobfuse ``options`` hold ``ro``, the options without it)."""
+    if not options:
+        return False, options
+    tokens, kept, found = options.split(), [], False
+    i = 0
+    while i < len(tokens):
+        if tokens[i] == "-o" and i + 1 < len(tokens):
+            items = tokens[i + 1].split(",")
+            rest = [item for item in items if item != "ro"]
+            found = found or len(rest) != len(items)
+            kept += ["-o", ",".join(rest)] if rest else []
+            i += 2
+        else:
+            kept.append(tokens[i])
+            i += 1
+    return (True, " ".join(kept) or None) if found else (False, options)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,7 +253,8 @@ def describe(mount: Any) -> str:
     if isinstance(mount, AzureFileShareMount):
         return f"file share {mount.azure_file_url} at {mount.relative_mount_path}"
     if isinstance(mount, AzureBlobMount):
-        return f"blob container {mount.account_name}/{mount.container_name} at {mount.relative_mount_path}"
+        access = " (read-only)" if mount.read_only else ""
+        return f"blob container {mount.account_name}/{mount.container_name} at {mount.relative_mount_path}{access}"
     if isinstance(mount, FileServerMount):
         return f"file server {mount.file_server_id.rsplit('/', 1)[-1]} at {mount.relative_mount_path}"
     return f"file system at {mount.relative_mount_path}"

@@ -99,7 +99,8 @@ def check_share_name(name: str, field: str = "share_name") -> str:
 
 
 def check_share_path(path: str, field: str = "path", *, allow_root: bool = False) -> str:
-    """A path inside a share, with '/' separators; returns it without leading/trailing slashes."""
+    """A path inside a share, relative to its root, with '/' separators; returns it without a
+    trailing slash. An absolute path is refused (only the root itself may be written '/')."""
     if not isinstance(path, str):
         raise InvalidSpecError(field, f"{path!r} is not a path", "a string like 'cifar/data/file.bin'")
     cleaned = path.strip("/")
@@ -107,6 +108,10 @@ def check_share_path(path: str, field: str = "path", *, allow_root: bool = False
         if allow_root:
             return ""
         raise InvalidSpecError(field, "the path is empty", "a path inside the share like 'cifar/model.h5'")
+    if path.startswith("/"):
+        # Not made relative silently: '/etc/passwd' would land at etc/passwd in the share.
+        raise InvalidSpecError(field, f"{path!r} is absolute; paths in a share are relative to its root",
+                               f"a path inside the share like {cleaned!r}")
     parts = cleaned.split("/")
     for part in parts:
         bad = _FORBIDDEN_IN_FILE_NAME.intersection(part)
@@ -141,10 +146,12 @@ def check_admin_user_name(name: str, field: str = "admin_user_name") -> str:
     return name
 
 
-def check_directory_id(value: str, field: str) -> str:
+def check_directory_id(value: str, field: str, *, kind: str = "INPUT") -> str:
+    """An input (``kind="INPUT"``) or output (``"OUTPUT"``) directory's id, which names the
+    variable ``$AZ_BATCHAI_<kind>_<id>`` the job sees."""
     if not isinstance(value, str) or not _DIRECTORY_ID.match(value):
         raise InvalidSpecError(field, f"{value!r} is not a valid directory id",
-                               "1-64 letters, digits or '_' (it becomes part of $AZ_BATCHAI_INPUT_<id>)")
+                               f"1-64 letters, digits or '_' (it becomes part of $AZ_BATCHAI_{kind}_<id>)")
     return value
 
 

@@ -14,7 +14,12 @@ from typing import Any
 from azure.core.pipeline import PipelineRequest, PipelineResponse
 from azure.storage.fileshare import ExponentialRetry, LinearRetry
 
-__all__ = ["ThrottleAwareLinearRetry", "ThrottleAwareExponentialRetry", "retry_after_seconds"]
+__all__ = ["ThrottleAwareLinearRetry", "ThrottleAwareExponentialRetry", "retry_after_seconds", "IDEMPOTENT_POST"]
+
+#: per-call option for POST/PATCH requests that are safe to repeat (listKeys, listOutputFiles,
+#: listRemoteLoginInformation, terminate, a scale PATCH): azure-core retries only GET/PUT/DELETE
+#: (and a few others) after a dropped connection unless told a request may be repeated.
+IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
 
 log = logging.getLogger(__name__)
 

@@ -334,7 +334,7 @@ _JOB = _Obj("a Horovod job", {
         "path": _path("a path under a mount")}, ("id", "path"), '{"id": "DATA", "path": ...}'),
         '[{"id": "DATA", "path": "$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/data"}]'),
     "outputDirectories": _Arr(_Obj("an output directory", {
-        "id": _Str(lambda v, p: check_directory_id(v, p), "1-64 letters, digits or '_'"),
+        "id": _Str(lambda v, p: check_directory_id(v, p, kind="OUTPUT"), "1-64 letters, digits or '_'"),
         "pathPrefix": _path("a path under a mount"),
         "pathSuffix": _Str(_relative_path, "a relative path like 'models'")}, ("id", "pathPrefix"),
         '{"id": "MODEL", "pathPrefix": ...}'),

@@ -87,13 +87,32 @@ class ClusterStatus:
 
     @property
     def is_ready(self) -> bool:
-        """Steady, no errors, and every node the cluster should have is idle."""
-        wanted = self.target_node_count if self.target_node_count is not None else (
-            self.auto_scale[0] if self.auto_scale else 0)
-        return (self.allocation_state is AllocationState.STEADY and not self.errors
-                and self.node_state_counts.unusable == 0
-                and self.node_state_counts.idle + self.node_state_counts.running >= wanted
-                and self.node_state_counts.preparing == 0 and self.node_state_counts.leaving == 0)
+        """Steady at the size the scale settings ask for, with nothing preparing or leaving.
+
+        With a manual size the cluster has exactly ``target_node_count`` nodes, each idle or
+        running a job; with auto-scale it has between the minimum and the maximum. No errors and
+        no unusable nodes. A service may answer a resize with the cluster as it was (steady at
+        the old size), so being steady alone says nothing: the size must match.
+
+        >>> counts = NodeStateCounts(idle=2)
+        >>> steady = dict(name="c", resource_group="rg", workspace="ws", vm_size="STANDARD_NC6",
+        ...               allocation_state=AllocationState.STEADY, current_node_count=2, node_state_counts=counts,
+        ...               auto_scale=None, provisioning_state="succeeded")
+        >>> ClusterStatus(target_node_count=2, **steady).is_ready, ClusterStatus(target_node_count=0, **steady).is_ready
+        (True, False)
+        """
+        counts = self.node_state_counts
+        if (self.allocation_state is not AllocationState.STEADY or self.errors or counts.unusable
+                or counts.preparing or counts.leaving):
+            return False
+        nodes = counts.idle + counts.running
+        if self.current_node_count != nodes:
+            return False
+        if self.target_node_count is not None:
+            return nodes == self.target_node_count
+        if self.auto_scale is not None:
+            return self.auto_scale[0] <= nodes <= self.auto_scale[1]
+        return True
 
     _HEADERS = ("Name", "Resource Group", "Workspace", "VM Size", "State", "Idle", "Running", "Preparing",
                 "Leaving", "Unusable")

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from azure.core.credentials import TokenCredential
 
-from ._errors import TargetError
+from ._errors import InvalidSpecError, TargetError
 from ._local_endpoint import LOOPBACK_HOSTS, FollowLocalService
 from ._names import check_subscription_id
 
@@ -27,16 +27,18 @@ if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
     from azure.mgmt.storage import StorageManagementClient
     from azure.storage.fileshare import ShareFileClient, ShareServiceClient
 
+    from ._backends.base import Backend
     from .local import LocalService, ServiceInfo
 
 __all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "RESOURCE_GROUP_ENV", "WORKSPACE_ENV", "LOCAL_SUBSCRIPTION",
-           "AZURE_MANAGEMENT_ENDPOINT", "IDEMPOTENT_POST", "KINDS"]
+           "AZURE_MANAGEMENT_ENDPOINT", "KINDS", "check_state_dir"]
 
 log = logging.getLogger(__name__)
 
 TARGET_ENV = "HOROVOD_BATCHAI_TARGET"
 SUBSCRIPTION_ENV = "AZURE_SUBSCRIPTION_ID"
 STATE_DIR_ENV = "HOROVOD_BATCHAI_STATE_DIR"
+NODE_RUNTIME_ENV = "HOROVOD_BATCHAI_NODE_RUNTIME"
 RESOURCE_GROUP_ENV = "AZURE_RESOURCE_GROUP"
 WORKSPACE_ENV = "AZUREML_WORKSPACE_NAME"
 KINDS = ("local", "azure", "azureml")
@@ -45,10 +47,31 @@ AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
 #: bytes a data-plane (storage) client reads from a response body at a time: one 4 MiB Files range.
 DATA_BLOCK_SIZE = 4 * 1024 * 1024
 
-#: per-call option for POST/PATCH requests that are safe to repeat (listKeys, listOutputFiles,
-#: listRemoteLoginInformation, terminate, a scale PATCH): azure-core retries only GET/PUT/DELETE
-#: (and a few others) after a dropped connection unless told a request may be repeated.
-IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
+
+#: client options that say how requests travel, which the default credential's token requests take too
+CREDENTIAL_OPTIONS = ("transport", "proxies", "retry_total", "connection_verify")
+
+
+def default_credential(client_options: Mapping[str, Any]) -> TokenCredential:
+    """``DefaultAzureCredential``, its own token requests sent the way the target's are (the
+    same transport and proxy, the same retries)."""
+    from azure.identity import DefaultAzureCredential
+    return DefaultAzureCredential(**{k: v for k, v in client_options.items() if k in CREDENTIAL_OPTIONS})
+
+
+def check_state_dir(state_dir: Union[str, Path], field: str = "state_dir") -> Path:
+    """A local state directory: an existing directory, or a path where one can be made."""
+    path = Path(state_dir).expanduser()
+    if path.exists() and not path.is_dir():
+        raise InvalidSpecError(field, f"{str(path)!r} is a file, not a directory",
+                               "a directory for the local service's state (made if missing)")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InvalidSpecError(field, f"{str(path)!r} cannot be made: {str(parent)!r} is a file",
+                                       "a directory for the local service's state (made if missing)")
+            break
+    return path
 
 
 class Target:
@@ -66,7 +89,8 @@ class Target:
                  credential: Optional[TokenCredential] = None,
                  service: Union["LocalService", "ServiceInfo", None] = None,
                  state_dir: Optional[Path] = None, resource_group: Optional[str] = None,
-                 workspace: Optional[str] = None, client_options: Optional[Mapping[str, Any]] = None) -> None:
+                 workspace: Optional[str] = None, client_options: Optional[Mapping[str, Any]] = None,
+                 node_runtime: Optional[str] = None) -> None:
         if kind not in KINDS:
             raise TargetError(f"unknown target kind {kind!r}; use one of {', '.join(KINDS)}")
         if urlparse(management_endpoint).scheme != "https":
@@ -77,6 +101,7 @@ class Target:
         self._credential = credential
         self._service = service
         self._state_dir = state_dir
+        self._node_runtime = node_runtime
         self.resource_group = resource_group
         self.workspace = workspace
         self._client_options: dict[str, Any] = dict(client_options or {})
@@ -86,21 +111,39 @@ class Target:
         self._info: Optional["ServiceInfo"] = None
         self._lock = threading.RLock()
         self._clients: dict[str, Any] = {}
-        #: the backend chosen for this target (see horovod_batchai._backends.backend_for)
+        #: the backend doing this target's requests, built on first use (see the backend property)
         self._backend: Any = None
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def local(cls, service: Union["LocalService", "ServiceInfo", None] = None, *,
-              state_dir: Optional[Union[str, Path]] = None,
+              state_dir: Optional[Union[str, Path]] = None, node_runtime: Optional[Union[str, Path]] = None,
               subscription_id: str = LOCAL_SUBSCRIPTION, **client_options: Any) -> "Target":
         """The local service: the one given (a started ``LocalService`` or its ``ServiceInfo``),
         else the daemon for ``state_dir`` (default ``$HOROVOD_BATCHAI_STATE_DIR`` or
-        ``~/.horovod-batchai/local``), reused if running and started on first use if not."""
+        ``~/.horovod-batchai/local``), reused if running and started on first use if not.
+
+        ``node_runtime`` is the Python environment the daemon runs jobs with (its interpreter or its
+        directory; default ``$HOROVOD_BATCHAI_NODE_RUNTIME``, else the SDK's own Python). A daemon
+        already running with another one raises ``NodeRuntimeMismatch`` when first used. A
+        ``LocalService`` is given its runtime when it is built, so ``service`` and
+        ``node_runtime`` do not go together."""
+        runtime = None
+        if node_runtime is not None:
+            if service is not None:
+                raise TargetError("node_runtime applies to a local service the target starts; a LocalService "
+                                  "given as service= has its own (LocalService(node_runtime=...))")
+            from .local.runner.node_runtime import interpreter_of
+            try:
+                runtime = interpreter_of(node_runtime)  # absolute now: the caller's directory is meant
+            except ValueError as exc:
+                raise InvalidSpecError("node_runtime", f"{node_runtime!r} is not a path",
+                                       "the path of a Python interpreter or of a Python environment's "
+                                       "directory") from exc
         endpoint = "https://127.0.0.1"  # placeholder until the service is found; see _local_info
         return cls(kind="local", subscription_id=subscription_id, management_endpoint=endpoint,
-                   service=service, state_dir=Path(state_dir).expanduser() if state_dir else None,
-                   client_options=client_options)
+                   service=service, state_dir=check_state_dir(state_dir) if state_dir else None,
+                   client_options=client_options, node_runtime=runtime)
 
     @classmethod
     def azure(cls, subscription_id: str, credential: Optional[TokenCredential] = None, *,
@@ -109,8 +152,7 @@ class Target:
         ``credential`` defaults to ``azure.identity.DefaultAzureCredential()``. Only https
         endpoints are accepted."""
         if credential is None:
-            from azure.identity import DefaultAzureCredential
-            credential = DefaultAzureCredential()
+            credential = default_credential(client_options)
         return cls(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
                    credential=credential, client_options=client_options)
 
@@ -124,8 +166,7 @@ class Target:
         check_resource_group(resource_group)
         check_batchai_name(workspace, "workspace")
         if credential is None:
-            from azure.identity import DefaultAzureCredential
-            credential = DefaultAzureCredential()
+            credential = default_credential(client_options)
         return cls(kind="azureml", subscription_id=subscription_id, management_endpoint=AZURE_MANAGEMENT_ENDPOINT,
                    credential=credential, resource_group=resource_group, workspace=workspace,
                    client_options=client_options)
@@ -134,11 +175,14 @@ class Target:
     def from_env(cls, environ: Optional[Mapping[str, str]] = None, **client_options: Any) -> "Target":
         """From ``HOROVOD_BATCHAI_TARGET`` (``local``, the default, ``azure`` or ``azureml``),
         ``AZURE_SUBSCRIPTION_ID`` (required for azure and azureml), ``AZURE_RESOURCE_GROUP`` and
-        ``AZUREML_WORKSPACE_NAME`` (azureml) and ``HOROVOD_BATCHAI_STATE_DIR`` (local)."""
+        ``AZUREML_WORKSPACE_NAME`` (azureml) and ``HOROVOD_BATCHAI_STATE_DIR`` and
+        ``HOROVOD_BATCHAI_NODE_RUNTIME`` (local)."""
         env = os.environ if environ is None else environ
         kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
         if kind == "local":
-            return cls.local(state_dir=env.get(STATE_DIR_ENV) or None,
+            state_dir = env.get(STATE_DIR_ENV) or None
+            return cls.local(state_dir=check_state_dir(state_dir, STATE_DIR_ENV) if state_dir else None,
+                             node_runtime=env.get(NODE_RUNTIME_ENV, "").strip() or None,
                              subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION, **client_options)
         if kind not in KINDS:
             raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use one of {', '.join(KINDS)}")
@@ -163,6 +207,17 @@ class Target:
 
     # -- where things are -----------------------------------------------------------------------
     @property
+    def backend(self) -> "Backend":
+        """The backend that does this target's requests (:mod:`horovod_batchai._backends`), built on
+        first use, shared by every object of the target, closed with it."""
+        with self._lock:
+            if self._backend is None:
+                from ._backends import build_backend
+                self._backend = build_backend(self)
+            backend: "Backend" = self._backend
+            return backend
+
+    @property
     def is_local(self) -> bool:
         return self.kind == "local"
 
@@ -174,15 +229,26 @@ class Target:
                 # the same state directory, or start it again. Requests follow (FollowLocalService).
                 log.info("the local service at %s stopped; finding or starting it again", self._info.endpoint)
                 self._info = None
+            from .local import LocalService
+            if isinstance(self._service, LocalService) and self._service.running:
+                # a service in this process, perhaps started again on another port: follow it
+                self._info = self._service.info
             if self._info is None:
-                from .local import LocalService, ensure_running
+                from .local import ensure_running
                 if isinstance(self._service, LocalService):
                     self._info = self._service.info
                 elif self._service is not None:
                     self._info = self._service
                 else:
                     log.info("finding or starting the local service")
-                    self._info = ensure_running(self._state_dir)
+                    try:
+                        self._info = ensure_running(self._state_dir, node_runtime=self._node_runtime)
+                    except OSError as err:  # the state directory cannot be made or used
+                        from .local import default_state_dir
+                        where = self._state_dir or default_state_dir()
+                        raise TargetError(f"the local service's state directory {where} cannot be used: "
+                                          f"{err.strerror or err}" + (f" ({err.filename})" if err.filename else "")
+                                          ) from err
                 log.debug("using the local service at %s", self._info.endpoint)
             return self._info
 
@@ -238,7 +304,16 @@ class Target:
         return kwargs
 
     def _follow_service(self) -> FollowLocalService:
-        return FollowLocalService(lambda: self._local_info().endpoint)
+        return FollowLocalService(lambda: self._local_info().endpoint, self._down_message)
+
+    def _down_message(self, reason: str) -> str:
+        """What a :class:`LocalServiceDownError` says: what happened, and how to start the service."""
+        if self._service is not None:
+            return (f"the local service this target was given is down: {reason}; start it again and build the "
+                    "Target with the new one (or use Target.local() to have the daemon started on demand)")
+        where = f" --state-dir {self._state_dir}" if self._state_dir is not None else ""
+        return (f"the local service is down: {reason}; start it with `horovod-batchai local start{where}` "
+                f"(or `python -m horovod_batchai.local start{where}`) and try again")
 
     def _client(self, key: str, factory: Any) -> Any:
         with self._lock:

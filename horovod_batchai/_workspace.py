@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Union, cast
 
 from azure.core.polling import LROPoller
 
-from ._backends import backend_for
 from ._backends.base import ClusterRef, WorkspaceRecord
 from ._cluster import GpuCluster
 from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
@@ -53,7 +52,7 @@ class Workspace:
 
     @property
     def _backend(self) -> "Backend":
-        return backend_for(self.target)
+        return self.target.backend
 
     @property
     def id(self) -> str:
@@ -81,7 +80,7 @@ class Workspace:
         check_batchai_name(name, "workspace")
         if location is not None:
             location = check_location(location)
-        backend = backend_for(target)
+        backend = target.backend
         poller = backend.begin_create_workspace(resource_group, name, location, continuation_token=continuation_token)
         return MappedPoller(poller, lambda r: cls(target, resource_group, name, _record=r), action="creating workspace",
                             resource=backend.workspace_id(resource_group, name), same_token=True)
@@ -105,7 +104,7 @@ class Workspace:
         if resource_group is not None:
             check_resource_group(resource_group)
         return [cls(target, r.resource_group, r.name, _record=r)
-                for r in backend_for(target).list_workspaces(resource_group)]
+                for r in target.backend.list_workspaces(resource_group)]
 
     def begin_delete(self, *, delete_resource_group: bool = False,
                      continuation_token: Optional[str] = None) -> "LROPoller[None]":
@@ -120,8 +119,10 @@ class Workspace:
         if continuation_token is not None:
             saved = resume_token(continuation_token, action=action, resource=resource) or "group:"
             step, _, inner = saved.partition(":")
-        first = (backend.begin_delete_workspace(group, self.name, continuation_token=inner or None)
-                 if step == "workspace" else backend.begin_delete_resource_group(group, continuation_token=inner or None))
+        if step == "workspace":
+            first = backend.begin_delete_workspace(group, self.name, continuation_token=inner or None)
+        else:
+            first = backend.begin_delete_resource_group(group, continuation_token=inner or None)
         running = [(step, first)]
 
         def work() -> None:

@@ -5,6 +5,9 @@ down, join. Each test gets a fresh state directory.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -22,6 +25,21 @@ def service(tmp_path: Path) -> Iterator[LocalService]:
         yield svc
     finally:
         svc.stop()
+
+
+@pytest.fixture
+def busy_cores() -> Iterator[int]:
+    """Every core of the machine kept busy by a spinning process of the fixture's own, for the
+    length of the test (what a loaded machine does to the service's timing); yields how many."""
+    count = os.cpu_count() or 2
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield count
+    finally:
+        for proc in spinners:
+            proc.kill()
+        for proc in spinners:
+            proc.wait()
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """One backend per place to run. The public classes describe *what* to do; the backend that
-:func:`backend_for` picks for their :class:`Target` does it, through that place's Microsoft
+:func:`build_backend` makes for their :class:`Target` (``target.backend``) does it, through that place's Microsoft
 clients (the operations are listed in :mod:`.base`).
 
 - ``local`` and ``azure``: :mod:`.batchai`, Batch AI 2018-05-01 through azure-mgmt-batchai;
@@ -15,22 +15,17 @@ if TYPE_CHECKING:
     from .._target import Target
     from .base import Backend
 
-__all__ = ["backend_for"]
+__all__ = ["build_backend"]
 
 
-def backend_for(target: "Target") -> "Backend":
-    """The backend of ``target``, built on first use and kept (closed with the target)."""
-    with target._lock:
-        if target._backend is None:
-            if target.kind == "azureml":
-                try:
-                    from .azureml import AzureMLBackend
-                except ImportError as err:
-                    raise TargetError(f"the azureml target needs azure-ai-ml ({err.name} is missing): "
-                                      "pip install 'horovod-batchai[azureml]'") from None
-                target._backend = AzureMLBackend(target)
-            else:
-                from .batchai import BatchAIBackend
-                target._backend = BatchAIBackend(target)
-        backend: "Backend" = target._backend
-        return backend
+def build_backend(target: "Target") -> "Backend":
+    """A new backend for ``target``'s kind (the target keeps the one it uses: ``target.backend``)."""
+    if target.kind == "azureml":
+        try:
+            from .azureml import AzureMLBackend
+        except ImportError as err:
+            raise TargetError(f"the azureml target needs azure-ai-ml ({err.name} is missing): "
+                              "pip install 'horovod-batchai[azureml]'") from None
+        return AzureMLBackend(target)
+    from .batchai import BatchAIBackend
+    return BatchAIBackend(target)

@@ -3,6 +3,10 @@
 A backend takes names and frozen specs and returns the neutral records below; it never sees
 the public classes (they sit above it). Everything a backend checks about a spec it checks
 before its first request, raising :class:`InvalidSpecError` naming the field.
+
+Its ``begin_`` methods send the operation's first request and return a poller without waiting
+(never a poller waited on with a fixed timeout); each takes ``continuation_token``, a token of a
+poller it returned (``_lro.resume_token`` reads it), to resume instead of starting.
 """
 from __future__ import annotations
 
@@ -164,9 +168,13 @@ class Backend(Protocol):
     # -- jobs -----------------------------------------------------------------------------------
     def job_id(self, ref: JobRef) -> str: ...
 
-    def check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None: ...
-
-    def check_job_storage(self, spec: HorovodJob) -> None: ...
+    def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        """Everything checked before a job is submitted, in one call: placeholders filled and keys
+        given, the cluster able to give ``node_count`` nodes, paths inside a mount, every field
+        expressible on this target, and the storage each mount names (read, never changed, except
+        what the target registers for a mount by design). InvalidSpecError or ConflictError, before
+        anything is created."""
+        ...
 
     def find_job(self, ref: JobRef) -> Optional[JobRecord]: ...
 
@@ -194,6 +202,10 @@ class Backend(Protocol):
     failure_log_name: str
 
     # -- storage --------------------------------------------------------------------------------
+    def check_share_datastore(self, account_name: str, share_name: str) -> None:
+        """Raise ConflictError when what jobs would mount for this share is other storage (reads only)."""
+        ...
+
     def register_share(self, account_name: str, share_name: str, account_key: str) -> None: ...
 
     def close(self) -> None: ...

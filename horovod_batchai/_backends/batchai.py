@@ -18,9 +18,9 @@ from .._conversions import (CLUSTER_SECRET_FIELDS, SECRET_FIELDS, cluster_differ
 from .._errors import ConflictError, InvalidSpecError, azure_errors
 from .._job_spec import HorovodJob
 from .._lro import DonePoller, MappedPoller, resume_token
-from .._mounts import AzureFileShareMount
+from .._mounts import AzureBlobMount, AzureFileShareMount
 from .._names import check_directory_id
-from .._target import IDEMPOTENT_POST
+from .._retry import IDEMPOTENT_POST
 from .._values import OutputFile, RemoteLogin, Usage
 from . import arm
 from .base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, WorkspaceRecord
@@ -331,10 +331,24 @@ class BatchAIBackend:
                          cluster_id=getattr(getattr(model, "cluster", None), "id", "") or "",
                          read_spec=lambda: job_from_rest(model), raw=model)
 
-    def check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
-        spec.check_paths_against(cluster.mounts)
+    def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        spec.check_resolved()
+        spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
+        self._check_job_spec(spec, cluster)
+        self._check_job_storage(spec)
 
-    def check_job_storage(self, spec: HorovodJob) -> None:
+    def _check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        spec.check_paths_against(cluster.mounts)
+        for i, mount in enumerate(spec.mounts):
+            if isinstance(mount, AzureBlobMount) and (mount.sas_token or not mount.account_key):
+                raise spec.field_error(f"mounts[{i}]", f"Batch AI mounts blob container {mount.container_name!r} "
+                                       "with the storage account's key" + (", not a SAS token" if mount.sas_token
+                                                                           else "; none is given"),
+                                       "AzureBlobMount(..., account_key=...) or spec.with_storage(...)",
+                                       "credentials.accountKey, or the storage account given when loading the file "
+                                       "(HorovodJob.from_file(..., storage=share), or --storage-account-name)")
+
+    def _check_job_storage(self, spec: HorovodJob) -> None:
         """Every mounted file share must exist and take its key (a read; nothing is created).
         Blob containers are not checked: that would need the blob data plane client."""
         target = self._target
@@ -438,7 +452,7 @@ class BatchAIBackend:
                           link_expiry_minutes: int) -> List[OutputFile]:
         from azure.mgmt.batchai import models
         if output_directory_id != STDOUTERR:
-            check_directory_id(output_directory_id, "output_directory_id")
+            check_directory_id(output_directory_id, "output_directory_id", kind="OUTPUT")
         options = models.JobsListOutputFilesOptions(outputdirectoryid=output_directory_id, directory=directory,
                                                     linkexpiryinminutes=link_expiry_minutes, max_results=1000)
         with azure_errors("listing output files of", f"{self.job_id(ref)} ({output_directory_id}/{directory})"):
@@ -452,6 +466,9 @@ class BatchAIBackend:
         return _ShareFile(self._target.file_from_sas_url(url))
 
     # -- storage --------------------------------------------------------------------------------
+    def check_share_datastore(self, account_name: str, share_name: str) -> None:
+        pass  # a Batch AI job names the share and its key itself: there is nothing in between
+
     def register_share(self, account_name: str, share_name: str, account_key: str) -> None:
         pass  # a Batch AI job names the share and its key itself
 

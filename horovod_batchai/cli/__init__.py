@@ -24,11 +24,13 @@ through its state directory. ``--output json`` prints what every show / list / c
 JSON; ``--query PATH`` picks one value from it (``nodeStateCounts.runningNodeCount``).
 
 Exit status, for pipelines: 0 success; 1 a job or an operation failed; 2 a usage or input
-mistake (nothing was changed); 3 not found; 4 a wait timed out. Mistakes are reported in one line
+mistake (nothing was changed); 3 not found; 4 a wait timed out; 5 a conflict (the resource exists
+with other settings, e.g. a job resubmitted with another job.json). Mistakes are reported in one line
 naming the option or field and its valid form, never with a traceback; secrets (keys, passwords,
 download links) are never printed.
 """
-from .context import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
+from .context import EXIT_CONFLICT, EXIT_FAILED, EXIT_NOT_FOUND, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
 from .run import build_parser, main
 
-__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_NOT_FOUND", "EXIT_TIMEOUT"]
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_NOT_FOUND", "EXIT_TIMEOUT",
+           "EXIT_CONFLICT"]

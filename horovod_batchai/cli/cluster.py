@@ -124,13 +124,13 @@ def cluster_list(ctx: Context) -> Result:
 def cluster_resize(ctx: Context) -> Result:
     target_nodes, auto_scale = _scale_arguments(ctx.args, required=True)
     cluster = ctx.workspace().get_cluster(ctx.args.name)
+    # The scale request is sent here; without --wait the command returns once it is accepted.
     if auto_scale is not None:
-        status = cluster.auto_scale(auto_scale.minimum, auto_scale.maximum, initial=auto_scale.initial)
+        cluster.begin_auto_scale(auto_scale.minimum, auto_scale.maximum, initial=auto_scale.initial)
     else:
         assert target_nodes is not None
-        status = cluster.resize(target_nodes, deallocation_option=ctx.args.deallocation_option)
-    if ctx.args.wait:
-        status = _wait_for_cluster(ctx, cluster)
+        cluster.begin_resize(target_nodes, deallocation_option=ctx.args.deallocation_option)
+    status = _wait_for_cluster(ctx, cluster) if ctx.args.wait else cluster.status()
     return Result(cluster_data(cluster, status), cluster_table([status]))
 
 

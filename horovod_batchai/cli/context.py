@@ -15,6 +15,7 @@ EXIT_FAILED = 1      # a job failed, or a request did
 EXIT_USAGE = 2       # a mistake in the command line or its inputs; nothing was changed
 EXIT_NOT_FOUND = 3   # the resource (or the local service) does not exist
 EXIT_TIMEOUT = 4     # a wait ran out of time
+EXIT_CONFLICT = 5    # the resource exists with other settings (a resubmit that differs, say)
 EXIT_INTERRUPTED = 130
 
 PROG = "horovod-batchai"
@@ -22,6 +23,28 @@ PROG = "horovod-batchai"
 
 class UsageError(Exception):
     """A mistake in the command line that argparse cannot see (option combinations)."""
+
+
+def local_state_dir(args: argparse.Namespace) -> Optional[Path]:
+    """``--state-dir`` checked (a directory, or a path where one can be made); None for the default."""
+    from .._errors import InvalidSpecError
+    from .._target import check_state_dir
+    if not args.state_dir:
+        return None
+    try:
+        return check_state_dir(args.state_dir)
+    except InvalidSpecError as err:
+        raise UsageError(f"--state-dir: {err.problem} (valid: {err.valid_form})") from None
+
+
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The azure-core client options the command line gives every client of the target."""
+    options: dict[str, Any] = {}
+    if getattr(args, "proxy", None):
+        options["proxies"] = {"http": args.proxy, "https": args.proxy}
+    if getattr(args, "retries", None) is not None:
+        options["retry_total"] = args.retries
+    return options
 
 
 class Context:
@@ -37,20 +60,21 @@ class Context:
             args = self.args
             if args.target in ("azure", "azureml") and not args.subscription:
                 raise UsageError(f"--subscription (or $AZURE_SUBSCRIPTION_ID) is required with --target {args.target}")
+            options = client_options(args)
             if args.target == "azure":
-                self._target = Target.azure(args.subscription)
+                self._target = Target.azure(args.subscription, **options)
             elif args.target == "azureml":
                 group = getattr(args, "resource_group", None) or os.environ.get("AZURE_RESOURCE_GROUP")
                 workspace = getattr(args, "workspace", None) or os.environ.get("AZUREML_WORKSPACE_NAME")
                 if not group or not workspace:
                     raise UsageError("--target azureml works in one Azure ML workspace: give -g and -w (or "
                                      "$AZURE_RESOURCE_GROUP and $AZUREML_WORKSPACE_NAME)")
-                self._target = Target.azureml(args.subscription, group, workspace)
+                self._target = Target.azureml(args.subscription, group, workspace, **options)
             else:
-                kwargs: dict[str, Any] = {"state_dir": args.state_dir}
+                kwargs: dict[str, Any] = {"state_dir": local_state_dir(args)}
                 if args.subscription:
                     kwargs["subscription_id"] = args.subscription
-                self._target = Target.local(**kwargs)
+                self._target = Target.local(**kwargs, **options)
         return self._target
 
     def close(self) -> None:

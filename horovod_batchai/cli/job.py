@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import AzureFileShareMount, ExecutionState, FileShare, HorovodJob, InvalidSpecError, JobFailedError
-from .context import EXIT_FAILED, Context, local_dest
+from .. import (AzureFileShareMount, ExecutionState, FileShare, HorovodJob, InvalidSpecError, JobFailedError, JobStatus,
+                WaitTimeoutError)
+from .context import EXIT_FAILED, EXIT_TIMEOUT, Context, UsageError, local_dest
 from .parser import _Commands, _exp, _name, _Parser, _positive, _timeout
 from .views import Result, Table, job_data, job_table, output_files_data, output_files_table
 
@@ -19,6 +20,9 @@ STORAGE_ACCOUNT_ENV = "AZURE_BATCHAI_STORAGE_ACCOUNT"  # what az batchai job cre
 def _job_spec(ctx: Context) -> HorovodJob:
     """The job.json, with storage placeholders and keys filled, the node count and arguments varied."""
     args = ctx.args
+    if args.package_environment and args.target != "azureml":
+        raise UsageError("--package-environment: only Azure ML builds the package's Docker environment; "
+                         f"drop it with --target {args.target}")
     if not args.config_file.is_file():
         raise InvalidSpecError("--config-file", f"{str(args.config_file)!r} is not a file", "the path of a job.json")
     spec = HorovodJob.from_file(args.config_file)
@@ -35,6 +39,9 @@ def _job_spec(ctx: Context) -> HorovodJob:
     changes: dict[str, Any] = {}
     if args.append_args:
         changes["arguments"] = f"{spec.arguments} {args.append_args}".strip()
+    if args.package_environment:
+        # job.json's TensorFlow 1.8 image cannot run the training package, nor does its preparation apply
+        changes.update(container_image=None, job_preparation=None)
     if args.node_count is not None:
         changes["node_count"] = args.node_count
         if spec.process_count is not None:
@@ -69,6 +76,9 @@ def job_wait(ctx: Context) -> Result:
         status = job.wait(timeout=ctx.args.timeout)
     except JobFailedError as err:
         return Result(job_data(job, job.status), job_table([(job, job.status)]), EXIT_FAILED, str(err))
+    except WaitTimeoutError as err:  # where the job stands is printed too (-o json included)
+        last = err.last_state if isinstance(err.last_state, JobStatus) else job.refresh().status
+        return Result(job_data(job, last), job_table([(job, last)]), EXIT_TIMEOUT, str(err))
     return Result(job_data(job, status), job_table([(job, status)]))
 
 
@@ -127,6 +137,11 @@ def register(c: _Commands) -> None:
     p.add_argument("--storage-resource-group", default=None,
                    help="resource group of that storage account (default: --resource-group)")
     p.add_argument("--node-count", type=_positive, default=None, help="override the file's nodeCount")
+    p.add_argument("--package-environment", action="store_true",
+                   help="Azure ML only: run in the image built from the package's Dockerfile (TensorFlow 2.15.1, "
+                        "Horovod 0.28.1) instead of the file's containerSettings and jobPreparation (the "
+                        "tutorial's TensorFlow 1.8 image cannot run its training package); the build context is "
+                        "uploaded through the same client options as every other request")
     p.add_argument("--append-args", default=None, metavar="ARGS",
                    help="arguments appended to the file's commandLineArgs, e.g. '--epochs=3' "
                         "(the node expands $AZ_BATCHAI_* variables in them)")

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Optional
 
-from .context import EXIT_NOT_FOUND, Context, UsageError
+from .context import EXIT_FAILED, EXIT_NOT_FOUND, Context, UsageError, local_state_dir
 from .parser import _Commands
 from .views import Result, Table, service_data, service_table
 
@@ -12,13 +13,29 @@ def _local_only(ctx: Context) -> Path:
     if ctx.args.target != "local":
         raise UsageError("local: these commands manage the local service; drop --target azure")
     from ..local import default_state_dir
-    return Path(ctx.args.state_dir).expanduser() if ctx.args.state_dir else default_state_dir()
+    return local_state_dir(ctx.args) or default_state_dir()
 
 
 def local_start(ctx: Context) -> Result:
-    from ..local import ensure_running
-    data = service_data(ensure_running(_local_only(ctx)))
+    """Start the service (or find it running); ``--node-runtime`` names the Python environment its
+    jobs run with, and a service already running with another one is reported, not replaced."""
+    from ..local import NodeRuntimeMismatch, ensure_running
+    state_dir = _local_only(ctx)
+    try:
+        info = ensure_running(state_dir, node_runtime=ctx.args.node_runtime)
+    except ValueError as err:
+        raise UsageError(f"--node-runtime: {err}") from None
+    except NodeRuntimeMismatch as err:
+        running = _running_data(state_dir)
+        return Result(running, service_table(running) if running else None, EXIT_FAILED, str(err))
+    data = service_data(info)
     return Result(data, service_table(data))
+
+
+def _running_data(state_dir: Path) -> Optional[dict[str, Any]]:
+    from ..local import find_running
+    info = find_running(state_dir)
+    return service_data(info) if info is not None else None
 
 
 def local_stop(ctx: Context) -> Result:
@@ -56,7 +73,11 @@ def local_az_env(ctx: Context) -> Result:
 
 def register(c: _Commands) -> None:
     sub = c.group("local", "the local service (state, jobs and files on this machine)")
-    c.command(sub, "start", local_start, "start the local service in the background (reused if running)")
+    p = c.command(sub, "start", local_start, "start the local service in the background (reused if running)")
+    p.add_argument("--node-runtime", default=None, metavar="PATH",
+                   help="the Python environment jobs run with: its interpreter or its directory (default "
+                        "$HOROVOD_BATCHAI_NODE_RUNTIME, else this Python); it needs TensorFlow 2.15, Keras 2.15 and "
+                        "Horovod 0.28.1. A service already running with another one is an error (stop it first)")
     c.command(sub, "stop", local_stop, "stop the local service")
     c.command(sub, "status", local_status, "say whether the local service runs; exit 3 if not")
     p = c.command(sub, "az-env", local_az_env, "print the shell lines that point the Azure CLI at the local service: "

@@ -34,8 +34,51 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text}")
+    if not value >= 0 or value == float("inf"):  # 0: look once, as the SDK's timeout=0
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text}")
+    return value
+
+
+#: options whose value is free text that may itself start with '-' ("--append-args '--epochs=3'")
+FREE_TEXT_OPTIONS = ("--append-args",)
+
+
+def glue_free_text(argv: list[str]) -> list[str]:
+    """``--append-args --epochs=3`` as ``--append-args=--epochs=3``: argparse would take a value
+    starting with '-' for an option of its own and refuse the command line."""
+    glued: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word in FREE_TEXT_OPTIONS:
+            value = next(words, None)
+            glued.append(word if value is None else f"{word}={value}")
+        else:
+            glued.append(word)
+    return glued
+
+
+def _proxy(text: str) -> str:
+    from urllib.parse import urlparse
+    parsed = urlparse(text)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = -1
+    if "@" in parsed.netloc:  # the value is not echoed: it holds a password
+        raise argparse.ArgumentTypeError("a proxy with a user name or password does not belong on the command line "
+                                         "(every user of the machine can read it); set $HTTPS_PROXY instead")
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or port == -1 or parsed.path not in ("", "/"):
+        raise argparse.ArgumentTypeError(f"expected a proxy URL like http://proxy.example.com:3128, got {text!r}")
+    return text
+
+
+def _retries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of retries (0 or more), got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a number of retries from 0 to 100, got {value}")
     return value
 
 
@@ -56,6 +99,13 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool, with_tar
                                 "or Batch AI's API on Azure (azure) ($HOROVOD_BATCHAI_TARGET)")
     group.add_argument("--subscription", default=default(os.environ.get("AZURE_SUBSCRIPTION_ID")),
                        help="Azure subscription id ($AZURE_SUBSCRIPTION_ID); required with --target azure/azureml")
+    group.add_argument("--proxy", type=_proxy, default=default(None), metavar="URL",
+                       help="send every request (management, storage, Azure ML) through this HTTP(S) proxy, e.g. "
+                            "http://proxy.example.com:3128; without it $HTTPS_PROXY / $HTTP_PROXY / $NO_PROXY apply "
+                            "(put a proxy password there, never on the command line)")
+    group.add_argument("--retries", type=_retries, default=default(None), metavar="N",
+                       help="retry a failed request at most N times (azure-core's retry_total; default: each "
+                            "client's own, 3 to 10)")
     group.add_argument("--state-dir", type=Path, default=default(None),
                        help="the local service's state directory ($HOROVOD_BATCHAI_STATE_DIR, else "
                             "~/.horovod-batchai/local); a service running for it is reused, else one is started")

@@ -8,21 +8,22 @@ import logging
 import sys
 from typing import Any, Callable, Optional, Sequence
 
-from azure.core.exceptions import AzureError, ResourceNotFoundError
+from azure.core.exceptions import AzureError, ResourceExistsError, ResourceNotFoundError
 
-from .. import (ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, JobFailedError, NotFoundError,
-                TargetError, TransferError, WaitTimeoutError)
+from .. import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
+                NotFoundError, TargetError, TransferError, WaitTimeoutError)
 from .._errors import redact
 from . import cluster, experiment, job, local, storage, workspace
-from .context import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE, PROG, Context, UsageError
-from .parser import _Commands, _global_options, _Parser
+from .context import (EXIT_CONFLICT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE, PROG,
+                      Context, UsageError)
+from .parser import _Commands, _global_options, _Parser, glue_free_text
 from .views import Result
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Batch AI workspaces, clusters, jobs and file shares, on Azure or the "
                                             "local service.", epilog="exit status: 0 ok, 1 failed, 2 usage, "
-                                                                    "3 not found, 4 timeout")
+                                                                    "3 not found, 4 timeout, 5 conflict")
     _global_options(parser, suppress=False)
     commands = _Commands(parser)
     for group in (workspace, experiment, cluster, job, storage, local):
@@ -91,7 +92,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run one command; returns the exit status (see the package docstring)."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(glue_free_text(sys.argv[1:] if argv is None else list(argv)))
     except SystemExit as exit_:  # usage mistakes and --help
         return int(exit_.code or 0) if not isinstance(exit_.code, str) else EXIT_USAGE
     ctx = Context(args)
@@ -108,6 +109,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _fail(str(err), EXIT_NOT_FOUND)
     except (WaitTimeoutError, TimeoutError) as err:
         return _fail(str(err), EXIT_TIMEOUT)
+    except (ConflictError, ResourceExistsError) as err:
+        return _fail(str(err), EXIT_CONFLICT)
     except (JobFailedError, ClusterNotReadyError, TransferError, HorovodBatchAIError) as err:
         return _fail(str(err), EXIT_FAILED)
     except AzureError as err:
@@ -118,6 +121,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as err:  # a bug: say so in one line, the traceback only when asked
+        from ..local import ServiceAlreadyRunning  # imported here: most commands never start the service
+        if isinstance(err, ServiceAlreadyRunning):  # e.g. one running with another node runtime
+            return _fail(str(err), EXIT_FAILED)
         if args.debug:
             raise
         return _fail(f"unexpected {type(err).__name__}: {err} (run again with --debug for the traceback)",

@@ -31,7 +31,17 @@ def share_delete(ctx: Context) -> Result:
     return Result({"deleted": deleted}, Table(["Deleted"], [[d] for d in deleted]))
 
 
+def _relative(path: str) -> str:
+    """``--path`` as given, refused when absolute: '/etc/passwd' would land at etc/passwd in the
+    share (the share's root itself may be written '/')."""
+    if path.startswith("/") and path.strip("/"):
+        raise InvalidSpecError("--path", f"{path!r} is absolute; paths in a share are relative to its root",
+                               f"a path inside the share like {path.strip('/')!r}")
+    return path
+
+
 def directory_create(ctx: Context) -> Result:
+    _relative(ctx.args.path)
     share = ctx.share()
     share.create_directory(ctx.args.path)
     item = ShareItem(path=ctx.args.path.strip("/"), is_directory=True)
@@ -56,6 +66,8 @@ def file_upload(ctx: Context) -> Result:
     source: Path = args.source
     if not source.exists():
         raise InvalidSpecError("--source", f"{str(source)!r} does not exist", "a local file or directory")
+    if args.path is not None:
+        _relative(args.path)
     share = ctx.share()
     if source.is_dir():
         remote = args.path if args.path is not None else source.resolve().name
@@ -70,6 +82,7 @@ def file_upload(ctx: Context) -> Result:
 
 def file_download(ctx: Context) -> Result:
     args = ctx.args
+    _relative(args.path)
     share = ctx.share()
     if _is_share_directory(share, args.path):
         paths = share.download_directory(args.path, Path(args.dest), progress=ctx.args.progress)
@@ -79,7 +92,7 @@ def file_download(ctx: Context) -> Result:
 
 
 def file_list(ctx: Context) -> Result:
-    items = ctx.share().list(ctx.args.path or "", recursive=ctx.args.recursive)
+    items = ctx.share().list(_relative(ctx.args.path or ""), recursive=ctx.args.recursive)
     return Result(share_items_data(items), share_items_table(items))
 
 

@@ -151,9 +151,10 @@ def share_data(share: FileShare) -> dict[str, Any]:
 
 def service_data(info: Any) -> dict[str, Any]:
     return {"running": True, "endpoint": info.endpoint, "pid": info.pid, "stateDir": str(info.state_dir),
-            "caCert": str(info.ca_cert)}
+            "caCert": str(info.ca_cert), "nodeRuntime": info.node_runtime}
 
 
 def service_table(data: dict[str, Any]) -> Table:
-    return Table(["Running", "Endpoint", "PID", "State Directory"],
-                 [[str(data["running"]).lower(), data.get("endpoint"), data.get("pid"), data["stateDir"]]])
+    return Table(["Running", "Endpoint", "PID", "State Directory", "Node Runtime"],
+                 [[str(data["running"]).lower(), data.get("endpoint"), data.get("pid"), data["stateDir"],
+                   data.get("nodeRuntime")]])

@@ -3,7 +3,9 @@
 with state on disk and jobs run as real local Horovod processes."""
 from .core.tokens import LocalCredential
 from .core.backend import STATE_DIR_ENV, ServiceSettings, default_state_dir
-from .service import LocalService, ServiceAlreadyRunning, ServiceInfo, ensure_running, find_running, stop_daemon
+from .runner.node_runtime import NODE_RUNTIME_ENV
+from .service import (LocalService, NodeRuntimeMismatch, ServiceAlreadyRunning, ServiceInfo, ensure_running,
+                      find_running, stop_daemon)
 
-__all__ = ["LocalCredential", "LocalService", "ServiceAlreadyRunning", "ServiceInfo", "ServiceSettings",
-           "STATE_DIR_ENV", "default_state_dir", "ensure_running", "find_running", "stop_daemon"]
+__all__ = ["LocalCredential", "LocalService", "NODE_RUNTIME_ENV", "NodeRuntimeMismatch", "ServiceAlreadyRunning",
+           "ServiceInfo", "ServiceSettings", "STATE_DIR_ENV", "default_state_dir", "ensure_running", "find_running", "stop_daemon"]

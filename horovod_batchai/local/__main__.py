@@ -1,7 +1,9 @@
 """``python -m horovod_batchai.local serve|start|stop|status``.
 
 ``serve --host 127.0.0.1 --port PORT --state-dir DIR`` runs the service in the foreground and
-prints its endpoints; other tools call exactly this command.
+prints its endpoints; other tools call exactly this command. ``--node-runtime PATH`` (``serve``
+and ``start``) names the Python environment jobs run with; it wins over
+``$HOROVOD_BATCHAI_NODE_RUNTIME``, which wins over the service's own Python.
 """
 from __future__ import annotations
 
@@ -15,7 +17,12 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .core.backend import ServiceSettings, default_state_dir
+from .core.disk import WholeLineLogHandler
+from .runner.node_runtime import NODE_RUNTIME_ENV
 from .service import LocalService, ServiceAlreadyRunning, ensure_running, find_running, is_loopback, stop_daemon
+
+RUNTIME_HELP = ("the Python environment jobs run with: its interpreter or its directory (default $" + NODE_RUNTIME_ENV
+                + ", else this Python); it needs TensorFlow 2.15, Keras 2.15 and Horovod 0.28.1")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,10 +38,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--fault-rate", type=float, default=0.0, help="fraction of requests to fail (tests)")
     serve.add_argument("--fault-seed", type=int, default=0)
     serve.add_argument("--quiet", action="store_true", help="log warnings only")
+    serve.add_argument("--node-runtime", default=None, metavar="PATH", help=RUNTIME_HELP)
     for name, text in (("start", "start a background service (reused if running)"),
                        ("stop", "stop the background service"), ("status", "say whether one is running")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--state-dir", type=Path, default=None)
+        if name == "start":
+            p.add_argument("--node-runtime", default=None, metavar="PATH",
+                           help=RUNTIME_HELP + "; a running service with another one is an error")
     return parser
 
 
@@ -46,8 +57,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"error: --host must be a loopback address (127.0.0.1, localhost or ::1), got {args.host!r}",
                   file=sys.stderr)
             return 2
+        # One write per line: on a full disk a line is dropped whole, never torn (see core/disk.py).
+        handler = WholeLineLogHandler(sys.stderr.fileno())
         logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[handler])
         try:
             settings = ServiceSettings(provision_delay_s=args.provision_delay, fault_rate=args.fault_rate,
                                        fault_seed=args.fault_seed)
@@ -56,7 +69,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
         # Everything the daemon and its jobs create (shares, outputs, logs) is this user's only.
         os.umask(0o077)
-        service = LocalService(state_dir, host=args.host, port=args.port, settings=settings)
+        try:
+            service = LocalService(state_dir, host=args.host, port=args.port, settings=settings,
+                                   node_runtime=args.node_runtime)
+        except ValueError as exc:
+            print(f"error: --node-runtime: {exc}", file=sys.stderr)
+            return 2
         try:
             service.start()
         except (ServiceAlreadyRunning, OSError) as exc:
@@ -70,6 +88,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"Files endpoint:      {info.endpoint}/<account>", flush=True)
         print(f"CA certificate:      {info.ca_cert}", flush=True)
         print(f"State directory:     {info.state_dir}", flush=True)
+        print(f"Node runtime:        {service.node_runtime.describe()}", flush=True)
         # Last: Azurite may still be starting (about a second).
         blob = service.backend.blob if service.backend is not None else None
         if blob is not None and blob.available:
@@ -84,11 +103,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     if args.command == "start":
         try:
-            info = ensure_running(state_dir)
+            info = ensure_running(state_dir, node_runtime=args.node_runtime)
+        except ValueError as exc:
+            print(f"error: --node-runtime: {exc}", file=sys.stderr)
+            return 2
         except (OSError, RuntimeError) as exc:  # an unusable --state-dir, or a daemon that would not start
             print(f"error: {exc}", file=sys.stderr)
             return 1
         print(f"local service running at {info.endpoint} (pid {info.pid}, state in {info.state_dir})")
+        print(f"node runtime: {info.node_runtime or '(not recorded)'}")
         return 0
     if args.command == "stop":
         print("stopped" if stop_daemon(state_dir) else "not running")

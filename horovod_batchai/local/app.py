@@ -14,6 +14,7 @@ from werkzeug.wrappers import Request, Response
 from .batchai import api as batchai_api
 from .core.arm_errors import ArmError, arm_error_response
 from .core.backend import LocalBackend
+from .core.disk import DiskProblem, disk_problem
 from .core.http_server import SOCKET_KEY
 from .core.identity import TOKEN_PATH, token_endpoint
 from .core.routing import Call, Router, json_response
@@ -129,7 +130,12 @@ class LocalApp:
         except RequestEntityTooLarge:
             return storage_error_response(StorageError(413, "RequestBodyTooLarge",
                                                        "The request body is too large."), head=request.method == "HEAD")
-        except Exception:  # a bug of ours: answer 500 rather than drop the connection
+        except Exception as err:
+            problem = disk_problem(err, self.backend.state_dir)
+            if problem is not None:
+                log.warning("%s %s failed: %s", _loggable(request.method), _loggable(request.path), problem.describe())
+                return storage_error_response(_storage_disk_error(problem), head=request.method == "HEAD")
+            # a bug of ours: answer 500 rather than drop the connection
             log.exception("unhandled error in Files data plane for %s %s", _loggable(request.method),
                           _loggable(request.path))
             return storage_error_response(StorageError(500, "InternalError", "The server encountered an internal error."))
@@ -168,7 +174,11 @@ class LocalApp:
         except RequestEntityTooLarge:
             return arm_error_response(ArmError(413, "RequestEntityTooLarge",
                                                f"The request content exceeds {self.backend.settings.max_body_bytes} bytes."))
-        except Exception:
+        except Exception as err:
+            problem = disk_problem(err, self.backend.state_dir / "state.db")
+            if problem is not None:
+                log.warning("%s %s failed: %s", _loggable(request.method), _loggable(request.path), problem.describe())
+                return arm_error_response(_arm_disk_error(problem))
             log.exception("unhandled error for %s %s", _loggable(request.method), _loggable(request.path))
             return arm_error_response(ArmError(500, "InternalServerError", "The server encountered an internal error."))
 
@@ -182,6 +192,23 @@ class LocalApp:
             raise ArmError(401, "InvalidAuthenticationToken",
                            "The access token is invalid or has expired.",
                            headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
+
+
+def _arm_disk_error(problem: DiskProblem) -> ArmError:
+    """507, which no client retries: the request is fine, the service cannot store what it asks."""
+    code = "StorageReadOnly" if problem.read_only else "InsufficientStorage"
+    return ArmError(507, code, f"The local service cannot store the change: {problem.describe()}. "
+                               + ("Make it writable" if problem.read_only else "Free some space") + " and try again.")
+
+
+def _storage_disk_error(problem: DiskProblem) -> StorageError:
+    """A full share is Azure Files' ShareSizeLimitReached (403). Azure has no error for a share on a
+    read-only disk: 403 too, with a code of ours (Azure's 409 ReadOnlyAttribute would read as "already
+    exists" to the storage clients, and a create-if-missing would pass silently). Neither is retried."""
+    if problem.read_only:
+        return StorageError(403, "ReadOnlyFileSystem", f"The share cannot be changed: {problem.describe()}.")
+    return StorageError(403, "ShareSizeLimitReached", f"The share is full: {problem.describe()}. Free some space "
+                                                      "and try again.")
 
 
 def make_app(backend: LocalBackend) -> LocalApp:

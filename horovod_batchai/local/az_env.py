@@ -17,9 +17,15 @@ What the lines do, and why:
   CLI's storage commands then use that account whatever ``--account-name`` says. An account that
   does not exist yet is given the key it will be created with (see ``storage/keys.py``).
 * ``az cloud register`` (or ``update``, when the port changed), ``az cloud set``, ``az login --identity``.
+
+The profile's ``config`` turns off what the CLI would send to Microsoft on its own: telemetry
+(``core.collect_telemetry``, uploaded after every command), the check for a newer CLI
+(``auto-upgrade.enable``) and the survey prompt (``core.survey_message``). Other settings in that
+file (the cloud ``az cloud set`` chose) are kept.
 """
 from __future__ import annotations
 
+import configparser
 import os
 import re
 import shlex
@@ -63,6 +69,27 @@ def _write_private(path: Path, text: str) -> None:
     os.chmod(path, 0o600)  # an older file may have been made with other modes
 
 
+#: what the CLI's profile sets so that the CLI reaches nothing but the local service by itself
+QUIET_SETTINGS = {("core", "collect_telemetry"): "no", ("core", "survey_message"): "no",
+                  ("auto-upgrade", "enable"): "no"}
+
+
+def _quiet_profile(config_dir: Path) -> None:
+    """Turn the CLI's telemetry, update check and survey off in ``config_dir/config``, keeping the rest."""
+    path = config_dir / "config"
+    config = configparser.ConfigParser(interpolation=None)
+    if path.exists():
+        config.read(path, encoding="utf-8")
+    for (section, key), value in QUIET_SETTINGS.items():
+        if not config.has_section(section):
+            config.add_section(section)
+        config.set(section, key, value)
+    fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        config.write(fh)
+    os.chmod(path, 0o600)  # an older file may have been made with other modes
+
+
 def az_env_lines(info: ServiceInfo, *, storage_account: str = TUTORIAL_ACCOUNT) -> list[str]:
     """The lines for the service ``info`` describes; writes the two 0600 files they read."""
     if not _ACCOUNT_NAME.match(storage_account):
@@ -71,6 +98,7 @@ def az_env_lines(info: ServiceInfo, *, storage_account: str = TUTORIAL_ACCOUNT) 
     state_dir = Path(info.state_dir)
     config_dir = state_dir / CONFIG_DIR
     config_dir.mkdir(mode=0o700, exist_ok=True)
+    _quiet_profile(config_dir)
     header_file = ensure_identity_header(state_dir)
     key = _current_key1(info, storage_account) or initial_key1(ensure_secret(state_dir), storage_account)
     connection_file = config_dir / CONNECTION_STRING_FILE

@@ -5,7 +5,18 @@ in ``app.py`` (every plane's routes), the blob endpoint (Azurite), the job sched
 backends that hold the state. A running service holds an exclusive lock on
 ``<state dir>/service.lock`` (so two services never drive one state directory) and advertises
 where it listens in ``<state dir>/service.json``; :func:`ensure_running` reads that file to reuse
-a running service and otherwise starts a daemon, so calling it twice is harmless.
+a running service and otherwise starts a daemon, so calling it twice is harmless -- also at the
+same time, from two processes: starters take turns on ``<state dir>/service.start.lock``, and the
+one that comes second finds the first one's service.
+
+A daemon killed with SIGKILL lingers as a zombie (its parent has not reaped it yet, or its threads
+are still being torn down); a zombie answers ``kill(pid, 0)`` like a live process, so
+:func:`process_exited` also reads its state from ``/proc``.
+
+Jobs run on the service's *node runtime* (``runner/node_runtime.py``), fixed when it starts and
+recorded in ``service.json``. Asking :func:`ensure_running` for one runtime while a daemon with
+another drives the state directory raises :class:`NodeRuntimeMismatch` rather than restarting it:
+that daemon may be running other processes' jobs.
 """
 from __future__ import annotations
 
@@ -19,10 +30,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .app import make_app
 from .batchai.backend import BatchAIBackend
@@ -31,22 +43,32 @@ from .core.backend import LocalBackend, ServiceSettings, default_state_dir
 from .core.http_server import HttpsServer
 from .core.permissions import secure_state_dir
 from .core.tls import ensure_certificate
+from .runner.node_runtime import NODE_RUNTIME_ENV, NodeRuntime, resolve
 from .storage.api import delete_accounts_in_group
 
 if TYPE_CHECKING:
     from .runner.scheduler import Scheduler
 
 __all__ = ["LocalService", "ServiceInfo", "ensure_running", "find_running", "stop_daemon",
-           "ServiceAlreadyRunning", "is_loopback", "process_exited"]
+           "ServiceAlreadyRunning", "NodeRuntimeMismatch", "is_loopback", "process_exited"]
 
 log = logging.getLogger(__name__)
 
 INFO_FILE = "service.json"
 LOCK_FILE = "service.lock"
+START_LOCK_FILE = "service.start.lock"
+#: how long a service starting waits for the state lock held by another one that is starting or
+#: exiting (a SIGKILLed daemon's threads may hold it for a second or two)
+LOCK_WAIT_S = 30.0
 
 
 class ServiceAlreadyRunning(RuntimeError):
     """Another local service already drives this state directory."""
+
+
+class NodeRuntimeMismatch(ServiceAlreadyRunning):
+    """The local service running for this state directory runs jobs with another node runtime
+    than the one asked for."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +79,8 @@ class ServiceInfo:
     ca_cert: Path          # the loopback certificate clients pass as connection_verify
     state_dir: Path
     pid: int
+    #: the interpreter of the node runtime its jobs run with (None: a service too old to say)
+    node_runtime: Optional[str] = None
 
     def credential(self) -> LocalCredential:
         return LocalCredential(self.state_dir)
@@ -81,10 +105,15 @@ class LocalService:
 
     It listens on loopback only: another ``host`` is refused unless ``allow_remote=True``, because
     whoever reaches the port can try its APIs, and the storage keys and job secrets it holds are
-    the machine's user's. (Its certificate names only ``localhost``, ``127.0.0.1`` and ``::1``.)"""
+    the machine's user's. (Its certificate names only ``localhost``, ``127.0.0.1`` and ``::1``.)
+
+    ``node_runtime`` is the Python environment jobs run with: its interpreter or its directory
+    (default ``$HOROVOD_BATCHAI_NODE_RUNTIME``, else this process's own Python); see
+    the docs page "Calling it from a service"."""
 
     def __init__(self, state_dir: Optional[Path] = None, *, host: str = "127.0.0.1", port: int = 0,
-                 settings: Optional[ServiceSettings] = None, allow_remote: bool = False) -> None:
+                 settings: Optional[ServiceSettings] = None, allow_remote: bool = False,
+                 node_runtime: Union[str, "os.PathLike[str]", None] = None) -> None:
         if not isinstance(host, str) or not host:
             raise ValueError(f"host must be a loopback address such as '127.0.0.1', got {host!r}")
         if not allow_remote and not is_loopback(host):
@@ -95,13 +124,22 @@ class LocalService:
         self.host = host
         self.port = port
         self.settings = settings or ServiceSettings()
+        #: the node runtime its jobs run with
+        self.node_runtime: NodeRuntime = resolve(node_runtime)
         self.backend: Optional[LocalBackend] = None
         self._server: Optional[HttpsServer] = None
         self._scheduler: Optional[Scheduler] = None
         self._lock_fh: Optional[Any] = None
+        self._stopping = threading.Event()
+        self._sweeper: Optional[threading.Thread] = None
 
     def __repr__(self) -> str:
         return f"LocalService(state_dir={str(self.state_dir)!r}, endpoint={self.endpoint if self._server else None!r})"
+
+    @property
+    def running(self) -> bool:
+        """Whether the service is started (and not stopped since)."""
+        return self._server is not None
 
     @property
     def endpoint(self) -> str:
@@ -111,22 +149,39 @@ class LocalService:
 
     @property
     def info(self) -> ServiceInfo:
-        return ServiceInfo(self.endpoint, self.state_dir / "tls-cert.pem", self.state_dir, os.getpid())
+        return ServiceInfo(self.endpoint, self.state_dir / "tls-cert.pem", self.state_dir, os.getpid(),
+                           self.node_runtime.python)
 
     def credential(self) -> LocalCredential:
         return LocalCredential(self.state_dir)
 
-    def start(self) -> "LocalService":
+    def start(self, *, lock_wait: float = LOCK_WAIT_S) -> "LocalService":
+        """Take the state directory's lock and serve. Raises :class:`ServiceAlreadyRunning` when
+        another service drives the state directory; one that holds the lock while starting or
+        exiting is waited for (at most ``lock_wait`` seconds), so a start right after a crash works.
+        Starting a service that runs already does nothing (``with service.start():`` works)."""
+        if self._server is not None:
+            return self
+        self._stopping.clear()
         secure_state_dir(self.state_dir)
         self._lock_fh = open(os.open(self.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600), "a+")
-        try:
-            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock_fh.close()
-            self._lock_fh = None
-            running = find_running(self.state_dir)
-            where = f" at {running.endpoint} (pid {running.pid})" if running else ""
-            raise ServiceAlreadyRunning(f"a local service is already running for {self.state_dir}{where}")
+        deadline = time.monotonic() + lock_wait
+        while True:
+            try:
+                fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                running = find_running(self.state_dir)
+                if running is None and time.monotonic() < deadline:
+                    time.sleep(0.1)  # the holder is starting (soon found) or exiting (soon gone)
+                    continue
+                self._lock_fh.close()
+                self._lock_fh = None
+                if running is None:
+                    raise ServiceAlreadyRunning(f"another process holds the lock of {self.state_dir} and has not "
+                                                f"started serving within {lock_wait:g}s") from None
+                raise ServiceAlreadyRunning(f"a local service is already running for {self.state_dir} at "
+                                            f"{running.endpoint} (pid {running.pid})") from None
         try:
             self._start_locked()
         except BaseException:
@@ -140,6 +195,7 @@ class LocalService:
     def _start_locked(self) -> None:
         cert, key = ensure_certificate(self.state_dir)
         self.backend = LocalBackend(self.state_dir, self.settings)
+        self.backend.node_runtime = self.node_runtime
         self._server = HttpsServer(self.host, self.port, make_app(self.backend), cert=cert, key=key)
         self.backend.base_url = self.endpoint
         # Azurite (the blob endpoint) starts with the first storage account, in a thread of its own:
@@ -159,16 +215,36 @@ class LocalService:
         batchai.finish_interrupted_operations()  # operations a killed service left InProgress
         from .resources.api import resume_deletions
         resume_deletions(self.backend)  # resource groups a stopped service left half-deleted
-        from .files.store import remove_stale_uploads
-        stale = remove_stale_uploads(self.backend.files_root)  # uploads a crashed client left under a temp name
-        if stale:
-            log.info("removed %d unfinished upload(s) left by clients that stopped mid-way", len(stale))
+        from .files.store import forget_upload_activity
+        forget_upload_activity(self.backend.files_root)
+        self._sweep_stale_uploads()  # uploads a crashed client left under a temporary name
+        self._sweeper = threading.Thread(target=self._sweep_loop, name="stale-uploads", daemon=True)
+        self._sweeper.start()
         self._server.start()
+
+    def _sweep_stale_uploads(self) -> None:
+        from .files.store import remove_stale_uploads
+        assert self.backend is not None
+        stale = remove_stale_uploads(self.backend.files_root)
+        if stale:
+            log.info("removed %d unfinished upload(s) no client has touched lately", len(stale))
+
+    def _sweep_loop(self) -> None:
+        from .files.store import STALE_UPLOAD_SWEEP_S
+        while not self._stopping.wait(STALE_UPLOAD_SWEEP_S):
+            try:
+                self._sweep_stale_uploads()
+            except Exception:  # a disk error: the next sweep tries again
+                log.warning("sweeping unfinished uploads failed", exc_info=True)
 
     def _abort_start(self) -> None:
         self.stop()
 
     def stop(self) -> None:
+        self._stopping.set()
+        if self._sweeper is not None:
+            self._sweeper.join()
+            self._sweeper = None
         if self._server is not None:
             self._server.stop()
         if self.backend is not None:
@@ -199,7 +275,8 @@ class LocalService:
 def _write_info(state_dir: Path, info: ServiceInfo) -> None:
     tmp = state_dir / (INFO_FILE + ".tmp")
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as fh:
-        fh.write(json.dumps({"endpoint": info.endpoint, "ca_cert": str(info.ca_cert), "pid": info.pid}))
+        fh.write(json.dumps({"endpoint": info.endpoint, "ca_cert": str(info.ca_cert), "pid": info.pid,
+                             "node_runtime": info.node_runtime}))
     tmp.replace(state_dir / INFO_FILE)
 
 
@@ -217,49 +294,117 @@ def find_running(state_dir: Optional[Path] = None) -> Optional[ServiceInfo]:
     state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
     try:
         data = json.loads((state_dir / INFO_FILE).read_text())
-        info = ServiceInfo(data["endpoint"], Path(data["ca_cert"]), state_dir, int(data["pid"]))
+        info = ServiceInfo(data["endpoint"], Path(data["ca_cert"]), state_dir, int(data["pid"]),
+                           data.get("node_runtime"))
     except (OSError, ValueError, KeyError):
         return None
-    try:
-        os.kill(info.pid, 0)
-    except ProcessLookupError:
+    if process_exited(info.pid):
         return None
-    except PermissionError:
-        pass
     return info if _listening(info.endpoint) else None
 
 
-def ensure_running(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -> ServiceInfo:
-    """Reuse the daemon running for ``state_dir`` or start one; returns where it listens."""
+def _same_runtime(running: ServiceInfo, wanted: Optional[NodeRuntime]) -> ServiceInfo:
+    """``running``, unless a node runtime was asked for and it runs jobs with another one."""
+    if wanted is None or running.node_runtime == wanted.python:
+        return running
+    asked = "asked for" if wanted.source == "argument" else f"named by ${NODE_RUNTIME_ENV}"
+    raise NodeRuntimeMismatch(
+        f"the local service running for {running.state_dir} (pid {running.pid}) runs jobs with the node runtime "
+        f"{running.node_runtime or '(not recorded)'}, not {wanted.python} ({asked}). It is left running, as "
+        f"other programs may be using it: stop it (`horovod-batchai local stop --state-dir {running.state_dir}`) "
+        "to start it again with this runtime, or use another state directory.")
+
+
+def ensure_running(state_dir: Optional[Path] = None, *, timeout: float = 30.0,
+                   node_runtime: Union[str, "os.PathLike[str]", None] = None) -> ServiceInfo:
+    """Reuse the daemon running for ``state_dir`` or start one; returns where it listens.
+
+    ``node_runtime`` (else ``$HOROVOD_BATCHAI_NODE_RUNTIME``) is the node runtime a daemon started
+    here runs jobs with; a running daemon with another one raises :class:`NodeRuntimeMismatch`.
+    With neither, a running daemon is used whatever its runtime, and a new one runs jobs on this
+    process's own Python.
+
+    Safe to call from several processes at once: they take turns, and each gets the one daemon."""
     state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
+    wanted: Optional[NodeRuntime] = resolve(node_runtime)
+    if wanted is not None and wanted.source == "service":
+        wanted = None  # nothing was asked for
     running = find_running(state_dir)
     if running is not None:
-        return running
+        return _same_runtime(running, wanted)
     secure_state_dir(state_dir)
+    deadline = time.monotonic() + timeout
+    with open(os.open(state_dir / START_LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600), "a+") as turn:
+        while True:
+            try:
+                fcntl.flock(turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"another process has been starting the local service for {state_dir} "
+                                       f"for more than {timeout:.0f}s; see {state_dir / 'service.log'}") from None
+                time.sleep(0.1)
+        running = find_running(state_dir)  # started by whoever had the turn before us
+        if running is not None:
+            return _same_runtime(running, wanted)
+        return _start_daemon(state_dir, deadline, wanted)
+
+
+def _start_daemon(state_dir: Path, deadline: float, wanted: Optional[NodeRuntime]) -> ServiceInfo:
     log_path = state_dir / "service.log"
+    # An argument is passed on as one; $HOROVOD_BATCHAI_NODE_RUNTIME reaches the daemon with the environment.
+    option = ["--node-runtime", wanted.python] if wanted is not None and wanted.source == "argument" else []
     with open(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log_fh:
+        start_offset = log_fh.tell()
         proc = subprocess.Popen(
             [sys.executable, "-m", "horovod_batchai.local", "serve", "--host", "127.0.0.1", "--port", "0",
-             "--state-dir", str(state_dir), "--quiet"],
+             "--state-dir", str(state_dir), "--quiet", *option],
             stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, start_new_session=True)
-    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         running = find_running(state_dir)
         if running is not None:
-            return running
+            return _same_runtime(running, wanted)
         if proc.poll() is not None:
-            # Lost a race with another starter: theirs is the one to use.
+            # A service started by other means (``serve``) may have won the lock: use it.
             running = find_running(state_dir)
             if running is not None:
-                return running
-            raise RuntimeError(f"the local service exited with code {proc.returncode}; see {log_path}")
+                return _same_runtime(running, wanted)
+            said = _last_error_line(log_path, start_offset)
+            raise RuntimeError(f"the local service exited with code {proc.returncode}"
+                               + (f" ({said})" if said else "") + f"; see {log_path}")
         time.sleep(0.1)
-    raise TimeoutError(f"the local service did not start within {timeout:.0f}s; see {log_path}")
+    raise TimeoutError(f"the local service did not start in time; see {log_path}")
+
+
+def _last_error_line(log_path: Path, offset: int) -> str:
+    """The last ``error: ...`` line the daemon wrote to its log since ``offset``, if any."""
+    try:
+        with open(log_path, "rb") as fh:
+            fh.seek(offset)
+            lines = fh.read(64 * 1024).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    said = [line.strip() for line in lines if line.startswith("error: ")]
+    return said[-1][len("error: "):] if said else ""
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited but not been reaped (Linux ``/proc``; False where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except FileNotFoundError:
+        return os.path.isdir("/proc/self")  # with /proc mounted, a missing entry means it is gone
+    except OSError:
+        return False
+    # "pid (comm) S ...": the command may hold spaces and parentheses; the state follows the last ")".
+    return stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] in (b"Z", b"X")
 
 
 def process_exited(pid: int) -> bool:
-    """Whether ``pid`` has exited. A daemon this process started stays a zombie until reaped, and a
-    zombie still answers ``kill(pid, 0)``, so reap it when it is our child."""
+    """Whether ``pid`` has exited. A daemon stays a zombie until its parent reaps it (and while a
+    killed process's threads are torn down), and a zombie still answers ``kill(pid, 0)``: reap it
+    when it is our child, and count a zombie as exited."""
     try:
         reaped, _ = os.waitpid(pid, os.WNOHANG)
         if reaped == pid:
@@ -270,7 +415,9 @@ def process_exited(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    return False
+    except PermissionError:
+        pass  # another user's process: alive unless /proc says otherwise
+    return _is_zombie(pid)
 
 
 def stop_daemon(state_dir: Optional[Path] = None, *, timeout: float = 30.0) -> bool:

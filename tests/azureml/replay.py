@@ -17,6 +17,7 @@ import copy
 import io
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
@@ -24,6 +25,7 @@ from urllib.parse import parse_qs, urlparse
 
 import requests
 import requests.adapters
+from azure.core.credentials import AccessToken, AccessTokenInfo
 from azure.core.pipeline.transport import RequestsTransport
 from requests.structures import CaseInsensitiveDict
 from urllib3 import HTTPResponse
@@ -36,6 +38,20 @@ MANAGEMENT_HOST = "management.azure.com"
 #: JSON paths of a job body whose keys are the caller's own names (maps), compared as "*"
 JOB_MAPS = ("properties.tags", "properties.properties", "properties.environmentVariables",
             "properties.outputs", "properties.inputs", "properties.services")
+
+
+#: the storage response headers a recorded blob exchange keeps (with every x-ms-*: metadata, error code)
+STORAGE_HEADERS = ("etag", "last-modified", "content-md5", "content-length", "content-type", "accept-ranges")
+
+
+class FakeCredential:
+    """A token credential that never talks to Azure AD (the replay carries no token traffic)."""
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        return AccessToken("replay-token", int(time.time()) + 3600)
+
+    def get_token_info(self, *scopes: str, options: Any = None) -> AccessTokenInfo:
+        return AccessTokenInfo("replay-token", int(time.time()) + 3600)
 
 
 class ReplayMismatch(AssertionError):
@@ -149,6 +165,8 @@ class Exchange:
     #: makes the response from (``response``, the JSON body sent) -- for a service that echoes
     #: the definition it was given (the source says which fields)
     adapt: Optional[Callable[[Any, Any], Any]] = None
+    #: answer with the Content-MD5 the request carried, as Blob storage does for what it stored
+    echo_md5: bool = False
 
     def describe(self) -> str:
         version = f"?api-version={self.api_version}" if self.api_version else ""
@@ -164,9 +182,14 @@ def recorded(entries: list[dict[str, Any]], index: int, file: str, *, names: Map
     url = urlparse(renamed(entry["RequestUri"], names))
     body = entry.get("RequestBody")
     if isinstance(body, str) and body:
-        body = json.loads(body)
+        try:
+            body = json.loads(body)
+        except ValueError:
+            body = None  # a blob's bytes (base64 in the recording): checked by the exchange's own check
+    storage = not (urlparse(entry["RequestUri"]).hostname or "").endswith("azure.com")
     headers = {k: v for k, v in entry.get("ResponseHeaders", {}).items()
-               if k.lower() in ("azure-asyncoperation", "location", "content-type", "x-ms-async-operation-timeout")}
+               if k.lower() in ("azure-asyncoperation", "location", "content-type", "x-ms-async-operation-timeout")
+               or (storage and (k.lower().startswith("x-ms-") or k.lower() in STORAGE_HEADERS))}
     response = entry.get("ResponseBody")
     if response is not None and not isinstance(response, (dict, list)):
         response = None if response == "" else response
@@ -176,6 +199,8 @@ def recorded(entries: list[dict[str, Any]], index: int, file: str, *, names: Map
     host = url.hostname or MANAGEMENT_HOST
     host = MANAGEMENT_HOST if host.endswith("azure.com") else host
     options.setdefault("body", renamed(body, names) if body else None)
+    options.setdefault("echo_md5", storage and entry["RequestMethod"] == "PUT" and any(
+        k.lower() == "content-md5" for k in entry.get("ResponseHeaders", {})))
     return Exchange(method=entry["RequestMethod"], path=url.path, host=host, api_version=api_version,
                     source=f"recording:{file}#{index}", status=int(entry["StatusCode"]),
                     headers={k: _management(renamed(v, names)) for k, v in headers.items()},
@@ -196,6 +221,8 @@ class _ReplayAdapter(requests.adapters.BaseAdapter):
 
     def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None,
              verify: Any = True, cert: Any = None, proxies: Any = None) -> requests.Response:
+        # what requests would have connected through: the caller's proxy settings reach this far
+        self._transport.proxies.append(dict(proxies or {}))
         return self._transport._serve(request)
 
     def close(self) -> None:
@@ -216,6 +243,8 @@ class ReplayTransport(RequestsTransport):
         self.requests: list[str] = []
         self.mismatches: list[str] = []
         self.sleeps: list[float] = []
+        #: the proxies each request was sent with (what requests would have connected through)
+        self.proxies: list[dict[str, str]] = []
 
     def add(self, *exchanges: Exchange) -> "ReplayTransport":
         self.expected.extend(exchanges)
@@ -248,6 +277,12 @@ class ReplayTransport(RequestsTransport):
         if exchange.adapt is not None:
             exchange = copy.copy(exchange)
             exchange.response = exchange.adapt(copy.deepcopy(exchange.response), body)
+        if exchange.echo_md5:
+            exchange = copy.copy(exchange)
+            headers = {k: v for k, v in exchange.headers.items() if k.lower() != "content-md5"}
+            if request.headers.get("Content-MD5"):
+                headers["Content-MD5"] = request.headers["Content-MD5"]
+            exchange.headers = headers
         return _response(request, exchange)
 
     def _compare(self, request: requests.PreparedRequest, url: Any, query: Mapping[str, str], body: Any,

@@ -75,28 +75,30 @@ COMPUTE_NAMES = {**SCOPE, RECORDED_COMPUTE: CLUSTER}
 VM_SIZE = "Standard_NC6s_v3"
 
 
-def compute_state(nodes: int, *, allocation: str, idle: int = 0, preparing: int = 0, running: int = 0,
-                  minimum: Optional[int] = None, maximum: Optional[int] = None) -> dict[str, Any]:
-    """The fields of a compute GET that must reflect this test's cluster (the recording's was an
-    auto-scaling 0..2 DS2_v2 with no nodes)."""
-    low = nodes if minimum is None else minimum
-    high = nodes if maximum is None else maximum
-    return {"properties.properties.vmSize": VM_SIZE,
-            "properties.properties.scaleSettings": {"maxNodeCount": high, "minNodeCount": low,
-                                                    "nodeIdleTimeBeforeScaleDown": "PT2M"},
-            "properties.properties.allocationState": allocation,
-            "properties.properties.currentNodeCount": idle + preparing + running,
-            "properties.properties.targetNodeCount": nodes,
-            "properties.properties.nodeStateCounts": {"preparingNodeCount": preparing, "runningNodeCount": running,
-                                                      "idleNodeCount": idle, "unusableNodeCount": 0,
-                                                      "leavingNodeCount": 0, "preemptedNodeCount": 0}}
-
-
-def compute_get(index: int = 3, **state: Any) -> Exchange:
+def compute_get(index: int = 3) -> Exchange:
+    """A compute GET of recording 1, as recorded: ``Standard_DS2_v2``, steady, auto-scaling 0..2,
+    no nodes (the recorded test's compute, whatever this test asked for)."""
     entries = recording(COMPUTE_FILE)
-    changes = compute_state(**state) if state else compute_state(2, allocation="Resizing", preparing=2)
-    return recorded(entries, index, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES,
-                    response_changes=changes)
+    return recorded(entries, index, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES)
+
+
+def compute_get_resizing() -> Exchange:
+    """The spec's compute GET example, as written: ``STANDARD_NC6`` upper-case, Resizing toward
+    one node, no node counted yet."""
+    body = renamed(spec_example("Compute/get/AmlCompute.json")["responses"]["200"]["body"], SPEC_SCOPE)
+    return Exchange("GET", COMPUTE_PATH, "spec:Compute/get/AmlCompute.json (names only)", api_version=COMPUTES,
+                    response=body)
+
+
+def compute_get_creating() -> Exchange:
+    """The compute while it is being created, as the service described it in recording 1's PUT
+    response (``STANDARD_DS2_V2``, provisioningState Creating, null counts and allocation
+    state), answering a GET."""
+    entries = recording(COMPUTE_FILE)
+    exchange = recorded(entries, 0, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES)
+    exchange.method, exchange.body, exchange.status, exchange.headers = "GET", None, 200, {}
+    exchange.source += " (its response body, for a GET while Creating)"
+    return exchange
 
 
 #: what this test's PUT has that the recorded one lacked, and the other way round
@@ -110,11 +112,8 @@ COMPUTE_PUT_DIFFERENCES = dict(
 
 def cluster_create() -> list[Exchange]:
     entries = recording(COMPUTE_FILE)
-    put = recorded(entries, 0, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES,
-                   response_changes={"properties.properties.vmSize": VM_SIZE,
-                                     "properties.properties.scaleSettings": {"maxNodeCount": 2, "minNodeCount": 2,
-                                                                             "nodeIdleTimeBeforeScaleDown": "PT2M"}},
-                   check=_fixed_size(2), **COMPUTE_PUT_DIFFERENCES)
+    put = recorded(entries, 0, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES, check=_fixed_size(2),
+                   **COMPUTE_PUT_DIFFERENCES)
     return [
         not_found(COMPUTE_PATH, COMPUTES, "ResourceNotFound", "the compute does not exist yet"),
         *workspace_get(COMPUTES, "azure-ai-ml reads the workspace's location for a compute given none"),
@@ -152,9 +151,8 @@ def list_nodes(*states: str) -> Exchange:
 
 
 def cluster_ready() -> list[Exchange]:
-    """Two status polls: resizing with both nodes preparing, then steady with both idle."""
-    return [compute_get(3, nodes=2, allocation="Resizing", preparing=2), list_nodes("preparing", "preparing"),
-            compute_get(4, nodes=2, allocation="Steady", idle=2), list_nodes("idle", "idle")]
+    """Two status polls: the spec's compute, resizing; then recording 1's, steady."""
+    return [compute_get_resizing(), compute_get(4)]
 
 
 # -- file share ------------------------------------------------------------------------------------
@@ -175,6 +173,7 @@ def share_create(resources_version: str, storage_version: str) -> list[Exchange]
                "primaryEndpoints": {"file": f"https://{FILE_HOST}/", "blob": f"https://{ACCOUNT}.blob.core.windows.net/"}}}
     keys = {"keys": [{"keyName": "key1", "value": ACCOUNT_KEY, "permissions": "FULL"}]}
     return [
+        datastore_missing(DATASTORE),
         Exchange("GET", RG_PATH, f"built:{STORAGE_WHY}", api_version=resources_version, response=group),
         Exchange("GET", ACCOUNT_PATH, f"built:{STORAGE_WHY}", api_version=storage_version, response=account),
         Exchange("POST", f"{ACCOUNT_PATH}/listKeys", f"built:{STORAGE_WHY}", api_version=storage_version,
@@ -183,6 +182,17 @@ def share_create(resources_version: str, storage_version: str) -> list[Exchange]
                  status=201, headers={"ETag": '"0x8D0"', "x-ms-version": "2025-01-05"}),
         *datastore_put(),
     ]
+
+
+BLOB_STORE_FILE = "datastore__test_datastore.pyTestDatastoretest_blob_store_credential_less"
+RECORDED_BLOB_STORE = "test_318669269601"
+
+
+def datastore_missing(name: str) -> Exchange:
+    """A datastore the workspace does not have: recording 10's GET after its DELETE (404,
+    UserError "Could not find datastore", inner code NotFoundError)."""
+    entries = recording(BLOB_STORE_FILE)
+    return recorded(entries, 4, BLOB_STORE_FILE, names={**SCOPE, RECORDED_BLOB_STORE: name}, api_version=DATASTORES)
 
 
 def datastore_put() -> list[Exchange]:
@@ -196,14 +206,42 @@ def datastore_put() -> list[Exchange]:
     return [put]
 
 
-def datastore_get() -> Exchange:
-    """The share's datastore, looked up before a submit by a process that did not register it
-    (recording 2's GET)."""
+def datastore_get(name: str = DATASTORE, *, storage: Optional[dict[str, str]] = None) -> Exchange:
+    """A datastore as the workspace has it: recording 2's GET (an AzureFile datastore, account
+    key), its sanitized account and its share renamed to this test's (``storage``: others)."""
     entries = recording(DATASTORE_FILE)
-    exchange = recorded(entries, 1, DATASTORE_FILE, names={**SCOPE, "test_180231763309": DATASTORE},
-                        api_version=DATASTORES)
-    exchange.response = patched(exchange.response, {"properties.accountName": ACCOUNT,
-                                                    "properties.fileShareName": SHARE})
+    storage = {"Sanitized": ACCOUNT, "testfileshare": SHARE} if storage is None else storage
+    return recorded(entries, 1, DATASTORE_FILE, names={**SCOPE, "test_180231763309": name, **storage},
+                    api_version=DATASTORES)
+
+
+def blob_datastore_get(name: str, *, storage: Optional[dict[str, str]] = None) -> Exchange:
+    """An AzureBlob datastore without credentials as the workspace has it (recording 10's GET);
+    ``storage`` renames its sanitized account and its container."""
+    entries = recording(BLOB_STORE_FILE)
+    return recorded(entries, 1, BLOB_STORE_FILE, names={**SCOPE, RECORDED_BLOB_STORE: name, **(storage or {})},
+                    api_version=DATASTORES)
+
+
+def blob_datastore_put(name: str, account: str, container: str, credentials: str) -> Exchange:
+    """Registering a blob container (recording 10's PUT, credentialsType None; with a key, the
+    AccountKey credentials of recording 2's PUT)."""
+    entries = recording(BLOB_STORE_FILE)
+    exchange = recorded(entries, 0, BLOB_STORE_FILE,
+                        names={**SCOPE, RECORDED_BLOB_STORE: name, "Sanitized": account, "testblob": container},
+                        api_version=DATASTORES, query={"skipValidation": "true"}, extra_ok=("properties.description",))
+    if credentials == "AccountKey":
+        exchange.body["properties"]["credentials"] = recording(DATASTORE_FILE)[0]["RequestBody"]["properties"][
+            "credentials"]
+        exchange.source += f" (credentials: recording:{DATASTORE_FILE}#0's AccountKey)"
+
+    def check(request: Any, body: Any) -> Optional[str]:
+        props = body["properties"]
+        sent = (props["datastoreType"], props["accountName"], props["containerName"],
+                props["credentials"]["credentialsType"])
+        return None if sent == ("AzureBlob", account, container, credentials) else f"datastore {sent}"
+
+    exchange.check = check
     return exchange
 
 
@@ -264,50 +302,124 @@ def _environment_image(request: Any, body: Any) -> Optional[str]:
 
 
 # -- the shipped environment: a Docker build context instead of an image ----------------------------
-#: the workspace's default blob datastore, where azure-ai-ml uploads a build context
-BLOBSTORE_ACCOUNT = "wsstoragebatchaidev"
-BLOBSTORE_CONTAINER = "azureml-blobstore-8e7dad76-df37-472b-b882-0c1c58adfcf9"
-BUILD_WHY = ("neither the recordings (their environments name an image and a conda file) nor the spec "
-             "extract (it has no environment definitions) hold a build context: recording "
-             f"{CANCEL_FILE}#0's request and response with image and condaFile replaced by azure-ai-ml "
-             "1.35.2's BuildContext (contextUri, dockerfilePath), echoed back as the service echoes a definition")
+ENVIRONMENT_FILE = "environment__test_environment"
+UPLOAD_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_with_inputs_with_datastore_param"
+#: recording 6's workspace storage, where its build context went (kept as recorded)
+CONTEXT_ACCOUNT = "amltest5899420437"
+CONTEXT_CONTAINER = "azureml-blobstore-0bdd51b6-cd9c-4978-b870-99997b393b81"
+CONTEXT_HOST = f"{CONTEXT_ACCOUNT}.blob.core.windows.net"
+#: where this package's context goes: LocalUpload/<content hash>/<CONTEXT_NAME>/
+CONTEXT_FOLDER = f"/{CONTEXT_CONTAINER}/LocalUpload/{ANY_SEGMENT}/horovod-batchai-environment"
+LIST_SECRETS_BODY = {"expirableSecret": True, "expireAfterHours": 1}  # what 1.35.2 sends (recordings 3, 8)
 
 
-def default_datastore() -> list[Exchange]:
-    """azure-ai-ml reads the workspace's default blob datastore and asks it for a SAS token
-    before it uploads a local artifact (recording 3's first two entries, made for its data upload).
-    The upload itself goes through azure-storage-blob clients azure-ai-ml builds without the
-    target's transport: the test stubs it."""
-    entries = recording(JOB_FILE)
-    account = {"properties.accountName": BLOBSTORE_ACCOUNT}
-    return [recorded(entries, 0, JOB_FILE, names=SCOPE, api_version=DATASTORES, response_changes=account),
-            recorded(entries, 1, JOB_FILE, names=SCOPE, api_version=DATASTORES)]
+class ContextUpload:
+    """What the build context's upload sent: each blob's bytes by path, and where it went."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+        self.metadata: dict[str, str] = {}
+        self.folder: Optional[str] = None
+
+    def uri(self) -> str:
+        assert self.folder is not None, "the build context was never uploaded"
+        return f"https://{CONTEXT_HOST}{self.folder}/"
 
 
-def build_context_uri(remote_path: str) -> str:
-    """Where azure-ai-ml says an upload to ``remote_path`` of the blob datastore's container is."""
-    return f"https://{BLOBSTORE_ACCOUNT}.blob.core.windows.net/{BLOBSTORE_CONTAINER}/{remote_path}/"
+def context_datastore() -> list[Exchange]:
+    """The workspace's default blob datastore and its secret, read before the upload
+    (recording 6, where the secret is the account key; 1.35.2 asks for an expirable one)."""
+    entries = recording(ENVIRONMENT_FILE)
+    return [recorded(entries, 0, ENVIRONMENT_FILE, names=SCOPE, api_version=DATASTORES),
+            recorded(entries, 1, ENVIRONMENT_FILE, names=SCOPE, api_version=DATASTORES, body=LIST_SECRETS_BODY)]
+
+
+def context_upload(upload: ContextUpload, files: list[str]) -> list[Exchange]:
+    """A fresh upload (recording 6): HEAD the first file (404), PUT each file as a block blob with
+    its MD5 and If-None-Match: *, then PUT the first file's metadata marking the upload complete."""
+    entries = recording(ENVIRONMENT_FILE)
+    first = sorted(files)[0]
+    head = recorded(entries, 2, ENVIRONMENT_FILE, names={}, api_version=None, check=_account_key_signed)
+    head.path = f"{CONTEXT_FOLDER}/{first}"
+    puts = []
+    for name in sorted(files):
+        put = recorded(entries, 3, ENVIRONMENT_FILE, names={}, api_version=None, check=_blob_put(upload, name))
+        put.path = f"{CONTEXT_FOLDER}/{name}"
+        puts.append(put)
+    done = recorded(entries, 7, ENVIRONMENT_FILE, names={}, api_version=None, query={"comp": "metadata"},
+                    check=_completed(upload, first))
+    done.path = f"{CONTEXT_FOLDER}/{first}"
+    return [head, *puts, done]
+
+
+def _account_key_signed(request: Any, body: Any) -> Optional[str]:
+    auth = request.headers.get("Authorization", "")
+    return None if auth.startswith(f"SharedKey {CONTEXT_ACCOUNT}:") else f"Authorization {auth[:20]!r}, expected SharedKey"
+
+
+def _blob_put(upload: ContextUpload, name: str) -> Any:
+    def check(request: Any, body: Any) -> Optional[str]:
+        import base64
+        import hashlib
+        data = request.body or b""
+        data = data if isinstance(data, bytes) else data.encode("utf-8") if isinstance(data, str) else b"".join(data)
+        headers = request.headers
+        if headers.get("x-ms-blob-type") != "BlockBlob" or headers.get("If-None-Match") != "*":
+            return f"blob type {headers.get('x-ms-blob-type')}, If-None-Match {headers.get('If-None-Match')}"
+        if data and headers.get("Content-MD5") != base64.b64encode(hashlib.md5(data).digest()).decode():
+            return "Content-MD5 missing or wrong"
+        upload.blobs[name] = data
+        upload.folder = request.path_url.split("?")[0][:-len(name) - 1]
+        return _account_key_signed(request, body)
+    return check
+
+
+def _completed(upload: ContextUpload, first: str) -> Any:
+    def check(request: Any, body: Any) -> Optional[str]:
+        meta = {k[len("x-ms-meta-"):]: v for k, v in request.headers.items() if k.lower().startswith("x-ms-meta-")}
+        upload.metadata = meta
+        if meta.get("upload_status") != "completed" or not request.path_url.split("?")[0].endswith("/" + first):
+            return f"metadata {meta} on {request.path_url}"
+        return None
+    return check
+
+
+def context_already_uploaded() -> list[Exchange]:
+    """The datastore handing out a SAS, and an upload that completed earlier (recording 8:
+    HEAD of the first file, 200 with upload_status=completed; HEAD of the legacy location, 404)."""
+    entries = recording(UPLOAD_FILE)
+    sas_only = _sas_only
+    head = recorded(entries, 2, UPLOAD_FILE, names={}, api_version=None, check=sas_only)
+    legacy = recorded(entries, 3, UPLOAD_FILE, names={}, api_version=None, check=sas_only)
+    container = entries[2]["RequestUri"].split("/")[3]
+    head.path = f"/{container}/LocalUpload/{ANY_SEGMENT}/horovod-batchai-environment/Dockerfile"
+    legacy.path = f"/{container}/az-ml-artifacts/{ANY_SEGMENT}/horovod-batchai-environment/Dockerfile"
+    return [recorded(entries, 0, UPLOAD_FILE, names=SCOPE, api_version=DATASTORES),
+            recorded(entries, 1, UPLOAD_FILE, names=SCOPE, api_version=DATASTORES), head, legacy]
+
+
+def _sas_only(request: Any, body: Any) -> Optional[str]:
+    if "Authorization" in request.headers:
+        return "a SAS request also carried an Authorization header"
+    return None if "sig=" in (request.url or "") else "the datastore's SAS is missing from the request"
 
 
 def environment_build_put(context_uri: Any) -> Exchange:
-    """The anonymous environment azure-ai-ml registers for a build context. ``context_uri()``
-    says where the (stubbed) upload put the context, once it has happened."""
-    entries = recording(CANCEL_FILE)
-    exchange = recorded(entries, 0, CANCEL_FILE, names=SCOPE, api_version=ENVIRONMENTS,
-                        check=lambda request, body: _environment_build(body, context_uri()))
-    exchange.source = f"built:{BUILD_WHY}"
-    exchange.path = f"{WS_PATH}/environments/CliV2AnonymousEnvironment/versions/{ANY_SEGMENT}"
-    recorded_body = exchange.body["properties"]
-    exchange.body = {"properties": {**{k: v for k, v in recorded_body.items() if k not in ("image", "condaFile")},
-                                    "build": {"contextUri": "", "dockerfilePath": ""}}}
-    exchange.missing_ok = ("properties.description",)
-    exchange.response = patched(exchange.response, {"properties.image": None, "properties.condaFile": None,
-                                                    "properties.isAnonymous": True, "properties.description": None})
-    exchange.response["id"] = exchange.path
+    """The environment registered for the uploaded build context, named after it and versioned by
+    its content hash (recording 6's environment PUT: ``build: {contextUri, dockerfilePath}``; that
+    one also had a description and tags)."""
+    entries = recording(ENVIRONMENT_FILE)
+    exchange = recorded(entries, 8, ENVIRONMENT_FILE, names=SCOPE, api_version=ENVIRONMENTS,
+                        missing_ok=("properties.description", "properties.tags"),
+                        check=lambda request, body: sent.append(request.path_url.split("?")[0]) or _environment_build(
+                            body, context_uri()))
+    exchange.path = f"{WS_PATH}/environments/horovod-batchai-environment/versions/{ANY_SEGMENT}"
     exchange.headers = {}
+    sent: list[str] = []
 
-    def echo(response: Any, body: Any) -> Any:
+    def echo(response: Any, body: Any) -> Any:  # the service echoes the definition it was given, at its path
         response["properties"]["build"] = body["properties"]["build"]
+        response["id"], response["name"] = sent[-1], sent[-1].rsplit("/", 1)[-1]
         return response
 
     exchange.adapt = echo
@@ -374,6 +486,21 @@ def job_put(submitted: SubmittedJob, name: str = JOB) -> Exchange:
                         # job.json sets no shmSize (recording 5's job did).
                         missing_ok=("properties.inputs", "properties.identity", "properties.resources.shmSize"))
     exchange.source += " (+ recording 5's Mpi distribution; definition echoed back as the service does)"
+    return exchange
+
+
+INPUTS_FILE = "command_job__test_command_job.pyTestCommandJobtest_command_job_with_inputs_with_datastore_param"
+
+
+def blob_job_put(submitted: SubmittedJob, check: Any) -> Exchange:
+    """A job mounting blob containers: job_put's expected shape, with its inputs shaped as
+    recording 8's datastore-path input (``mode``, ``uri``, ``jobInputType``)."""
+    exchange = job_put(submitted)
+    recorded_input = recording(INPUTS_FILE)[4]["RequestBody"]["properties"]["inputs"]["test1"]
+    exchange.body["properties"]["inputs"] = {"input": recorded_input}
+    exchange.missing_ok = tuple(m for m in exchange.missing_ok if m != "properties.inputs")
+    exchange.check = check
+    exchange.source += f" (+ recording:{INPUTS_FILE}#4's input shape)"
     return exchange
 
 
@@ -491,25 +618,19 @@ def job_delete(job_name: str) -> Exchange:
 
 def cluster_resize(nodes: int) -> list[Exchange]:
     """GET (the compute as azure-ai-ml reads it), PUT with min = max = nodes (recording 1's second
-    PUT), its operation status (twice), the LRO's final GET, this package's GET, then the resize
-    poller's wait for the cluster to be steady at the new size: one poll, the compute and its node
-    list."""
+    PUT; answered as recorded: Creating, null counts), its operation status (twice), the LRO's
+    final GET, this package's GET, then the resize poller's wait for the cluster to be steady at
+    its new size: one poll of the compute (all as recorded)."""
     entries = recording(COMPUTE_FILE)
     put = recorded(entries, 5, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES,
-                   response_changes={"properties.properties.vmSize": VM_SIZE,
-                                     "properties.properties.scaleSettings": {"maxNodeCount": nodes, "minNodeCount": nodes,
-                                                                             "nodeIdleTimeBeforeScaleDown": "PT2M"}},
                    check=_scale_to(nodes), missing_ok=COMPUTE_PUT_DIFFERENCES["missing_ok"],
                    # read back from the GET, azure-ai-ml sends the compute's location and the
                    # subnet/identity fields it holds, which the recorded create lacked
                    extra_ok=("properties.properties.subnet", "properties.computeLocation", "identity", "tags"))
-    return [compute_get(3, nodes=2, allocation="Steady", idle=2), put,
+    return [compute_get(3), put,
             recorded(entries, 6, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES, query={"service": "new"}),
             recorded(entries, 7, COMPUTE_FILE, names=COMPUTE_NAMES, api_version=COMPUTES),
-            compute_get(8, nodes=nodes, allocation="Resizing", idle=0, minimum=nodes, maximum=nodes),
-            compute_get(9, nodes=nodes, allocation="Resizing", idle=0, minimum=nodes, maximum=nodes),
-            compute_get(9, nodes=nodes, allocation="Steady", idle=nodes, minimum=nodes, maximum=nodes),
-            list_nodes(*["idle"] * nodes)]
+            compute_get(8), compute_get(9), compute_get(9)]
 
 
 def _scale_to(nodes: int) -> Any:
@@ -539,12 +660,12 @@ def job_submit(submitted: SubmittedJob, name: str = JOB) -> list[Exchange]:
             environment_put(), job_put(submitted, name)]
 
 
-def job_submit_built(submitted: SubmittedJob, context_uri: Any, name: str = JOB) -> list[Exchange]:
+def job_submit_built(submitted: SubmittedJob, upload: ContextUpload, files: list[str], name: str = JOB) -> list[Exchange]:
     """Submitting a job whose spec names no image: is the name free (404), the default datastore
-    and its SAS (for the build context's upload, stubbed), the environment built from the
-    uploaded context, the job."""
+    and its secret, the build context's upload, the environment built from it, the job."""
     return [not_found(f"{WS_PATH}/jobs/{name}", JOB_GET, "UserError", "the job does not exist yet"),
-            *default_datastore(), environment_build_put(context_uri), job_put(submitted, name)]
+            *context_datastore(), *context_upload(upload, files), environment_build_put(upload.uri),
+            job_put(submitted, name)]
 
 
 def job_list(*jobs: tuple[str, str], api_version: str) -> Exchange:

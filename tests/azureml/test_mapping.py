@@ -15,7 +15,7 @@ import pytest
 from horovod_batchai import ExecutionState, HorovodJob, InputDirectory
 from horovod_batchai._backends.azureml.command import node_command, output_placeholder
 from horovod_batchai._backends.azureml.conversions import read_spec_property, spec_property
-from horovod_batchai._backends.azureml.environment import CONTEXT_NAME, DOCKERFILE, build_context
+from horovod_batchai._backends.azureml.environment import DOCKERFILE, content_hash, context_files
 from horovod_batchai._backends.azureml.states import JOB_STATES, execution_state
 
 import scenario as S
@@ -58,7 +58,7 @@ def test_the_command_builds_the_batch_ai_world_on_a_node(tmp_path: Path) -> None
     spec = spec.replace(node_count=1, process_count=2, interpreter=sys.executable,
                         input_directories=(InputDirectory(id="DATA", path="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar"),),
                         job_preparation="echo prepared >> $AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/prepared.txt")
-    command = node_command(spec, job_name="cifar_distributed", outputs={"myshare": "mount0_myshare"})
+    command = node_command(spec, job_name="cifar_distributed", mounts={"myshare": output_placeholder("mount0_myshare")})
     assert output_placeholder("mount0_myshare") in command
     runnable = command.replace(output_placeholder("mount0_myshare"), str(share))
     env = {"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path / "node-tmp")}
@@ -78,7 +78,7 @@ def test_the_command_builds_the_batch_ai_world_on_a_node(tmp_path: Path) -> None
 def test_a_failed_preparation_fails_every_process_of_the_node(tmp_path: Path) -> None:
     spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name="mystorageaccount", account_key="a2V5")
     spec = spec.replace(job_preparation="exit 3", interpreter="true")
-    runnable = node_command(spec, job_name="j", outputs={"myshare": "m"}).replace(output_placeholder("m"), str(tmp_path))
+    runnable = node_command(spec, job_name="j", mounts={"myshare": output_placeholder("m")}).replace(output_placeholder("m"), str(tmp_path))
     env = {"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path / "t")}
     ranks = [subprocess.Popen(["sh", "-c", runnable], env={**env, "OMPI_COMM_WORLD_LOCAL_RANK": str(r)},
                               stderr=subprocess.PIPE) for r in (0, 1)]
@@ -117,17 +117,16 @@ def test_the_dockerfile_pins_what_setup_py_pins() -> None:
     assert re.search(r"^FROM nvidia/cuda:12\.2\.\d+-cudnn8-devel-ubuntu22\.04$", dockerfile, re.M)  # TF 2.15's CUDA
 
 
-def test_the_build_context_holds_the_dockerfile_and_training(tmp_path: Path) -> None:
-    context = build_context()
-    try:
-        assert context.name == CONTEXT_NAME  # the same upload path for the same content, run after run
-        assert sorted(p.name for p in context.parent.iterdir()) == [CONTEXT_NAME]
-        assert (context / "Dockerfile").read_bytes() == DOCKERFILE.read_bytes()
-        assert (context / "training" / "train.py").is_file()
-        assert not list(context.rglob("__pycache__"))
-    finally:
-        import shutil
-        shutil.rmtree(context.parent)
+def test_the_build_context_holds_the_dockerfile_and_training() -> None:
+    files = context_files()
+    assert files["Dockerfile"] == DOCKERFILE.read_bytes()
+    assert files["training/train.py"] == (ROOT / "training" / "train.py").read_bytes()
+    assert not [name for name in files if "__pycache__" in name or name.endswith(".pyc")]
+    # the same content is the same upload path run after run; any change is another
+    assert content_hash(files) == content_hash(dict(reversed(list(files.items()))))
+    assert content_hash({**files, "Dockerfile": files["Dockerfile"] + b"\n"}) != content_hash(files)
+    moved = {("other/" + k if k == "Dockerfile" else k): v for k, v in files.items()}
+    assert content_hash(moved) != content_hash(files)
 
 
 def test_the_dockerfile_ships_in_the_package() -> None:

@@ -62,3 +62,14 @@ def test_shapes_compare_kinds_and_fields() -> None:
     assert shape_differences({"m": {"mine": 1}}, {"m": {"theirs": 2}}, free_form=("m",)) == []
     assert shape_differences({"l": [{"x": 1}]}, {"l": [{"y": 1}]}) == [
         "sent l[].x (number), which the expected request does not have", "did not send l[].y (number)"]
+
+
+def test_a_request_that_leaves_the_transport_fails_the_test(no_network: list[str]) -> None:
+    """The guard every test here has: a client built without the target's transport (as
+    azure-ai-ml's own blob upload was) is stopped at its first name lookup or connection."""
+    from azure.storage.blob import BlobClient
+    client = BlobClient.from_blob_url("https://someaccount.blob.core.windows.net/c/b", retry_total=0)
+    with pytest.raises(Exception):
+        client.get_blob_properties()
+    assert no_network and "someaccount.blob.core.windows.net" in no_network[0]
+    no_network.clear()  # the attempt was this test's point; any other still fails it

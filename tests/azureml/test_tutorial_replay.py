@@ -2,14 +2,12 @@
 
 Every request the SDK sends is checked against a recorded (or spec-derived, or -- for logs,
 storage and the environment built from a Docker context -- built) one by the replay transport, in
-order; see scenario.py for where each comes from. One call is stubbed instead of replayed: the
-upload of the Docker build context, which azure-ai-ml sends through blob clients of its own that
-do not take the target's transport (see StubbedUpload).
+order; see scenario.py for where each comes from. Nothing is stubbed, and nothing may leave the
+transport (conftest.no_network).
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,7 +15,7 @@ from horovod_batchai import (AllocationState, ExecutionState, FileShare, Horovod
                              Workspace)
 
 import scenario as S
-from replay import ReplayTransport
+from replay import FakeCredential, ReplayTransport
 
 JOB_JSON = Path(__file__).resolve().parents[2] / "examples" / "job.json"
 LOG = b"Epoch 1/1\n391/391 - 12s - loss: 1.61\nTest loss: 1.31\nTest accuracy: 0.5312\n"
@@ -30,17 +28,20 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
     assert workspace.location == S.LOCATION
     experiment = workspace.create_experiment(S.EXPERIMENT)
 
-    # The cluster: 2 dedicated nodes, created, then waited on until steady with both idle.
+    # The cluster: 2 dedicated nodes asked for (the PUT is checked), then waited on until steady.
+    # The answers are the recorded compute's and the spec example's, as they were sent: the
+    # package reports what the service says, spelled as Azure documents it.
     transport.add(*S.cluster_create())
     cluster = workspace.create_cluster(S.CLUSTER, vm_size=S.VM_SIZE, vm_priority="dedicated", target_node_count=2,
                                        admin_user_name="azureuser", ssh_public_key=S.SSH_KEY)
-    assert (cluster.vm_size, cluster.maximum_node_count) == (S.VM_SIZE, 2)
+    assert (cluster.vm_size, cluster.maximum_node_count) == ("Standard_DS2_v2", 2)  # recording 1's compute
     transport.add(*S.cluster_ready())
     seen = []
     ready = cluster.wait_until_ready(timeout=60, poll_interval=0, on_status=seen.append)
     assert [s.allocation_state for s in seen] == [AllocationState.RESIZING, AllocationState.STEADY]
-    assert seen[0].node_state_counts.preparing == 2 and ready.node_state_counts.idle == 2
-    assert ready.target_node_count == 2 and ready.is_ready
+    assert seen[0].vm_size == "Standard_NC6"  # the spec example's STANDARD_NC6
+    assert seen[0].auto_scale == (0, 1) and seen[0].node_state_counts.total == 0
+    assert ready.auto_scale == (0, 2) and ready.node_state_counts.total == 0 and ready.is_ready
 
     # The share, registered as an AzureFile datastore with the account key.
     transport.add(*S.share_create(*S.storage_api_versions()))
@@ -89,8 +90,8 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
 
     # Resize to 0, delete the jobs and the cluster.
     transport.add(*S.cluster_resize(0))
-    status = cluster.resize(0, timeout=120)
-    assert status.target_node_count == 0 and status.node_state_counts.total == 0
+    status = cluster.resize(0, timeout=120)  # the PUT sent min = max = 0 (checked); the recorded answer:
+    assert status.auto_scale == (0, 2) and status.node_state_counts.total == 0
     transport.add(S.job_delete("cifar_cancelled"), S.job_delete(S.JOB))
     doomed.delete()
     job.delete()
@@ -101,65 +102,74 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
     assert all(duration >= 0 for duration in transport.sleeps)  # LRO polls waited through the transport
 
 
-class StubbedUpload:
-    """Stands in for exactly one thing: azure-ai-ml's ``BlobStorageClient.upload``, which sends
-    the build context to the workspace's blob datastore through azure-storage-blob clients it
-    builds itself, without the target's transport (so the replay cannot see or answer them).
-    Everything before it (the datastore and its SAS) and after it (the environment that names
-    the uploaded context, the job) goes through the replay. It keeps what it was given to upload
-    (the context is deleted after the submit) and answers as the real method does."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, object]] = []
-
-    def __call__(self, client: Any, source: str, name: str, version: str, ignore_file: object = None,
-                 asset_hash: str = "", show_progress: bool = True) -> dict[str, object]:
-        from azure.ai.ml._utils._asset_utils import generate_asset_id
-        folder = Path(source)
-        files = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-        # where the real method puts a folder: LocalUpload/<hash>/<the folder's name>
-        dest = f"{generate_asset_id(asset_hash, include_directory=True)}/{folder.name}"
-        self.calls.append({"account": getattr(client, "account_name", None), "container": client.container,
-                           "source": folder.name, "dest": dest, "files": files})
-        return {"remote path": dest, "name": name, "version": version, "indicator file": None}
-
-    def context_uri(self) -> str:
-        assert self.calls, "the build context was never uploaded"
-        return S.build_context_uri(str(self.calls[-1]["dest"]))
+def _context_files() -> dict[str, bytes]:
+    """What the build context must hold, read here from the files themselves."""
+    import training
+    from horovod_batchai._backends.azureml.environment import DOCKERFILE
+    package = Path(training.__file__).parent
+    files = {f"training/{p.relative_to(package).as_posix()}": p.read_bytes() for p in package.rglob("*.py")}
+    files.update({f"training/{p.name}": p.read_bytes() for p in package.glob("*.md")})
+    return {"Dockerfile": DOCKERFILE.read_bytes(), **files}
 
 
-def test_the_tutorials_azure_ml_job_runs_in_the_shipped_environment(target: Target, transport: ReplayTransport,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tutorials_azure_ml_job_runs_in_the_shipped_environment(transport: ReplayTransport) -> None:
     """What examples/tutorial.py submits on Azure ML: job.json without its TensorFlow 1.8 image and
-    its job preparation, so that Azure ML builds the environment from the package's Dockerfile."""
-    from azure.ai.ml._artifacts._blob_storage_helper import BlobStorageClient
-
-    from horovod_batchai._backends.azureml.environment import CONTEXT_NAME, DOCKERFILE
+    its job preparation, so that Azure ML builds the environment from the package's Dockerfile.
+    The build context is uploaded through the target's transport, as recording 6 uploaded one,
+    with the target's proxy, like every other request."""
     from horovod_batchai._experiment import Experiment
-    upload = StubbedUpload()
-    monkeypatch.setattr(BlobStorageClient, "upload", lambda client, *args, **kwargs: upload(client, *args, **kwargs))
+    proxy = "http://proxy.example.com:3128"
+    target = Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=transport,
+                            proxies={"https": proxy}, retry_total=1)
     experiment = Experiment(Workspace(target, S.RG, S.WS), S.EXPERIMENT)
     cluster = S.steady_cluster(target)
     share_spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)
     # examples/tutorial.py, --target azureml: the same replace() it makes
     spec = share_spec.replace(node_count=2, container_image=None, job_preparation=None)
-    submitted = S.SubmittedJob()
+    submitted, upload = S.SubmittedJob(), S.ContextUpload()
+    expected = _context_files()
     # The share was registered by an earlier process: its datastore is looked up (a read).
-    transport.add(S.datastore_get(), *S.job_submit_built(submitted, upload.context_uri))
+    transport.add(S.datastore_get(), *S.job_submit_built(submitted, upload, list(expected)))
     job = experiment.submit(S.JOB, spec, cluster=cluster)
     assert job.execution_state is ExecutionState.QUEUED
     transport.verify()
 
-    (call,) = upload.calls
-    assert (call["account"], call["container"]) == (S.BLOBSTORE_ACCOUNT, S.BLOBSTORE_CONTAINER)
-    assert call["source"] == CONTEXT_NAME  # so the same context is the same upload path run after run
-    files = call["files"]
-    assert isinstance(files, dict) and files["Dockerfile"] == DOCKERFILE.read_bytes()
-    assert "training/train.py" in files
+    assert upload.blobs == expected  # every file, byte for byte, and nothing else
+    digest = upload.folder.split("/")[-2] if upload.folder else ""
+    assert len(digest) == 64 and upload.metadata == {"upload_status": "completed",
+                                                     "name": "horovod-batchai-environment", "version": digest}
     assert submitted.sent is not None
     environment_id = submitted.sent["properties"]["environmentId"]
-    assert "/environments/CliV2AnonymousEnvironment/versions/" in environment_id
+    assert f"/environments/horovod-batchai-environment/versions/{digest[:32]}" in environment_id
     assert S.TUTORIAL_IMAGE not in str(submitted.sent)
+    # every request, the blob upload's included, went the caller's way
+    assert len(transport.proxies) == len(transport.requests) and all(p.get("https") == proxy
+                                                                     for p in transport.proxies)
+    assert any("blob.core.windows.net" in r for r in transport.requests)
+    target.close()
+
+
+def test_a_build_context_uploaded_earlier_is_not_uploaded_again(target: Target, transport: ReplayTransport) -> None:
+    """The same package, submitted again: the datastore hands out a SAS (recording 8), the first
+    file says the upload completed, so nothing is written; the environment names that folder."""
+    from horovod_batchai._experiment import Experiment
+    spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY).replace(
+        node_count=2, container_image=None, job_preparation=None)
+    submitted = S.SubmittedJob()
+    uploaded = S.context_already_uploaded()
+    container = uploaded[2].path.split("/")[1]
+
+    def context_uri() -> str:  # the folder the HEAD found, on the recorded (sanitized) account
+        return f"https://Sanitized.blob.core.windows.net/{container}/LocalUpload/{digest[0]}/horovod-batchai-environment/"
+
+    digest = [""]
+    uploaded[2].check = lambda request, body: (digest.__setitem__(0, request.path_url.split("/")[3])
+                                               or S._sas_only(request, body))
+    transport.add(S.datastore_get(), S.not_found(f"{S.WS_PATH}/jobs/{S.JOB}", S.JOB_GET, "UserError", "a new job"),
+                  *uploaded, S.environment_build_put(context_uri), S.job_put(submitted))
+    Experiment(Workspace(target, S.RG, S.WS), S.EXPERIMENT).submit(S.JOB, spec, cluster=S.steady_cluster(target))
+    transport.verify()
+    assert [r.split(" ")[0] for r in transport.requests].count("PUT") == 2  # the environment and the job
 
 
 def test_a_resize_waits_no_longer_than_its_timeout(target: Target, transport: ReplayTransport) -> None:
@@ -197,15 +207,22 @@ def test_sources_are_named_for_every_exchange() -> None:
     exchanges = [*S.workspace_get(), *S.cluster_create(), *S.cluster_ready(), *S.share_create("v", "v"),
                  *S.job_submit(submitted), S.job_get(submitted, "Running"), *S.discovery(), S.run_details("Running"),
                  *S.job_cancel(S.JOB), *S.cluster_resize(0), *S.cluster_delete(), S.job_delete(S.JOB),
-                 S.datastore_get(), *S.job_submit_built(submitted, lambda: "")]
+                 S.datastore_get(), *S.job_submit_built(submitted, S.ContextUpload(), ["Dockerfile"]),
+                 *S.context_already_uploaded()]
     kinds = {e.source.split(":", 1)[0] for e in exchanges}
     assert kinds == {"recording", "spec", "built"}
     built = [e for e in exchanges if e.source.startswith("built:")]
     assert all(("UNVERIFIED" in e.source or "storage" in e.source or "does not exist" in e.source
-                or "not recorded" in e.source or "hold a build context" in e.source) for e in built), [
-        e.source for e in built]
-    # the default datastore and its SAS, which precede the build context's upload, are recorded
-    assert [e.source.split("#")[0] for e in S.default_datastore()] == [f"recording:{S.JOB_FILE}"] * 2
+                or "not recorded" in e.source) for e in built), [e.source for e in built]
+    # the build context's datastore, secret, upload and environment are all recorded traffic
+    context = [*S.context_datastore(), *S.context_upload(S.ContextUpload(), ["Dockerfile"]),
+               S.environment_build_put(lambda: "")]
+    assert {e.source.split("#")[0] for e in context} == {f"recording:{S.ENVIRONMENT_FILE}"}
+    # datastores (absent, other storage, blob), compute shapes and the job input: recorded, unchanged
+    recorded_only = [S.datastore_missing(S.DATASTORE), S.blob_datastore_get(S.DATASTORE),
+                     S.blob_datastore_put(S.DATASTORE, S.ACCOUNT, "data", "None"), S.compute_get_creating(),
+                     *[S.compute_get(i) for i in (3, 4, 8, 9)], S.blob_job_put(submitted, lambda r, b: None)]
+    assert all(e.source.startswith("recording:") for e in recorded_only), [e.source for e in recorded_only]
 
 
 def test_a_failed_job_reports_the_service_error_and_the_tail_of_its_log(target: Target,
@@ -258,4 +275,22 @@ def test_the_stream_renews_a_refused_log_link_and_loses_nothing(target: Target, 
     stream = job.stream("stdout.txt", poll_interval=0)
     assert "".join(stream).encode() == LOG
     assert stream.links_fetched == 2
+    transport.verify()
+
+
+@pytest.mark.parametrize("bounds", [(0, 0), (0, 1)])
+def test_ready_on_azure_ml_means_steady_at_the_new_size(target: Target, transport: ReplayTransport,
+                                                        bounds: tuple[int, int]) -> None:
+    """The same rule as locally: a compute steady at its old size (two idle nodes, bounds now
+    0..0 or 0..1) is not ready; the wait goes on until it is steady within the bounds."""
+    low, high = bounds
+    transport.add(S.compute_get(3, nodes=2, allocation="Steady", idle=2, minimum=low, maximum=high),
+                  S.list_nodes("idle", "idle"),
+                  S.compute_get(3, nodes=high, allocation="Steady", idle=high, minimum=low, maximum=high),
+                  S.list_nodes(*["idle"] * high))
+    seen: list = []
+    ready = S.steady_cluster(target).wait_until_ready(timeout=60, poll_interval=0, on_status=seen.append)
+    assert [s.current_node_count for s in seen] == [2, high] and not seen[0].is_ready
+    assert ready.current_node_count == high and ready.is_ready
+    assert (ready.target_node_count, ready.auto_scale) == ((0, None) if high == 0 else (None, (0, 1)))
     transport.verify()

@@ -68,3 +68,18 @@ def test_a_bad_account_name_is_a_usage_error(cli):
     run = cli("local", "az-env", "--storage-account", "My_Account")
     assert run.code == 2 and "--storage-account" in run.err and "'My_Account'" in run.err
     assert run.out == ""
+
+
+def test_the_profile_turns_off_what_az_sends_to_microsoft_and_keeps_the_rest(cli, service: LocalService):
+    import configparser
+    config_file = service.state_dir / CONFIG_DIR / "config"
+    config_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    config_file.write_text("[cloud]\nname = HorovodBatchAILocal\n\n[core]\ncollect_telemetry = yes\n")
+    assert cli("local", "az-env").code == 0
+    config = configparser.ConfigParser()
+    config.read(config_file)
+    assert config.get("core", "collect_telemetry") == "no"      # no upload after every command
+    assert config.get("auto-upgrade", "enable") == "no"         # no check for a newer az
+    assert config.get("core", "survey_message") == "no"
+    assert config.get("cloud", "name") == "HorovodBatchAILocal"  # what az itself keeps there stays
+    assert stat.S_IMODE(config_file.stat().st_mode) == 0o600

@@ -12,7 +12,7 @@ from typing import Callable
 import pytest
 
 from horovod_batchai import FileShare, Target
-from horovod_batchai.cli import EXIT_FAILED, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE
+from horovod_batchai.cli import EXIT_CONFLICT, EXIT_FAILED, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE
 from horovod_batchai.local import LocalService
 
 from cli_support import ACCOUNT, RG, SHARE, STORAGE, WS, CliRun
@@ -150,6 +150,12 @@ def test_wait_timeout_exits_4_then_terminate_and_delete(cli: Cli, ready: Path) -
     assert _create(cli, "sleepy", _job_json(ready, "sleeper.py"), "--node-count", "1").code == 0
     waited = cli("job", "wait", *EXP, "-n", "sleepy", "--timeout", "1")
     assert waited.code == EXIT_TIMEOUT and "sleepy" in waited.err
+    looked = cli("job", "wait", *EXP, "-n", "sleepy", "--timeout", "0", "-o", "json")  # 0: look once
+    assert looked.code == EXIT_TIMEOUT and "sleepy" in looked.err
+    assert looked.json()["name"] == "sleepy" and looked.json()["executionState"] in ("queued", "running")
+    # the same name with other arguments: a conflict (5), not a failed job (1); '--epochs=3' is the value
+    again = _create(cli, "sleepy", _job_json(ready, "sleeper.py"), "--node-count", "1", "--append-args", "--epochs=3")
+    assert again.code == EXIT_CONFLICT and "sleepy" in again.err, again.err
     terminated = cli("job", "terminate", *EXP, "-n", "sleepy", "-o", "json")
     assert terminated.code == 0, terminated.err
     assert terminated.json()["executionState"] == "failed"

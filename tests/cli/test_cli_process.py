@@ -107,3 +107,14 @@ def _public_key(tmp_path: Path) -> Path:
     key = tmp_path / "id_rsa.pub"
     key.write_text("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDWm/4TTHMZdzZVJcob2aFRWDmIyJLxk028 t@h\n", encoding="ascii")
     return key
+
+
+@pytest.mark.parametrize("verb", [["workspace", "list", "-g", RG], ["local", "start"], ["local", "status"]])
+def test_a_state_dir_that_is_a_file_names_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     verb: list[str]) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert main([*verb, "--state-dir", str(a_file)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"--state-dir: '{a_file}' is a file, not a directory (valid: a directory" in err
+    assert "Traceback" not in err and a_file.read_text() == "x"

@@ -87,6 +87,13 @@ def test_missing_files_and_bad_paths(cli: Cli, share: str, tmp_path: Path) -> No
     assert no_source.code == EXIT_USAGE and "--source" in no_source.err
     bad_path = cli("directory", "create", *STORAGE, "--path", "a/../b")
     assert bad_path.code == EXIT_USAGE and "'..'" in bad_path.err
+    script = tmp_path / "x.py"
+    script.write_text("print(1)")
+    absolute = cli("file", "upload", *STORAGE, "--source", str(script), "--path", "/etc/passwd")
+    assert absolute.code == EXIT_USAGE
+    assert "--path: '/etc/passwd' is absolute; paths in a share are relative to its root" in absolute.err
+    assert cli("directory", "create", *STORAGE, "--path", "/etc").code == EXIT_USAGE
+    assert cli("file", "list", *STORAGE, "--path", "/", "-o", "json").json() == []  # the root itself
     bad_account = cli("share", "create", "-g", RG, "--account-name", "Not_Valid", "--share-name", SHARE)
     assert bad_account.code == EXIT_USAGE and "storage account" in bad_account.err
     assert cli("file", "list", *STORAGE, "-r", "-o", "json").json() == []

@@ -536,3 +536,38 @@ def test_a_non_loopback_host_is_refused_unless_allowed(tmp_path: Path, host: str
     assert not (tmp_path / "state").exists()  # refused before anything was made
     for loopback in ("127.0.0.1", "127.0.0.2", "localhost", "::1"):
         assert LocalService(tmp_path / "state", host=loopback).host == loopback
+
+
+def test_two_starters_at_once_both_get_the_one_daemon(tmp_path: Path):
+    for trial in range(2):
+        state = tmp_path / f"state{trial}"
+        command = [sys.executable, "-m", "horovod_batchai.local", "start", "--state-dir", str(state)]
+        try:
+            starters = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                        for _ in range(2)]
+            results = [starter.communicate(timeout=120) for starter in starters]
+            assert [starter.returncode for starter in starters] == [0, 0], results
+            running = find_running(state)
+            assert running is not None
+            for out, err in results:
+                assert f"pid {running.pid}," in out and err == ""
+        finally:
+            stop_daemon(state)
+
+
+def test_two_sdk_clients_starting_the_service_at_once_both_succeed(tmp_path: Path):
+    script = ("import sys\n"
+              "from horovod_batchai import Target, Workspace\n"
+              "with Target.local(state_dir=sys.argv[1]) as target:\n"
+              "    print(len(Workspace.list(target)), target.management_endpoint)\n")
+    state = tmp_path / "state"
+    try:
+        clients = [subprocess.Popen([sys.executable, "-c", script, str(state)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        results = [client.communicate(timeout=120) for client in clients]
+        assert [client.returncode for client in clients] == [0, 0], results
+        running = find_running(state)
+        assert running is not None
+        assert [out.split() for out, _ in results] == [["0", running.endpoint]] * 2
+    finally:
+        stop_daemon(state)

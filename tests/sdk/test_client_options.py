@@ -58,3 +58,15 @@ def test_azureml_from_env() -> None:
                              credential=FakeCredential())  # type: ignore[arg-type]
     assert (target.kind, target.resource_group, target.workspace) == ("azureml", "mlgroup", "mlws")
     assert "mlws" in repr(target) and "credential" not in repr(target).lower()
+
+
+def test_a_state_dir_that_is_a_file_is_refused_naming_it(tmp_path) -> None:
+    from horovod_batchai import InvalidSpecError, Target
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(InvalidSpecError, match=r"state_dir: '.*/file' is a file, not a directory \(valid: a directory"):
+        Target.local(state_dir=a_file)
+    with pytest.raises(InvalidSpecError, match=r"state_dir: '.*/file/below' cannot be made: '.*/file' is a file"):
+        Target.local(state_dir=a_file / "below")
+    with pytest.raises(InvalidSpecError, match="HOROVOD_BATCHAI_STATE_DIR: "):
+        Target.from_env({"HOROVOD_BATCHAI_STATE_DIR": str(a_file)})

@@ -63,6 +63,55 @@ def test_resize_auto_scale_login_and_delete(workspace: Workspace) -> None:
         workspace.get_cluster("nc6cluster")
 
 
+@pytest.mark.serial
+def test_resize_to_zero_then_wait_returns_with_no_nodes_on_a_loaded_machine(workspace: Workspace,
+                                                                            busy_cores: int) -> None:
+    cluster = workspace.create_cluster("c1", vm_size="Standard_NC6", target_node_count=2, admin_user_name="demo",
+                                       ssh_public_key=SSH_KEY)
+    assert cluster.wait_until_ready(timeout=120).node_state_counts.idle == 2
+    for _ in range(3):
+        # steady at 2 when the service takes the new size: done only once it is steady at 0
+        resized = cluster.resize(0)
+        status = cluster.wait_until_ready()
+        for done in (resized, status):
+            assert done.current_node_count == 0 and done.node_state_counts.total == 0
+            assert done.allocation_state is AllocationState.STEADY and done.is_ready
+        assert cluster.resize(2).node_state_counts.idle == 2
+        assert cluster.wait_until_ready(timeout=120).node_state_counts.idle == 2
+
+
+def test_auto_scale_wait_returns_within_the_bounds(workspace: Workspace) -> None:
+    cluster = workspace.create_cluster("c1", vm_size="Standard_NC6", target_node_count=3, admin_user_name="demo",
+                                       ssh_public_key=SSH_KEY)
+    cluster.wait_until_ready(timeout=120)
+    scaled = cluster.auto_scale(0, 1)  # three nodes when the service takes the new bounds
+    status = cluster.wait_until_ready(timeout=120)
+    for done in (scaled, status):
+        assert done.auto_scale == (0, 1) and done.current_node_count <= 1 and done.is_ready
+
+
+def test_readiness_rule() -> None:
+    from horovod_batchai import NodeStateCounts
+
+    def status(target, auto, current, allocation="steady", **counts) -> ClusterStatus:
+        return ClusterStatus(name="c", resource_group="rg", workspace="ws", vm_size="STANDARD_NC6",
+                             allocation_state=AllocationState(allocation), current_node_count=current,
+                             node_state_counts=NodeStateCounts(**counts), target_node_count=target,
+                             auto_scale=auto, provisioning_state="succeeded")
+
+    assert status(2, None, 2, idle=1, running=1).is_ready
+    assert not status(0, None, 2, idle=2).is_ready               # steady at the old size
+    assert not status(2, None, 3, idle=3).is_ready               # more than asked for
+    assert not status(0, None, 1, leaving=1).is_ready
+    assert not status(2, None, 2, "resizing", idle=2).is_ready
+    assert not status(2, None, 2, idle=2, preparing=1).is_ready
+    assert not status(1, None, 2, idle=1, unusable=1).is_ready
+    assert status(None, (0, 2), 0).is_ready and status(None, (0, 2), 2, idle=2).is_ready
+    assert not status(None, (0, 1), 2, idle=2).is_ready          # above the new maximum
+    assert not status(None, (2, 4), 1, idle=1).is_ready          # below the minimum
+    assert status(0, None, 0).is_ready
+
+
 def test_generated_ssh_key_is_private_and_reused(workspace: Workspace, tmp_path: Path) -> None:
     key_path = tmp_path / "ssh" / "id_rsa"
     workspace.create_cluster("c1", vm_size="Standard_D1", target_node_count=0, admin_user_name="demo",
@@ -108,7 +157,7 @@ def test_unknown_vm_size_is_refused_by_the_service(workspace: Workspace) -> None
     with pytest.raises(ResourceError) as info:
         workspace.create_cluster("c1", vm_size="Standard_NOSUCH9", admin_user_name="demo", ssh_public_key=SSH_KEY)
     assert info.value.status_code == 400 and "creating cluster" in str(info.value)
-    assert isinstance(GpuCluster.list(workspace), list) and workspace.list_clusters() == []
+    assert workspace.list_clusters() == []
 
 
 def test_wait_until_ready_raises_on_cluster_errors(workspace: Workspace) -> None:

@@ -91,7 +91,12 @@ def test_mistakes_raise_before_any_request(share: FileShare, tmp_path: Path) -> 
         share.upload_file(tmp_path / "x.py", "cifar/../x.py")
     with pytest.raises(InvalidSpecError, match="source"):
         share.upload_directory(tmp_path / "x.py", "cifar")
-    assert share.list() == []
+    with pytest.raises(InvalidSpecError, match=r"path: '/etc/passwd' is absolute; .* \(valid: a path inside the "
+                                               r"share like 'etc/passwd'\)"):
+        share.upload_file(tmp_path / "x.py", "/etc/passwd")
+    with pytest.raises(InvalidSpecError, match="is absolute"):
+        share.download_file("/x.py", tmp_path / "out")
+    assert share.list() == [] and share.list("/") == []
 
 
 def test_bad_account_and_share_names(offline_target: Target) -> None:

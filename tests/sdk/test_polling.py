@@ -7,8 +7,10 @@ from typing import Any, Optional
 
 import pytest
 
-from horovod_batchai import InvalidSpecError, WaitTimeoutError
-from horovod_batchai._lro import DonePoller, MappedPoller
+from azure.core.polling import LROPoller, NoPolling
+
+from horovod_batchai import HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
+from horovod_batchai._lro import DonePoller, MappedPoller, background_poller, resume_token
 from horovod_batchai._polling import Polling, check_seconds, poll_until
 
 
@@ -106,3 +108,49 @@ def test_a_long_operation_that_outlives_its_timeout_raises() -> None:
 def test_a_finished_operation() -> None:
     poller = DonePoller("value")
     assert poller.done() and poller.result(timeout=1) == "value" and poller.status() == "Succeeded"
+
+
+class TokenlessPolling(NoPolling):
+    """A polling method that gives no continuation token, as azure-ai-ml's workspace creation
+    (an ARM template deployment) does: azure-core's base class raises TypeError."""
+
+    def get_continuation_token(self) -> str:
+        raise TypeError("Polling method 'TokenlessPolling' doesn't support get_continuation_token")
+
+
+def test_a_poller_without_token_says_so_naming_the_operation() -> None:
+    inner: LROPoller = LROPoller(None, None, lambda raw: raw, TokenlessPolling())
+    poller = MappedPoller(inner, lambda raw: raw, action="creating workspace", resource="ws")
+    with pytest.raises(HorovodBatchAIError, match="creating workspace ws cannot be resumed from a continuation token"):
+        poller.continuation_token()
+
+
+def test_tokens_name_their_operation_and_resource() -> None:
+    done = DonePoller("value", action="creating experiment", resource="/x/experiments/cifar")
+    token = done.continuation_token()
+    assert resume_token(token, action="creating experiment", resource="/X/experiments/cifar") is None
+    wrapped = MappedPoller(done, lambda v: v, action="submitting job", resource="/x/jobs/j").continuation_token()
+    assert resume_token(wrapped, action="submitting job", resource="/x/jobs/j") == token
+    for bad, problem in ((token, "was given by creating experiment /x/experiments/cifar"), ("%%%", "not a token"),
+                         ("", "str is not a continuation token"), (7, "int is not a continuation token")):
+        with pytest.raises(InvalidSpecError, match=problem) as caught:
+            resume_token(bad, action="submitting job", resource="/x/jobs/j")
+        assert caught.value.field == "continuation_token"
+
+
+def test_a_background_poller_runs_its_steps_on_azure_cores_thread() -> None:
+    import threading
+    release, seen = threading.Event(), []
+
+    def work() -> str:
+        seen.append(threading.current_thread().name)
+        release.wait(30)
+        return "done"
+
+    poller = background_poller(work, action="resizing cluster", resource="c", token=lambda: "inner")
+    with pytest.raises(WaitTimeoutError, match="resizing cluster c had not finished after 0.05s"):
+        poller.result(0.05)
+    assert resume_token(poller.continuation_token(), action="resizing cluster", resource="c") == "inner"
+    release.set()
+    assert poller.result(30) == "done" and poller.status() == "Succeeded"
+    assert seen and seen[0].startswith("LROPoller(")

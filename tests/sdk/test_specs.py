@@ -227,7 +227,9 @@ def test_bad_share_paths(path: str) -> None:
 
 
 def test_names() -> None:
-    assert check_share_path("/cifar/data/") == "cifar/data"
+    assert check_share_path("cifar/data/") == "cifar/data" and check_share_path("/", allow_root=True) == ""
+    with pytest.raises(InvalidSpecError, match="is absolute"):
+        check_share_path("/cifar/data/")  # refused, not made relative in silence
     for bad in ("MyAccount", "ab", "a" * 25, "my-account"):
         with pytest.raises(InvalidSpecError, match="3-24 lower-case"):
             check_storage_account(bad)
@@ -416,3 +418,11 @@ def test_cluster_arguments_name_the_field(build: Any, field: str) -> None:
         build()
     assert info.value.field == field, str(info.value)
     assert "Pa55" not in str(info.value)
+
+
+def test_a_bad_directory_id_names_the_variable_of_its_kind() -> None:
+    from horovod_batchai import InputDirectory, InvalidSpecError, OutputDirectory
+    with pytest.raises(InvalidSpecError, match=r"output_directories\.id: .*\$AZ_BATCHAI_OUTPUT_<id>"):
+        OutputDirectory(id="bad id", path_prefix="$AZ_BATCHAI_JOB_MOUNT_ROOT/share")
+    with pytest.raises(InvalidSpecError, match=r"input_directories\.id: .*\$AZ_BATCHAI_INPUT_<id>"):
+        InputDirectory(id="bad id", path="$AZ_BATCHAI_JOB_MOUNT_ROOT/share")

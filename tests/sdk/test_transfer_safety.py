@@ -149,6 +149,7 @@ def _tree_of_parts(tree: Path, count: int) -> Path:
     return tree
 
 
+@pytest.mark.serial
 def test_ctrl_c_stops_a_directory_upload_within_a_second(service: LocalService, share: FileShare,
                                                           tmp_path: Path) -> None:
     tree = _tree_of_parts(tmp_path / "tree", 12)
@@ -161,6 +162,7 @@ def test_ctrl_c_stops_a_directory_upload_within_a_second(service: LocalService, 
     assert len(files) < 12
 
 
+@pytest.mark.serial
 def test_ctrl_c_stops_a_directory_download_within_a_second(service: LocalService, share: FileShare,
                                                             tmp_path: Path) -> None:
     tree = _tree_of_parts(tmp_path / "tree", 8)

@@ -1,16 +1,17 @@
-"""Azure Machine Learning through azure-ai-ml: AmlCompute clusters, AzureFile datastores,
-command jobs with MPI distribution, logs from the run-history service and blob storage.
+"""Azure Machine Learning through azure-ai-ml: AmlCompute clusters, AzureFile and AzureBlob
+datastores (checked to be the storage their name stands for), command jobs with MPI
+distribution, logs from the run-history service and blob storage.
 
 Every client is built with the Target's azure-core client options (``transport=`` included):
 azure-ai-ml passes them to each of its generated clients and to the pipeline it reads the
-workspace's discovery URL with; the blob clients that read logs are built here with the same
-options. Calls that reach into azure-ai-ml below its public surface are marked; they are pinned
+workspace's discovery URL with; the blob clients that read logs and upload the build context
+(``upload.py``) are built here with the same options, so azure-ai-ml never uploads anything
+itself. Calls that reach into azure-ai-ml below its public surface are marked; they are pinned
 by the exact azure-ai-ml version of the ``azureml`` extra.
 """
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 
@@ -21,13 +22,14 @@ from ..._cluster_spec import AutoScale, ClusterSpec
 from ..._errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
 from ..._job_spec import HorovodJob
 from ..._lro import DonePoller, MappedPoller, background_poller, resume_token
-from ..._mounts import AzureFileShareMount
+from ..._mounts import AzureBlobMount, AzureFileShareMount
 from ..._values import OutputFile, RemoteLogin, Usage
 from .. import arm
 from ..base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, WorkspaceRecord
-from .conversions import (check_cluster_spec, check_job_spec, check_scale, cluster_status_from_rest,
-                          command_job_entity, compute_entity, datastore_name, job_status_from_entity,
-                          node_field, read_spec_property)
+from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec, check_scale,
+                          cluster_status_from_rest, command_job_entity, compute_entity, datastore_entity,
+                          datastore_identity, job_status_from_entity, mount_datastore, node_field,
+                          read_spec_property)
 from .states import execution_state
 
 if TYPE_CHECKING:
@@ -75,7 +77,10 @@ class AzureMLBackend:
         self.kind = target.kind
         self._lock = threading.Lock()
         self._ml: Optional["MLClient"] = None
-        self._registered: set[str] = set()
+        #: datastores known to be the storage their name stands for (read or registered here)
+        self._registered: dict[str, DatastoreIdentity] = {}
+        #: datastores check_share_datastore found missing, for the register_share that follows it
+        self._absent: set[str] = set()
 
     @property
     def ml(self) -> "MLClient":
@@ -253,12 +258,9 @@ class AzureMLBackend:
             return None
 
     def cluster_status(self, ref: ClusterRef) -> ClusterRecord:
-        """The compute (allocation state, errors) with node counts from its node list."""
-        self._check_scope(ref.resource_group, ref.workspace)
-        with azure_errors("reading cluster", self.cluster_id(ref)):
-            resource = self._raw_get(ref)
-            nodes = list(self.ml.compute.list_nodes(ref.name))
-        return self._record(ref, resource, nodes)
+        """The compute as its GET describes it: allocation state, node counts
+        (``nodeStateCounts``), errors. One request per poll."""
+        return self.get_cluster(ref)
 
     def _resume_compute_update(self, ref: ClusterRef, token: str) -> Any:
         # Below azure-ai-ml's public surface: its compute pollers give continuation tokens, but
@@ -357,29 +359,76 @@ class AzureMLBackend:
     def job_id(self, ref: JobRef) -> str:
         return f"{self.workspace_id(ref.resource_group, ref.workspace)}/jobs/{ref.name}"
 
-    def check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+    def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        spec.check_resolved()
+        spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
+        self._check_job_spec(spec, cluster)
+        self._check_job_storage(spec)
+
+    def _check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
         # The name is checked with the spec: Azure ML's rule is stricter than Batch AI's.
         check_job_spec(spec, "job")
 
-    def check_job_storage(self, spec: HorovodJob) -> None:
-        """Each mounted share must be registered as a datastore (FileShare.create/get does it).
-        A share this process registered is known; any other is looked up (a read)."""
+    def _check_job_storage(self, spec: HorovodJob) -> None:
+        """Every mount's datastore must be the storage the job names (type, account, share or
+        container), read before anything changes. A share's datastore must exist
+        (FileShare.create registers it); a blob container's is registered here when missing,
+        with the mount's credential, once every mount has been checked."""
+        missing: list[AzureBlobMount] = []
         for i, mount in enumerate(spec.mounts):
-            if not isinstance(mount, AzureFileShareMount):
+            if not isinstance(mount, (AzureFileShareMount, AzureBlobMount)):
                 continue
-            name = datastore_name(mount.account_name, mount.share_name)
-            if name in self._registered:
+            name, wanted = mount_datastore(mount)
+            if self._registered.get(name) == wanted:
                 continue
-            try:
-                with azure_errors("reading datastore", name):
-                    self.ml.datastores.get(name)
-            except NotFoundError:
-                raise spec.field_error(f"mounts[{i}]", f"share {mount.share_name!r} of storage account "
-                                       f"{mount.account_name!r} is not registered in workspace "
-                                       f"{self._target.workspace!r} (no datastore {name!r})",
-                                       "a share from FileShare.create(...) or FileShare.get(...), which "
-                                       "registers it") from None
-            self._registered.add(name)
+            found = self._read_datastore(name)
+            if found is None:
+                if isinstance(mount, AzureFileShareMount):
+                    raise spec.field_error(f"mounts[{i}]", f"share {mount.share_name!r} of storage account "
+                                           f"{mount.account_name!r} is not registered in workspace "
+                                           f"{self._target.workspace!r} (no datastore {name!r})",
+                                           "a share from FileShare.create(...), which registers it")
+                if name not in {mount_datastore(m)[0] for m in missing}:  # two mounts of one container
+                    missing.append(mount)
+                continue
+            problem = self._identity_problem(name, found, wanted)
+            if problem:
+                field = spec.field_error(f"mounts[{i}]", "").field
+                raise ConflictError(f"{field}: {problem}; the job was not submitted",
+                                    resource=self._datastore_id(name))
+            self._registered[name] = wanted
+        for mount in missing:
+            assert isinstance(mount, AzureBlobMount)
+            self._create_datastore(mount)
+
+    def _datastore_id(self, name: str) -> str:
+        return f"{self.workspace_id(str(self._target.resource_group), str(self._target.workspace))}/datastores/{name}"
+
+    def _read_datastore(self, name: str) -> Optional[DatastoreIdentity]:
+        """The identity of datastore ``name``; None when the workspace has none of that name."""
+        try:
+            with azure_errors("reading datastore", self._datastore_id(name)):
+                return datastore_identity(self.ml.datastores.get(name))
+        except NotFoundError:
+            return None
+
+    def _identity_problem(self, name: str, found: DatastoreIdentity, wanted: DatastoreIdentity) -> str:
+        differs = found.differences(wanted)
+        if not differs:
+            return ""
+        return (f"datastore {name!r} of workspace {self._target.workspace!r} is {found.describe()}, not "
+                f"{wanted.describe()} ({'; '.join(differs)}); it is left as it is: remove or rename that datastore, "
+                "or use other storage")
+
+    def _create_datastore(self, mount: "AzureFileShareMount | AzureBlobMount") -> None:
+        name, wanted = mount_datastore(mount)
+        what = (f"file share {wanted.place} of {wanted.account}" if wanted.kind == "AzureFile"
+                else f"blob container {wanted.place} of {wanted.account}")
+        entity = datastore_entity(mount, description=f"horovod-batchai: {what}")
+        with azure_errors("registering datastore", self._datastore_id(name)):
+            self.ml.datastores.create_or_update(entity)
+        log.info("registered %s as datastore %s", what, name)
+        self._registered[name] = wanted
 
     def _job_record(self, ref: JobRef, entity: Any) -> JobRecord:
         errors: tuple[ServiceErrorDetail, ...] = ()
@@ -447,27 +496,30 @@ class AzureMLBackend:
             check_same_job(existing, spec, cluster.id)
             log.info("job %s exists with these settings; returning it instead of submitting again", existing.id)
             return DonePoller(existing, action=action, resource=resource)
-        context = None
-        if spec.container_image:
-            from azure.ai.ml.entities import Environment
-            environment = Environment(image=spec.container_image)
-        else:
-            from azure.ai.ml.entities import BuildContext, Environment
-            from .environment import DOCKERFILE, build_context
-            context = build_context()
-            # Named although it is the service's default: the build is the package's Dockerfile.
-            environment = Environment(build=BuildContext(path=str(context), dockerfile_path=DOCKERFILE.name))
+        environment = self._environment(spec)
         entity = command_job_entity(spec, job_name=ref.name, experiment=ref.experiment, compute=cluster.name,
                                     environment=environment)
         log.info("submitting Azure ML job %s to %s (%d node(s) x %d process(es))", ref.name, cluster.name,
                  spec.node_count, (spec.process_count or spec.node_count) // spec.node_count)
-        try:
-            with azure_errors("submitting job", self.job_id(ref)):
-                created = self.ml.jobs.create_or_update(entity)
-        finally:
-            if context is not None:
-                shutil.rmtree(context.parent, ignore_errors=True)
+        with azure_errors("submitting job", self.job_id(ref)):
+            created = self.ml.jobs.create_or_update(entity)
         return DonePoller(self._job_record(ref, created), action=action, resource=resource)
+
+    def _environment(self, spec: HorovodJob) -> Any:
+        """The job's image, or the package's Docker build context: uploaded here, through the
+        target's blob client, and handed to azure-ai-ml as a URI (which it does not upload)."""
+        from azure.ai.ml.entities import BuildContext, Environment
+        if spec.container_image:
+            return Environment(image=spec.container_image)
+        from .environment import CONTEXT_NAME, DOCKERFILE, ENVIRONMENT_VERSION_LENGTH, content_hash, context_files
+        from .upload import upload_context
+        files = context_files()
+        digest = content_hash(files)
+        uri = upload_context(self.ml, self._target, files, name=CONTEXT_NAME, digest=digest)
+        # One environment version per content: the same package registers (and builds) the same
+        # environment run after run. The Dockerfile is named although it is the service's default.
+        return Environment(name=CONTEXT_NAME, version=digest[:ENVIRONMENT_VERSION_LENGTH],
+                           build=BuildContext(path=uri, dockerfile_path=DOCKERFILE.name))
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]:
         self._check_scope(resource_group, workspace)
@@ -541,18 +593,34 @@ class AzureMLBackend:
         return _Blob(BlobClient.from_blob_url(url, **self._target.data_plane_options()))
 
     # -- storage --------------------------------------------------------------------------------
+    def check_share_datastore(self, account_name: str, share_name: str) -> None:
+        """Read the share's datastore: one that is this share is used as it is (remembered);
+        one that is other storage is a ConflictError; none is registered by register_share."""
+        name, wanted = mount_datastore(AzureFileShareMount.for_share(account_name, share_name))
+        found = self._read_datastore(name)
+        if found is None:
+            self._absent.add(name)  # for register_share, which follows
+            return
+        problem = self._identity_problem(name, found, wanted)
+        if problem:
+            raise ConflictError(f"registering file share {account_name}/{share_name}: {problem}",
+                                resource=self._datastore_id(name))
+        log.info("datastore %s is file share %s/%s already; using it", name, account_name, share_name)
+        self._registered[name] = wanted
+
     def register_share(self, account_name: str, share_name: str, account_key: str) -> None:
         """An AzureFile datastore for the share, with the account key (Azure ML keeps it in the
-        workspace's key vault), so that jobs can mount it."""
-        from azure.ai.ml.entities import AccountKeyConfiguration, AzureFileDatastore
-        name = datastore_name(account_name, share_name)
-        datastore = AzureFileDatastore(name=name, account_name=account_name, file_share_name=share_name,
-                                       description=f"horovod-batchai: file share {share_name} of {account_name}",
-                                       credentials=AccountKeyConfiguration(account_key=account_key))
-        with azure_errors("registering datastore", name):
-            self.ml.datastores.create_or_update(datastore)
-        log.info("registered file share %s/%s as datastore %s", account_name, share_name, name)
-        self._registered.add(name)
+        workspace's key vault), so that jobs can mount it -- unless check_share_datastore found
+        it already. Never overwrites a datastore: one that exists is checked, not replaced."""
+        mount = AzureFileShareMount.for_share(account_name, share_name, account_key=account_key)
+        name, wanted = mount_datastore(mount)
+        if self._registered.get(name) == wanted:
+            return
+        if name not in self._absent:
+            self.check_share_datastore(account_name, share_name)
+        if self._registered.get(name) != wanted:
+            self._create_datastore(mount)
+        self._absent.discard(name)
 
 
 def _compute_type(resource: Any) -> str:

@@ -1,7 +1,7 @@
 """The shell command an Azure ML job runs on every process: the Batch AI job's world, rebuilt.
 
-Azure ML mounts each datastore output at a path of its choosing and substitutes it for
-``${{outputs.<name>}}`` in the command. The command links every share under
+Azure ML mounts each datastore input and output at a path of its choosing and substitutes it
+for ``${{inputs.<name>}}`` / ``${{outputs.<name>}}`` in the command. The command links every share under
 ``$AZ_BATCHAI_JOB_MOUNT_ROOT/<relativeMountPath>`` so the tutorial's paths resolve unchanged,
 sets the ``AZ_BATCHAI_*`` variables a job.json and its script use, runs the job preparation once
 per node (local rank 0; the node's other processes wait for it), then the script.
@@ -14,7 +14,7 @@ from typing import Mapping
 
 from ..._job_spec import HorovodJob
 
-__all__ = ["node_command", "output_placeholder", "WORK_ROOT"]
+__all__ = ["node_command", "input_placeholder", "output_placeholder", "WORK_ROOT"]
 
 #: where the job's mount links and temporary directories live on a node
 WORK_ROOT = "${TMPDIR:-/tmp}/azbatchai"
@@ -25,9 +25,14 @@ def output_placeholder(output_name: str) -> str:
     return "${{outputs." + output_name + "}}"
 
 
-def node_command(spec: HorovodJob, *, job_name: str, outputs: Mapping[str, str]) -> str:
-    """The command for ``spec``; ``outputs`` maps each mount's relativeMountPath to the name of
-    the job output that mounts its datastore."""
+def input_placeholder(input_name: str) -> str:
+    """What Azure ML replaces with the mount path of input ``input_name``."""
+    return "${{inputs." + input_name + "}}"
+
+
+def node_command(spec: HorovodJob, *, job_name: str, mounts: Mapping[str, str]) -> str:
+    """The command for ``spec``; ``mounts`` maps each mount's relativeMountPath to the
+    placeholder of the job input or output that mounts its datastore."""
     job = shlex.quote(job_name)
     lines = [
         "set -e",
@@ -38,10 +43,10 @@ def node_command(spec: HorovodJob, *, job_name: str, outputs: Mapping[str, str])
         "export AZ_BATCHAI_NUM_GPUS=\"$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)\"",
         'mkdir -p "$AZ_BATCHAI_MOUNT_ROOT" "$AZ_BATCHAI_JOB_MOUNT_ROOT" "$AZ_BATCHAI_JOB_TEMP"',
     ]
-    for relative, output in outputs.items():
+    for relative, placeholder in mounts.items():
         link = '"$AZ_BATCHAI_JOB_MOUNT_ROOT"/' + shlex.quote(relative)
         lines.append(f'mkdir -p "$(dirname {link})"')
-        lines.append(f'ln -sfn "{output_placeholder(output)}" {link}')
+        lines.append(f'ln -sfn "{placeholder}" {link}')
     for directory in spec.input_directories:
         # The path is the node's, with its $AZ_BATCHAI_* variables: expanded here, as Batch AI did.
         lines.append(f'export AZ_BATCHAI_INPUT_{directory.id}="{_double_quoted(directory.path)}"')

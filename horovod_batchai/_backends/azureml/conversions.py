@@ -7,22 +7,24 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Union
 
 from ..._cluster_spec import AutoScale, ClusterSpec
 from ..._conversions import job_from_properties, job_to_properties
 from ..._errors import InvalidSpecError, ServiceErrorDetail
 from ..._job_spec import HorovodJob
-from ..._mounts import AzureFileShareMount
+from ..._mounts import AzureBlobMount, AzureFileShareMount
 from ..._states import ClusterStatus, JobStatus, NodeStateCounts
-from .command import node_command
+from .command import input_placeholder, node_command, output_placeholder
 from .states import allocation_state, execution_state
-from .vm_sizes import check_amlcompute_vm_size
+from .vm_sizes import canonical_vm_size, check_amlcompute_vm_size
 
 __all__ = ["check_cluster_spec", "check_job_spec", "check_scale", "compute_entity", "command_job_entity",
-           "datastore_name", "output_name", "node_field", "cluster_status_from_rest", "job_status_from_entity", "spec_property",
-           "read_spec_property", "TIERS", "SPEC_PROPERTY"]
+           "datastore_name", "blob_datastore_name", "output_name", "node_field", "cluster_status_from_rest",
+           "job_status_from_entity", "spec_property", "read_spec_property", "TIERS", "SPEC_PROPERTY",
+           "DatastoreIdentity", "mount_datastore", "datastore_identity", "datastore_entity"]
 
 #: ClusterSpec.vm_priority -> AmlCompute tier
 TIERS = {"dedicated": "dedicated", "lowpriority": "low_priority"}
@@ -37,9 +39,79 @@ def datastore_name(account_name: str, share_name: str) -> str:
     return f"{account_name}_{share_name}".replace("-", "_").lower()
 
 
+def blob_datastore_name(account_name: str, container_name: str) -> str:
+    """The datastore registered for a blob container. Its double '_' keeps it apart from every
+    share's datastore: a share name cannot make one (no '_', no '--', no leading '-')."""
+    return f"{account_name}__{container_name}".replace("-", "_").lower()
+
+
 def output_name(relative_mount_path: str, index: int) -> str:
-    """The job output that mounts a share, named after where the job sees it."""
+    """The job input or output that mounts a datastore, named after where the job sees it."""
     return f"mount{index}_" + _OUTPUT_NAME.sub("_", relative_mount_path)
+
+
+@dataclass(frozen=True)
+class DatastoreIdentity:
+    """What a datastore is: its type, storage account and share or container. Two datastores
+    with the same identity reach the same data, whatever their credentials."""
+
+    kind: str
+    account: str
+    place: str
+
+    def describe(self) -> str:
+        what = {"AzureFile": "file share", "AzureBlob": "blob container"}.get(self.kind, "storage")
+        return f"{self.kind} ({what} {self.place!r} of storage account {self.account!r})"
+
+    def differences(self, other: "DatastoreIdentity") -> list[str]:
+        """What differs from ``other`` (the wanted identity), in words; names compare as Azure
+        compares them, without regard to case."""
+        found = []
+        if self.kind.lower() != other.kind.lower():
+            found.append(f"type {self.kind}, not {other.kind}")
+        if self.account.lower() != other.account.lower():
+            found.append(f"storage account {self.account!r}, not {other.account!r}")
+        if self.place.lower() != other.place.lower():
+            noun = "share" if other.kind == "AzureFile" else "container"
+            found.append(f"{noun} {self.place!r}, not {other.place!r}")
+        return found
+
+
+def mount_datastore(mount: Union[AzureFileShareMount, AzureBlobMount]) -> tuple[str, DatastoreIdentity]:
+    """The datastore a mount needs: its name and identity."""
+    if isinstance(mount, AzureFileShareMount):
+        return (datastore_name(mount.account_name, mount.share_name),
+                DatastoreIdentity("AzureFile", mount.account_name, mount.share_name))
+    return (blob_datastore_name(mount.account_name, mount.container_name),
+            DatastoreIdentity("AzureBlob", mount.account_name, mount.container_name))
+
+
+def datastore_identity(entity: Any) -> DatastoreIdentity:
+    """The identity of azure-ai-ml's datastore entity, whatever its type."""
+    kind = _text(getattr(entity, "type", None)) or type(entity).__name__
+    place = (getattr(entity, "file_share_name", None) or getattr(entity, "container_name", None)
+             or getattr(entity, "filesystem", None) or getattr(entity, "store_name", None) or "")
+    return DatastoreIdentity(kind, str(getattr(entity, "account_name", None) or ""), str(place))
+
+
+def datastore_entity(mount: Union[AzureFileShareMount, AzureBlobMount], *, description: str) -> Any:
+    """The azure-ai-ml datastore for a mount, with the mount's credential: the account key, a
+    SAS token (blob only), or none (blob only: identity-based)."""
+    from azure.ai.ml.entities import (AccountKeyConfiguration, AzureBlobDatastore, AzureFileDatastore,
+                                      SasTokenConfiguration)
+    name, _ = mount_datastore(mount)
+    if isinstance(mount, AzureFileShareMount):
+        assert mount.account_key
+        return AzureFileDatastore(name=name, account_name=mount.account_name, file_share_name=mount.share_name,
+                                  description=description,
+                                  credentials=AccountKeyConfiguration(account_key=mount.account_key))
+    credentials: Any = None
+    if mount.account_key:
+        credentials = AccountKeyConfiguration(account_key=mount.account_key)
+    elif mount.sas_token:
+        credentials = SasTokenConfiguration(sas_token=mount.sas_token)
+    return AzureBlobDatastore(name=name, account_name=mount.account_name, container_name=mount.container_name,
+                              description=description, credentials=credentials)
 
 
 # -- clusters ------------------------------------------------------------------------------------
@@ -87,7 +159,8 @@ def compute_entity(name: str, spec: ClusterSpec) -> Any:
 def cluster_status_from_rest(resource: Any, *, resource_group: str, workspace: str,
                              nodes: Optional[list[Any]] = None) -> ClusterStatus:
     """A ClusterStatus from the generated ``ComputeResource`` of an AmlCompute (and, when given,
-    its node list, which then provides the node counts)."""
+    its node list, which then provides the node counts). While the compute is being created the
+    service sends null counts and allocation state: no nodes, resizing."""
     outer = resource.properties
     props = getattr(outer, "properties", None)
     scale = getattr(props, "scale_settings", None)
@@ -112,7 +185,7 @@ def cluster_status_from_rest(resource: Any, *, resource_group: str, workspace: s
         errors.append(ServiceErrorDetail("ProvisioningFailed", "the compute's provisioningState is Failed"))
     return ClusterStatus(
         name=str(resource.name or ""), resource_group=resource_group, workspace=workspace,
-        vm_size=str(getattr(props, "vm_size", "") or ""),
+        vm_size=canonical_vm_size(str(getattr(props, "vm_size", "") or "")),
         allocation_state=allocation_state(getattr(props, "allocation_state", None)),
         current_node_count=int(getattr(props, "current_node_count", 0) or 0) if nodes is None else counts.total,
         node_state_counts=counts,
@@ -152,9 +225,15 @@ def check_job_spec(spec: HorovodJob, job_name: str) -> None:
         raise InvalidSpecError("name", f"{job_name!r} is not an Azure ML job name",
                                "a letter or digit, then letters, digits, '_' or '-'")
     for i, mount in enumerate(spec.mounts):
-        if not isinstance(mount, AzureFileShareMount):
-            raise spec.field_error(f"mounts[{i}]", f"Azure ML jobs here mount Azure file shares only, not a "
-                                   f"{type(mount).__name__}", "AzureFileShareMount (mountVolumes.azureFileShares)")
+        if not isinstance(mount, (AzureFileShareMount, AzureBlobMount)):
+            raise spec.field_error(f"mounts[{i}]", f"Azure ML jobs here mount Azure file shares and blob containers "
+                                   f"(as datastores), not a {type(mount).__name__}",
+                                   "AzureFileShareMount or AzureBlobMount (mountVolumes.azureFileShares or "
+                                   "azureBlobFileSystems)")
+        if isinstance(mount, AzureBlobMount) and mount.mount_options:
+            raise spec.field_error(f"mounts[{i}].mount_options", f"{mount.mount_options!r}: Azure ML mounts a blob "
+                                   "datastore itself and takes no blobfuse options",
+                                   "None, or '-o ro' (read_only=True) for a read-only input")
     spec.check_paths_against(())  # AmlCompute has no cluster mounts: $AZ_BATCHAI_MOUNT_ROOT paths lead nowhere
     if spec.priority != "normal":
         raise spec.field_error("priority", f"{spec.priority!r}: Azure ML command jobs on AmlCompute have no "
@@ -183,22 +262,28 @@ def check_job_spec(spec: HorovodJob, job_name: str) -> None:
 def command_job_entity(spec: HorovodJob, *, job_name: str, experiment: str, compute: str,
                        environment: Any) -> Any:
     """The azure-ai-ml command job for ``spec`` on the AmlCompute ``compute``."""
-    from azure.ai.ml import MpiDistribution, Output, command
+    from azure.ai.ml import Input, MpiDistribution, Output, command
     check_job_spec(spec, job_name)
+    inputs: dict[str, Any] = {}
     outputs: dict[str, Any] = {}
-    names: dict[str, str] = {}
+    places: dict[str, str] = {}
     for i, mount in enumerate(spec.mounts):
-        assert isinstance(mount, AzureFileShareMount)
+        assert isinstance(mount, (AzureFileShareMount, AzureBlobMount))
         name = output_name(mount.relative_mount_path, i)
-        names[mount.relative_mount_path] = name
-        outputs[name] = Output(type="uri_folder", mode="rw_mount",
-                               path=f"azureml://datastores/{datastore_name(mount.account_name, mount.share_name)}/paths/")
+        path = f"azureml://datastores/{mount_datastore(mount)[0]}/paths/"
+        if isinstance(mount, AzureBlobMount) and mount.read_only:
+            inputs[name] = Input(type="uri_folder", mode="ro_mount", path=path)
+            places[mount.relative_mount_path] = input_placeholder(name)
+        else:
+            outputs[name] = Output(type="uri_folder", mode="rw_mount", path=path)
+            places[mount.relative_mount_path] = output_placeholder(name)
     per_node = (spec.process_count or spec.node_count) // spec.node_count
     wall_clock: Optional[timedelta] = spec.max_wall_clock_time
     job = command(
         name=job_name, display_name=job_name, experiment_name=experiment, compute=compute,
-        command=node_command(spec, job_name=job_name, outputs=names), environment=environment,
-        environment_variables=dict(spec.environment_variables) or None, outputs=outputs or None,
+        command=node_command(spec, job_name=job_name, mounts=places), environment=environment,
+        environment_variables=dict(spec.environment_variables) or None, inputs=inputs or None,
+        outputs=outputs or None,
         instance_count=spec.node_count, distribution=MpiDistribution(process_count_per_instance=per_node),
         shm_size=spec.shm_size, timeout=int(wall_clock.total_seconds()) if wall_clock else None,
         properties={SPEC_PROPERTY: spec_property(spec)})
@@ -206,10 +291,12 @@ def command_job_entity(spec: HorovodJob, *, job_name: str, experiment: str, comp
 
 
 def spec_property(spec: HorovodJob) -> str:
-    """The spec as Batch AI job properties, without account keys (secrets are refused earlier)."""
+    """The spec as Batch AI job properties, without account keys or SAS tokens (secrets are
+    refused earlier)."""
     properties = job_to_properties(spec, cluster_id=None, reveal_secrets=False)
-    for share in (properties.get("mountVolumes") or {}).get("azureFileShares") or []:
-        share.pop("credentials", None)
+    volumes = properties.get("mountVolumes") or {}
+    for mount in (volumes.get("azureFileShares") or []) + (volumes.get("azureBlobFileSystems") or []):
+        mount.pop("credentials", None)
     return json.dumps(properties, sort_keys=True, separators=(",", ":"))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..._errors import InvalidSpecError
 
-__all__ = ["check_amlcompute_vm_size", "GPU_SIZES", "CPU_SIZES", "RETIRED_SIZES"]
+__all__ = ["check_amlcompute_vm_size", "canonical_vm_size", "GPU_SIZES", "CPU_SIZES", "RETIRED_SIZES"]
 
 GPU_SIZES = (
     # NCv3 (V100)
@@ -45,6 +45,7 @@ RETIRED_SIZES = (
 )
 _KNOWN = {name.lower(): name for name in GPU_SIZES + CPU_SIZES}
 _RETIRED = {name.lower() for name in RETIRED_SIZES}
+_SPELLED = {name.lower(): name for name in GPU_SIZES + CPU_SIZES + RETIRED_SIZES}
 
 
 def check_amlcompute_vm_size(vm_size: str, field: str = "vm_size") -> str:
@@ -57,3 +58,10 @@ def check_amlcompute_vm_size(vm_size: str, field: str = "vm_size") -> str:
         raise InvalidSpecError(field, f"{vm_size!r} is not an AmlCompute VM size",
                                "a size such as " + ", ".join(GPU_SIZES[:6]) + " (see vm_sizes.GPU_SIZES)")
     return _KNOWN[key]
+
+
+def canonical_vm_size(vm_size: str) -> str:
+    """A size the service reported, spelled as Azure documents it: AmlCompute answers
+    ``STANDARD_DS2_V2`` while a compute is being created and ``Standard_DS2_v2`` afterwards.
+    A size not listed here is returned as the service wrote it."""
+    return _SPELLED.get(vm_size.lower(), vm_size) if isinstance(vm_size, str) else vm_size

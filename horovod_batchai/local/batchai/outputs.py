@@ -145,14 +145,26 @@ def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, di
     if share_root is None:
         raise ArmError(404, "ShareNotFound", f"The file share {location['share']!r} holding output directory "
                                              f"{output_directory_id!r} no longer exists.")
-    folder = share_root.joinpath(*[s for s in location["share_path"].split("/") if s], *relative.parts)
+    out_root = share_root.joinpath(*[s for s in location["share_path"].split("/") if s])
+    folder = out_root.joinpath(*relative.parts)
+    # A link the job planted may lead out of the output directory: what it leads to is not listed
+    # (downloading it is refused too).
+    real_root = os.path.realpath(out_root)
+
+    def inside(path: str) -> bool:
+        real = os.path.realpath(path)
+        return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+    if not inside(str(folder)):
+        raise ArmError(404, "DirectoryNotFound", f"The directory {directory!r} does not exist in output "
+                                                 f"directory {output_directory_id!r}.", target="directory")
     if not folder.is_dir():
         if not relative.parts:
             return [], None
         raise ArmError(404, "DirectoryNotFound", f"The directory {directory!r} does not exist in output "
                                                  f"directory {output_directory_id!r}.", target="directory")
     try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        entries = sorted((e for e in os.scandir(folder) if not e.is_symlink() or inside(e.path)), key=lambda e: e.name)
     except OSError:
         entries = []
     page = entries[skip:skip + max_results]

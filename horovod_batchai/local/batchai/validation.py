@@ -8,14 +8,17 @@ raised as a 400 :class:`ArmError` whose message names the property by its JSON p
 (``properties.nodeSetup.mountVolumes.azureFileShares[0].accountName``) and states the valid form.
 
 Checking returns a cleaned copy that holds only properties the spec defines, in the spec's order,
-with the service's defaults filled in; unknown properties are dropped, as ARM does. Secrets are split
+with the service's defaults filled in. An unknown name inside a resource's ``properties`` (a typo
+such as ``nodeCountt``) is refused with a 400, as Batch AI refused it; outside them it is dropped,
+as ARM does. Secrets are split
 off here too (:func:`split_secrets`) so that nothing secret ever reaches a stored body.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
+from urllib.parse import urlsplit
 
 from ..storage import accounts
 from ..core.durations import format_duration, parse_duration
@@ -51,10 +54,15 @@ class Str:
     why: str = ""
     #: one line (a path): no control characters
     line: bool = False
+    #: a grammar the value must follow (a function answering whether it does) and its description
+    grammar: Optional[Callable[[str], bool]] = None
+    grammar_form: str = ""
 
     def form(self) -> str:
         if self.enum:
             return "one of " + ", ".join(repr(e) for e in self.enum)
+        if self.grammar is not None:
+            return self.grammar_form
         return "a non-empty string" if self.nonempty else "a string"
 
 
@@ -79,6 +87,8 @@ class Obj:
     fields: dict[str, Any]
     required: tuple[str, ...] = ()
     default: Optional[dict[str, Any]] = None
+    #: names accepted and dropped (the spec's own examples use them)
+    ignored: tuple[str, ...] = ()
 
     def form(self) -> str:
         need = f" with {', '.join(self.required)}" if self.required else ""
@@ -138,6 +148,8 @@ def check(value: Any, node: Any, path: str = "") -> Any:
             return match
         if node.nonempty and not value.strip():
             raise _bad("InvalidParameter", path, f"The property '{where}' must be {node.form()}.")
+        if node.grammar is not None and not node.grammar(value):
+            raise _bad("InvalidParameter", path, f"The property '{where}' must be {node.form()}; got {value[:200]!r}.")
         return value
     if isinstance(node, Int):
         if isinstance(value, bool) or not isinstance(value, int):
@@ -164,6 +176,14 @@ def check(value: Any, node: Any, path: str = "") -> Any:
                 sub = node.fields[name]
                 raise _bad("MissingRequiredProperty", _join(path, name),
                            f"The property '{_join(path, name)}' is required and must be {sub.form()}.")
+        if path.startswith("properties"):
+            # Within a resource's properties an unknown name is a mistake (a typo), refused as Azure
+            # refused it; outside them (location, tags, $schema...) it is left alone, as ARM does.
+            unknown = sorted(name for name in value if name not in node.fields and name not in node.ignored)
+            if unknown:
+                valid = ", ".join(node.fields)
+                raise _bad("InvalidRequestContent", _join(path, unknown[0]),
+                           f"The property '{_join(path, unknown[0])}' is not known; {where} takes {valid}.")
         out: dict[str, Any] = {}
         for name, sub in node.fields.items():
             given = value.get(name)
@@ -259,9 +279,34 @@ CLUSTER_UPDATE = Obj({"properties": Obj({"scaleSettings": SCALE_SETTINGS})})
 
 REGISTRY_CREDENTIALS = Obj({"username": Str(nonempty=True), "password": Str(), "passwordSecretReference": KEY_VAULT_REF},
                            ("username",))
-CONTAINER_SETTINGS = Obj({"imageSourceRegistry": Obj({"serverUrl": Str(), "image": Str(nonempty=True),
-                                                      "credentials": REGISTRY_CREDENTIALS}, ("image",)),
-                          "shmSize": Str()}, ("imageSourceRegistry",))
+# docker's --shm-size (a number, an optional unit) and a registry's address (a host, an optional
+# scheme and port), as the SDK checks them before sending
+_SHM_SIZE = re.compile(r"^(\d+(?:\.\d+)?) ?([kKmMgGtTpP])?[iI]?[bB]?\Z", re.ASCII)
+_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z")
+
+
+def _is_shm_size(value: str) -> bool:
+    match = _SHM_SIZE.match(value)
+    return match is not None and float(match.group(1)) > 0
+
+
+def _is_registry_url(value: str) -> bool:
+    parts = urlsplit(value if "://" in value else "https://" + value)
+    try:
+        parts.port
+    except ValueError:
+        return False
+    return (parts.scheme in ("https", "http") and "@" not in parts.netloc and not parts.query and not parts.fragment
+            and not any(c.isspace() for c in value)
+            and all(_HOST_LABEL.match(label) for label in (parts.hostname or "").split(".")))
+
+
+CONTAINER_SETTINGS = Obj({"imageSourceRegistry": Obj({
+    "serverUrl": Str(grammar=_is_registry_url, grammar_form="a registry address like 'https://myregistry.azurecr.io' "
+                                                            "or 'myregistry.azurecr.io:5000'"),
+    "image": Str(nonempty=True), "credentials": REGISTRY_CREDENTIALS}, ("image",)),
+    "shmSize": Str(grammar=_is_shm_size, grammar_form="a size docker accepts for --shm-size, like '2g', '512m' or "
+                                                      "'1073741824' (bytes)")}, ("imageSourceRegistry",))
 _PY = {"pythonScriptFilePath": PATH, "pythonInterpreterPath": OPTIONAL_PATH,
        "commandLineArgs": Str(max_bytes=65536, why=_ONE_ARGUMENT)}
 TOOLKITS: dict[str, tuple[str, Obj]] = {
@@ -300,7 +345,7 @@ JOB_PROPERTIES = Obj({
     "environmentVariables": Arr(ENV_VAR),
     "secrets": Arr(SECRET_VAR),
     "constraints": Obj({"maxWallClockTime": Str(nonempty=True)}),
-}, ("cluster", "nodeCount", "stdOutErrPathPrefix"))
+}, ("cluster", "nodeCount", "stdOutErrPathPrefix"), ignored=("priority",))  # PutJob.json's name of schedulingPriority
 JOB_CREATE = Obj({"properties": JOB_PROPERTIES}, ("properties",))
 
 DATA_DISKS = Obj({"diskSizeInGB": Int(minimum=1, maximum=4095), "cachingType": Str(("none", "readonly", "readwrite"), default="none"),

@@ -94,6 +94,9 @@ class LocalBackend:
     group_deleters: list[Callable[[str], None]] = field(default_factory=list)
     #: the blob endpoint (Azurite, see blob/endpoint.py); set by the server.
     blob: Optional[Any] = None
+    #: the Python environment jobs run with (runner/node_runtime.py's NodeRuntime); set by the server,
+    #: None until then (the runner then resolves it as a service started without a setting would).
+    node_runtime: Optional[Any] = None
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def __post_init__(self) -> None:

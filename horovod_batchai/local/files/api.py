@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import format_datetime
+from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 from urllib.parse import unquote, urlsplit
 from xml.sax.saxutils import escape, quoteattr
@@ -31,9 +32,9 @@ from werkzeug.wrappers import Response
 from ..storage.accounts import account_keys
 from .errors import StorageError
 from .auth import SAS_PARAMS, Grant, SignedRequest, authenticate, authorize
-from .store import (MAX_FILE_SIZE, MAX_QUOTA_GIB, MAX_RANGE_BYTES, ContentSettings,
-                          EntryInfo, FileBody, FileShares, ShareInfo, content_md5, shares_for, validate_account_name,
-                          validate_parts, validate_share_name)
+from .store import (MAX_FILE_SIZE, MAX_QUOTA_GIB, MAX_RANGE_BYTES, STALE_UPLOAD_RE, ContentSettings,
+                          EntryInfo, FileBody, FileShares, ShareInfo, content_md5, note_upload_activity, shares_for,
+                          validate_account_name, validate_parts, validate_share_name)
 from ..core.http_server import RAW_HEADERS_KEY, SOCKET_KEY
 from ..core.routing import Call
 
@@ -892,4 +893,7 @@ def handle(call: Call) -> Response:
     op = _find_operation(level, request.method, query.get("comp", ""))
     authorize(grant, level=level, needs=op.needs, share=target.share, parts=target.parts)
     ctx = Ctx(call=call, target=target, query=query, signed=signed, grant=grant, shares=shares_for(call.backend))
+    if target.share and target.parts and STALE_UPLOAD_RE.match(target.parts[-1]):
+        # an upload in progress, however long it reads back: not a leftover (see remove_stale_uploads)
+        note_upload_activity(ctx.shares.root / target.account.lower() / target.share / Path(*target.parts))
     return op.handler(ctx)

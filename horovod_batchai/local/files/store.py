@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from .errors import StorageError
+from ..core.disk import disk_problem
 from ..core.store import Store
 
 if TYPE_CHECKING:
@@ -44,7 +46,8 @@ __all__ = [
     "ShareInfo", "EntryInfo", "ContentSettings", "FileShares", "FileBody",
     "validate_account_name", "validate_share_name", "validate_entry_name", "validate_metadata",
     "share_path", "delete_account_data", "shares_for", "content_md5",
-    "STALE_UPLOAD_RE", "STALE_UPLOAD_AGE_S", "remove_stale_uploads",
+    "STALE_UPLOAD_RE", "STALE_UPLOAD_AGE_S", "STALE_UPLOAD_SWEEP_S", "note_upload_activity", "forget_upload_activity",
+    "remove_stale_uploads",
 ]
 
 #: quota of a share created without x-ms-share-quota, in GiB (a standard share's default).
@@ -70,9 +73,17 @@ _METADATA_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 #: the temporary name horovod_batchai's uploads are written under before Rename File puts them in
 #: place (``.<name>.uploading-<12 hex digits>``, see UPLOAD_TEMP_MARK in horovod_batchai/_fileshare.py).
 STALE_UPLOAD_RE = re.compile(r"^\..+\.uploading-[0-9a-f]{12}\Z", re.DOTALL)
-#: seconds since its last write after which such a file is a crashed client's leftover, not an
-#: upload in progress (a client retrying across a service restart keeps its upload).
-STALE_UPLOAD_AGE_S = 3600.0
+#: seconds without a write (or, while the service runs, any request) after which such a file is a
+#: leftover, not an upload in progress: a client writes, reads back and renames its upload without
+#: long pauses, and one retrying across a service restart is back within seconds.
+STALE_UPLOAD_AGE_S = 120.0
+#: seconds between two sweeps for such files while the service runs
+STALE_UPLOAD_SWEEP_S = 30.0
+
+# When a request last named each temporary upload, by its path on disk (reading one back does not
+# change its mtime, and must not: Last-Modified and the ETag come from it).
+_upload_seen: dict[str, float] = {}
+_upload_seen_lock = threading.Lock()
 
 # Stores whose schema this module has ensured (checked on every request, so kept cheap).
 
@@ -633,7 +644,9 @@ class FileShares:
             return os.open(os.path.realpath(entry.disk_path), flags | os.O_NOFOLLOW)
         except (FileNotFoundError, NotADirectoryError):
             raise StorageError(404, "ResourceNotFound", "The specified resource does not exist.") from None
-        except OSError:
+        except OSError as exc:
+            if disk_problem(exc, entry.disk_path) is not None:
+                raise  # a full or read-only disk: said as such (see app.py)
             raise StorageError(409, "SharingViolation",
                                "The file cannot be opened: it changed while the request was served.") from None
 
@@ -769,13 +782,33 @@ def delete_account_data(backend: "LocalBackend", account_name: str) -> None:
         return  # a name no account can have holds no data
 
 
-def remove_stale_uploads(files_root: Path, *, older_than_s: float = STALE_UPLOAD_AGE_S,
+def note_upload_activity(path: Path) -> None:
+    """Record that a request named the temporary upload at ``path`` (on disk) just now."""
+    with _upload_seen_lock:
+        _upload_seen[str(path)] = time.time()
+
+
+def forget_upload_activity(files_root: Path) -> None:
+    """Forget the requests recorded under ``files_root``: a service starting knows nothing of its
+    predecessor's (a service in a test may follow another in the same process)."""
+    prefix = str(files_root).rstrip(os.sep) + os.sep
+    with _upload_seen_lock:
+        for key in [k for k in _upload_seen if k.startswith(prefix)]:
+            del _upload_seen[key]
+
+
+def remove_stale_uploads(files_root: Path, *, older_than_s: Optional[float] = None,
                          now: Optional[float] = None) -> list[Path]:
     """Delete the temporary files of uploads a client never finished (it crashed or lost its
-    connection before renaming them into place): every file of every share named like
-    :data:`STALE_UPLOAD_RE` and not written for ``older_than_s``. Returns what was removed. Links
-    are not followed, so nothing outside the shares is touched."""
-    cutoff = (time.time() if now is None else now) - older_than_s
+    connection before renaming them into place, and could not delete them): every file of every
+    share named like :data:`STALE_UPLOAD_RE` that neither a write nor a request has touched for
+    ``older_than_s``. Returns what was removed. Links are not followed, so nothing outside the
+    shares is touched."""
+    cutoff = (time.time() if now is None else now) - (STALE_UPLOAD_AGE_S if older_than_s is None else older_than_s)
+    with _upload_seen_lock:
+        for key in [k for k, when in _upload_seen.items() if when < cutoff]:
+            del _upload_seen[key]
+        seen = dict(_upload_seen)
     removed: list[Path] = []
     for directory, dirnames, filenames in os.walk(files_root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".deleting-")]
@@ -785,7 +818,7 @@ def remove_stale_uploads(files_root: Path, *, older_than_s: float = STALE_UPLOAD
             path = Path(directory) / name
             try:
                 st = os.lstat(path)
-                if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff and str(path) not in seen:
                     os.unlink(path)  # its metadata row names this inode, so no later file inherits it
                     removed.append(path)
             except OSError:

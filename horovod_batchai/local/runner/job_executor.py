@@ -28,9 +28,11 @@ from typing import Any, Callable, Optional
 
 from ..batchai.outputs import record_output_dirs
 from ..core.backend import LocalBackend
+from ..core.disk import disk_problem
 from .gpus import detect_gpus, vm_gpus
 from .environment import base_environment
 from .job_plan import EXECUTION_LOG_ENV, RANK_SECRETS_FILE, JobPlan, JobStartError, Machine, Step, plan_job
+from .node_runtime import NodeRuntime, NodeRuntimeError, check, require_interpreter, resolve
 from .mounts import Mount, MountError, apply_mounts, hold_mirrors, plan_mounts, release_mirrors, remove_mounts
 from .node_setup import NodeSlot
 from .paths import cluster_dir, digest, job_dir, job_mount_root, job_prep_log_names
@@ -109,7 +111,10 @@ class _NodeLog:
     def write(self, message: str) -> None:
         with self._lock:
             if self._fh is not None and not self._fh.closed:
-                self._fh.write(f"{utc_now()} {message}\n")
+                try:
+                    self._fh.write(f"{utc_now()} {message}\n")
+                except OSError as exc:  # a full disk: the job's errors still say what happened
+                    log.warning("cannot write the execution log %s: %s", self.path, exc.strerror)
 
     def close(self) -> None:
         with self._lock:
@@ -140,6 +145,7 @@ class JobRun:
         self._supervisor: Optional[subprocess.Popen[bytes]] = None
         self._thread = threading.Thread(target=self._main, name=f"job-run-{self.tag}", daemon=True)
         self._logs: dict[str, _NodeLog] = {}
+        self._plan: Optional[JobPlan] = None
         self._held_mirrors: list[Any] = []  # mounted blob containers kept in step while the run lasts
         self._job_mounts: list[Mount] = []  # unmounted when the run ends
 
@@ -180,10 +186,19 @@ class JobRun:
         except JobStartError as exc:
             self._log_all(f"the job could not start: {exc}")
             result = RunResult(ExecutionState.FAILED, errors=[exc.error])
-        except Exception as exc:  # a bug of ours: fail the job rather than leave it running
-            log.exception("job run %s failed", self.job_id)
-            result = RunResult(ExecutionState.FAILED, errors=[job_error(
-                "InternalError", f"The local service could not run the job: {type(exc).__name__}")])
+        except Exception as exc:
+            problem = disk_problem(exc, self.backend.state_dir)
+            if problem is not None:  # a full or read-only disk: the job fails saying so
+                log.warning("job run %s failed: %s", self.job_id, problem.describe())
+                message = f"The local service could not run the job: {problem.describe()}"
+                self._open_logs_to_say_why()
+                self._log_all(message)
+                result = RunResult(ExecutionState.FAILED, errors=[job_error(
+                    "StorageReadOnly" if problem.read_only else "InsufficientStorage", message)])
+            else:  # a bug of ours: fail the job rather than leave it running
+                log.exception("job run %s failed", self.job_id)
+                result = RunResult(ExecutionState.FAILED, errors=[job_error(
+                    "InternalError", f"The local service could not run the job: {type(exc).__name__}")])
         finally:
             # Whatever the supervisor left (it stops the job's processes itself) goes now.
             stop_tagged(self.tag, [], grace=0 if self.stop_reason is None else STOP_GRACE_S)
@@ -225,6 +240,18 @@ class JobRun:
         body = self.backend.store.get(self.job_id) or {}
         return body.get("properties", {})
 
+    def _open_logs_to_say_why(self) -> None:
+        """Open the execution logs a run that failed before opening them would have written (on the
+        job's share, which may be writable when the service's own directories are not)."""
+        if self._logs or self._plan is None or self.reattached:
+            return
+        for node_plan in self._plan.nodes:
+            try:
+                node_plan.execution_log.parent.mkdir(parents=True, exist_ok=True)
+                self._logs[node_plan.node.node_id] = _NodeLog(node_plan.execution_log)
+            except OSError:
+                pass  # the share is no better off: the job's errors say it
+
     def _log_all(self, message: str) -> None:
         for node_log in self._logs.values():
             node_log.write(message)
@@ -258,20 +285,19 @@ class JobRun:
             else:
                 raise JobStartError("MountFailed", f"Mounting volumes failed: {exc}") from None
         vm_size = str(cluster_props.get("vmSize") or "")
-        machine = Machine(python=sys.executable, horovodrun=str(Path(sys.executable).parent / "horovodrun"),
-                          rank_exec=str(RANK_EXEC), environment=base_environment(), gpus=detect_gpus())
-        if props.get("horovodSettings") and not Path(machine.horovodrun).exists() and not self.reattached:
-            raise JobStartError("HorovodNotInstalled",
-                                f"horovodrun was not found next to {machine.python}; install horovod "
-                                "into the local service's Python environment")
+        runtime = self.runtime
+        machine = Machine(python=runtime.python, horovodrun=runtime.horovodrun, rank_exec=str(RANK_EXEC),
+                          environment=base_environment(carry_python_path=runtime.is_service_python),
+                          gpus=detect_gpus())
         plan = plan_job(job=job, job_private=job_private, cluster=cluster, nodes=self.nodes, run_tag=self.tag,
                         job_dir=root, mount_root=mount_root, cluster_mounts=cluster_mounts, job_mounts=job_mounts,
                         size_gpus=vm_gpus(vm_size), machine=machine)
+        self._plan = plan
         if self.reattached:
             return self._reattach(plan)
-        return self._execute(plan)
+        return self._execute(plan, machine)
 
-    def _execute(self, plan: JobPlan) -> RunResult:
+    def _execute(self, plan: JobPlan, machine: Machine) -> RunResult:
         outputs = {path for _, path in plan.outputs}
         for path in plan.directories:
             if path in outputs:
@@ -295,10 +321,35 @@ class JobRun:
         for node_plan in plan.nodes:
             for line in node_plan.log_lines:
                 self._logs[node_plan.node.node_id].write(line)
+        self._check_runtime(machine, horovod=bool(plan.toolkit.rank_count))
         if plan.shims is not None and plan.container:
             _write_shims(plan.shims, plan.container)
         self._start_supervisor(plan)
         return self._wait_supervisor(plan)
+
+    @property
+    def runtime(self) -> NodeRuntime:
+        """The node runtime this run's processes use (the service's; see node_runtime.py)."""
+        runtime = self.backend.node_runtime
+        return runtime if isinstance(runtime, NodeRuntime) else resolve()
+
+    def _check_runtime(self, machine: Machine, *, horovod: bool) -> None:
+        """Fail the job before any of its processes starts when the node runtime cannot run it; say
+        in the execution logs which runtime runs it and what it holds. Only a Horovod job needs
+        the training stack (and pays for asking the runtime); any job needs the interpreter."""
+        runtime = self.runtime
+        # Asked in the environment a node's processes start from (without the job's secrets).
+        env = {**machine.environment, "PATH": os.pathsep.join([str(Path(runtime.python).parent),
+                                                                machine.environment.get("PATH", "")])}
+        try:
+            if horovod:
+                report = check(runtime, env, horovod=True)
+                self._log_all(f"node runtime: {runtime.describe()}: {report.summary()}")
+            else:
+                require_interpreter(runtime)
+                self._log_all(f"node runtime: {runtime.describe()}")
+        except NodeRuntimeError as exc:
+            raise JobStartError(exc.error["code"], str(exc)) from None
 
     def _open_logs(self, plan: JobPlan) -> None:
         for node_plan in plan.nodes:
@@ -444,7 +495,7 @@ def _write_shims(directory: Path, image: str) -> None:
     for name in INSTALLER_SHIMS:
         before = f"horovod-batchai local node: skipped '{name}"
         after = (f"': package installs in jobPreparation target the container image {image}, and the local "
-                 "node runs on the host Python instead.")
+                 "node runs on its node runtime instead.")
         script = ("#!/bin/sh\n"
                   f"msg={shlex.quote(before)}\" $*\"{shlex.quote(after)}\n"
                   "echo \"$msg\"\n"

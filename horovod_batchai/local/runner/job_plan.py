@@ -63,7 +63,7 @@ class JobStartError(Exception):
 @dataclass(frozen=True)
 class Machine:
     """What a plan needs to know of this machine."""
-    python: str                      # the interpreter jobs run with (the service's)
+    python: str                      # the interpreter jobs run with (the node runtime's)
     horovodrun: str                  # horovodrun next to it
     rank_exec: str                   # rank_exec.py: starts a rank with the job's secrets from a file
     environment: Mapping[str, str]   # what the job's processes start from (environment.base_environment)
@@ -238,7 +238,7 @@ def _node_plans(job: Mapping[str, Any], cluster: Mapping[str, Any], nodes: Seque
         lines += [f"job mount: {mount}" for mount in job_mounts]
         lines.append(_gpu_lines(vm_size, size_gpus, machine.gpus, gpus))
         if container:
-            lines.append(f"no container engine: running on the host Python ({machine.python}) instead of "
+            lines.append(f"no container engine: running on the node runtime ({machine.python}) instead of "
                          f"{container}")
         names = sorted(n for n in node_env if n.startswith(("AZ_BATCHAI_", "AZ_BATCH_")))
         lines.append("variables: " + ", ".join(names + user_names))

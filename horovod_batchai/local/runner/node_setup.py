@@ -5,13 +5,13 @@ import logging
 from dataclasses import dataclass
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
 from ..core.backend import LocalBackend
 from .mounts import MountError, apply_mounts, hold_mirrors, plan_mounts, release_mirrors
 from .environment import base_environment
+from .node_runtime import NodeRuntime, resolve
 from .paths import cluster_dir, expand_vars
 from .processes import RUN_TAG_ENV, exit_code, stop_tagged
 from .states import job_error
@@ -60,8 +60,10 @@ def prepare_node(backend: LocalBackend, cluster_id: str, node: NodeSlot, tag: st
 
 def _run_setup_task(backend: LocalBackend, cluster_id: str, node: NodeSlot, tag: str, task: dict[str, Any],
                     private: dict[str, Any], mount_root: Path) -> Optional[dict[str, Any]]:
-    env = base_environment()  # never the service's own environment
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    runtime = backend.node_runtime if isinstance(backend.node_runtime, NodeRuntime) else resolve()
+    # never the service's own environment; the node runtime's interpreter first, as for jobs
+    env = base_environment(carry_python_path=runtime.is_service_python)
+    env["PATH"] = os.pathsep.join([str(Path(runtime.python).parent), env.get("PATH", "")])
     env["PYTHONUNBUFFERED"] = "1"
     for variable in task.get("environmentVariables") or []:
         env[str(variable["name"])] = str(variable.get("value", ""))

@@ -48,6 +48,13 @@ def _refused(batchai, method: str, path: str, body, status: int, code: str, *fra
     ({"environmentVariables": [{"name": "1BAD", "value": "x"}]}, "properties.environmentVariables[0].name",
      "environment variable name"),
     ({"cluster": {"id": "/subscriptions/x/clusters/c"}}, "properties.cluster.id", "cluster resource id"),
+    ({"nodeCountt": 2}, "properties.nodeCountt", "is not known; properties takes schedulingPriority, cluster"),
+    ({"containerSettings": {"imageSourceRegistry": {"image": "ubuntu", "serverUrl": "::::"}}},
+     "properties.containerSettings.imageSourceRegistry.serverUrl", "a registry address like"),
+    ({"containerSettings": {"imageSourceRegistry": {"image": "ubuntu"}, "shmSize": "lots"}},
+     "properties.containerSettings.shmSize", "a size docker accepts for --shm-size"),
+    ({"containerSettings": {"imageSourceRegistry": {"image": "ubuntu", "serverUrll": "x"}}},
+     "properties.containerSettings.imageSourceRegistry.serverUrll", "is not known"),
 ])
 def test_bad_job_properties_are_400_naming_the_field(cluster, batchai, change, field, form):
     body = _job_body(cluster.id, **change)

@@ -36,3 +36,22 @@ def test_start_up_removes_stale_temporary_uploads_only(tmp_path) -> None:
     with LocalService(state):
         assert sorted(os.listdir(root)) == [".fresh.h5.uploading-ba9876543210", ".model.h5.uploading-notours",
                                             "model.h5"]
+
+
+def test_a_running_service_sweeps_leftovers_but_not_uploads_in_progress(tmp_path, monkeypatch) -> None:
+    from horovod_batchai.local.files import store
+    monkeypatch.setattr(store, "STALE_UPLOAD_SWEEP_S", 0.2)
+    monkeypatch.setattr(store, "STALE_UPLOAD_AGE_S", 2.0)
+    with LocalService(tmp_path / "state") as service:
+        account = create_account(service)
+        share = share_service(service, account).create_share("share")
+        busy = share.get_file_client(".busy.h5.uploading-ba9876543210")
+        for name in (".left.h5.uploading-0123456789ab", ".busy.h5.uploading-ba9876543210"):
+            share.get_file_client(name).upload_file(b"partial")
+        root = service.backend.files_root / account.name / "share"
+        deadline = time.monotonic() + 30
+        while (root / ".left.h5.uploading-0123456789ab").exists():
+            assert time.monotonic() < deadline, "the sweep never removed the leftover"
+            busy.download_file().readall()  # read back, which does not change its mtime: in progress
+            time.sleep(0.1)
+        assert os.listdir(root) == [".busy.h5.uploading-ba9876543210"]

@@ -53,7 +53,7 @@ def test_recorded_custom_toolkit_job_runs_and_lists_its_outputs(service, batchai
     assert all(f.download_url for f in stdouterr.values())
     assert lab.read("job", "stdout.txt") == "hi\n"
     log = lab.read("job", "execution.log")
-    assert "no container engine: running on the host Python" in log and "ubuntu" in log
+    assert "no container engine: running on the node runtime" in log and "ubuntu" in log
 
     outputs = lab.files("job", "OUTPUT")
     assert list(outputs) == ["result.txt"] and outputs["result.txt"].content_length == 3
@@ -141,11 +141,11 @@ def test_job_preparation_skips_container_package_installs_and_runs_the_rest(lab)
     prep_out = lab.read("job", "stdout-job_prep.txt")
     for skipped in ("apt update", "apt install mpi-default-dev mpi-default-bin -y", "pip install keras horovod"):
         assert f"skipped '{skipped}'" in prep_out
-    assert "tensorflow/tensorflow:1.8.0-gpu" in prep_out and "host Python" in prep_out
+    assert "tensorflow/tensorflow:1.8.0-gpu" in prep_out and "node runtime" in prep_out
     assert lab.read("job", "stdout.txt") == "prepared\n"
     log = lab.read("job", "execution.log")
     assert "skipped 'pip install keras horovod'" in log
-    assert "no container engine: running on the host Python" in log
+    assert "no container engine: running on the node runtime" in log
     assert "job preparation exited with code 0" in log
 
 
@@ -163,7 +163,11 @@ def test_failing_job_preparation_fails_the_job_before_the_command(lab):
 def test_terminate_stops_a_running_job(lab):
     lab.submit("job", {"customToolkitSettings": {"commandLine": "echo started; sleep 300"}})
     lab.wait_state("job", "running")
-    wait_for(lambda: tagged_processes(lab.service.state_dir), 30, what="the job's processes")
+    # its command runs (tagged processes alone may be its supervisor, before the command starts:
+    # a job stopped then has no exit code)
+    wait_for(lambda: "stdout.txt" in lab.files("job") and "started" in lab.read("job", "stdout.txt"), 60,
+             what="the job's command to run")
+    assert tagged_processes(lab.service.state_dir)
     lab.batchai.jobs.begin_terminate(RG, WS, EXP, "job").result()
     job = lab.job("job")
     assert job.execution_state == "failed"
@@ -343,6 +347,19 @@ def test_list_output_files_pages_and_directories(lab):
     nested = lab.files("job", "OUT", directory="sub")
     assert list(nested) == ["n.txt"] and nested["n.txt"].content_length == len("nested\n")
     assert "/outputs/sub/n.txt?" in nested["n.txt"].download_url
+
+
+def test_links_a_job_planted_out_of_its_output_directory_are_not_listed(lab):
+    command = ("cd $AZ_BATCHAI_OUTPUT_OUT && echo mine > mine.txt && ln -s /etc/passwd passwd && "
+               "ln -s / rootdir && ln -s mine.txt alias.txt && mkdir sub && ln -s ../../.. sub/up")
+    lab.submit("job", {"customToolkitSettings": {"commandLine": command},
+                       "outputDirectories": [{"id": "OUT", "pathPrefix": "$AZ_BATCHAI_JOB_MOUNT_ROOT/afs"}]})
+    assert lab.wait_state("job").execution_state == "succeeded"
+    assert sorted(lab.files("job", "OUT")) == ["alias.txt", "mine.txt", "sub"]  # a link inside stays listed
+    assert list(lab.files("job", "OUT", directory="sub")) == []
+    with pytest.raises(HttpResponseError) as err:
+        lab.files("job", "OUT", directory="rootdir")
+    assert err.value.status_code == 404
 
 
 def test_list_output_files_errors_name_the_parameter(lab):

@@ -24,8 +24,8 @@ This module is the whole public surface; everything else is private.
 from ._cluster import GpuCluster
 from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from ._errors import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
-                      LocalServiceDownError, NotFoundError, ResourceError, ServiceErrorDetail, TargetError,
-                      TransferError, WaitTimeoutError)
+                      LocalServiceDownError, NotFoundError, ResourceError, ServiceErrorDetail, StoppedError,
+                      TargetError, TransferError, WaitTimeoutError)
 from ._experiment import Experiment
 from ._fileshare import FileShare, ShareItem
 from ._job import Job
@@ -51,7 +51,8 @@ __all__ = [
     "ExecutionState", "AllocationState", "NodeStateCounts", "ClusterStatus", "JobStatus",
     # errors
     "HorovodBatchAIError", "InvalidSpecError", "TargetError", "LocalServiceDownError", "ResourceError", "NotFoundError",
-    "ConflictError", "TransferError", "WaitTimeoutError", "ClusterNotReadyError", "JobFailedError", "ServiceErrorDetail",
+    "ConflictError", "TransferError", "WaitTimeoutError", "StoppedError", "ClusterNotReadyError", "JobFailedError",
+    "ServiceErrorDetail",
 ]
 
 __version__ = "0.1.0"

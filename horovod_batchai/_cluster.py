@@ -6,9 +6,10 @@ Clusters are created, got and listed through their workspace: :meth:`Workspace.c
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 from azure.core.polling import LROPoller
 
@@ -20,11 +21,13 @@ from ._lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout, resume_
 from ._mounts import Mount
 from ._names import check_batchai_name
 from ._polling import Polling, poll_until
+from ._resource_ids import parent_class, parse_id
 from ._states import ClusterStatus
 from ._values import RemoteLogin
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
+    from ._target import Target
     from ._workspace import Workspace
 
 __all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS"]
@@ -39,6 +42,10 @@ class GpuCluster:
 
     Properties describe the cluster as last fetched (by the call that returned it, or
     :meth:`refresh`) and never make a request; :meth:`status` fetches a fresh snapshot.
+
+    A cluster may be shared between threads (what was last fetched is replaced whole, so a reader
+    sees one snapshot or the next, never a mix). It pickles as a reference, without what was
+    fetched: call :meth:`refresh` in the receiving process. :meth:`from_id` rebuilds it from its id.
     """
 
     def __init__(self, workspace: "Workspace", name: str, *, _record: Optional[ClusterRecord] = None) -> None:
@@ -54,6 +61,16 @@ class GpuCluster:
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GpuCluster, (self.workspace, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "GpuCluster":
+        """The existing cluster whose ARM id is ``resource_id`` (as :attr:`id` gives it); an id
+        of another form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "cluster")
+        return parent_class("workspace")(target, names["resource group"], names["workspace"]).get_cluster(names["cluster"])
 
     @property
     def _backend(self) -> "Backend":
@@ -124,13 +141,14 @@ class GpuCluster:
     def status(self) -> ClusterStatus:
         """A fresh snapshot: ``allocation_state``, ``node_state_counts``, ``errors``; ``.table()``
         prints it like the tutorial."""
-        self._record = self._backend.cluster_status(self._ref)
-        return self._record.status
+        record = self._record = self._backend.cluster_status(self._ref)
+        return record.status  # this call's snapshot, whatever another thread fetched since
 
     def wait_until_ready(self, timeout: float = 900.0, *, poll_interval: Optional[float] = None,
                          on_status: Optional[Callable[[ClusterStatus], None]] = None,
                          clock: Callable[[], float] = time.monotonic,
-                         sleep: Callable[[float], None] = time.sleep) -> ClusterStatus:
+                         sleep: Callable[[float], None] = time.sleep,
+                         stop: Optional[threading.Event] = None) -> ClusterStatus:
         """Wait until the cluster is steady at the size its scale settings ask for (see
         :attr:`ClusterStatus.is_ready`): exactly the target number of nodes, or a number within the
         auto-scale bounds, each idle or running a job, none preparing or leaving. After
@@ -138,9 +156,10 @@ class GpuCluster:
         answered the resize with.
 
         Raises :class:`ClusterNotReadyError` as soon as the cluster reports errors or unusable
-        nodes, and :class:`WaitTimeoutError` after ``timeout`` seconds.
+        nodes, :class:`WaitTimeoutError` after ``timeout`` seconds, and :class:`StoppedError`
+        within one poll interval of ``stop`` (a ``threading.Event``) being set by another thread.
         """
-        polling = Polling(timeout=timeout, allow_no_timeout=False, clock=clock, sleep=sleep,
+        polling = Polling(timeout=timeout, allow_no_timeout=False, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
         return self._until_ready(polling, on_status)
@@ -162,6 +181,7 @@ class GpuCluster:
                                            "unusable node(s)")
 
         return poll_until(self.status, done=lambda s: s.is_ready, polling=polling, on_each=check,
+                          what=f"waiting for cluster {self.name!r}",
                           on_timeout=lambda s: WaitTimeoutError(
                               f"cluster {self.name!r} was not ready after {polling.timeout:g}s: "
                               f"{s.allocation_state.value}, {s.node_state_counts}", last_state=s))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, List, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, List, Optional, Union, cast
 
 from azure.core.polling import LROPoller
 
@@ -14,9 +14,11 @@ from ._job_spec import HorovodJob
 from ._deprecation import deprecated
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._names import check_batchai_name
+from ._resource_ids import parent_class, parse_id, register_parent
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
+    from ._target import Target
     from ._workspace import Workspace
 
 __all__ = ["Experiment", "require_spec"]
@@ -33,7 +35,8 @@ def require_spec(spec: object) -> HorovodJob:
 
 class Experiment:
     """An experiment in a :class:`Workspace` (see :meth:`Workspace.create_experiment`);
-    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it."""
+    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it.
+    It may be shared between threads, and pickles as a reference (see :class:`Workspace`)."""
 
     def __init__(self, workspace: "Workspace", name: str) -> None:
         self.workspace = workspace
@@ -47,6 +50,16 @@ class Experiment:
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Experiment, (self.workspace, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "Experiment":
+        """The existing experiment whose ARM id is ``resource_id`` (as :attr:`id` gives it); an
+        id of another form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "experiment")
+        return parent_class("workspace")(target, names["resource group"], names["workspace"]).get_experiment(names["experiment"])
 
     @property
     def _backend(self) -> "Backend":
@@ -147,3 +160,6 @@ class Experiment:
         """The experiment's jobs."""
         ws = self.workspace
         return [Job(self, r.name, _record=r) for r in self._backend.list_jobs(ws.resource_group, ws.name, self.name)]
+
+
+register_parent("experiment", Experiment)

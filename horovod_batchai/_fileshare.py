@@ -28,6 +28,8 @@ from ._mounts import AzureFileShareMount, azure_file_url
 from ._names import (check_location, check_resource_group, check_share_name, check_share_path, check_storage_account,
                      local_destination, local_directory)
 from ._parallel import check_stop, run_parallel
+from ._polling import check_stop_event
+from ._resource_ids import parse_id
 from ._progress import Progress, ProgressArg
 from ._backends.arm import ensure_resource_group
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
@@ -100,7 +102,13 @@ def _stoppable(hook: Optional[Callable[[int, Optional[int]], None]],
 
 
 class FileShare:
-    """A file share in a storage account. Build one with :meth:`create` (get-or-create) or :meth:`get`."""
+    """A file share in a storage account. Build one with :meth:`create` (get-or-create), :meth:`get`
+    or :meth:`from_id`.
+
+    A share may be shared between threads (its key and client are fetched once, under its lock).
+    It pickles as a reference, never with its account key: the receiving process fetches the
+    key again with ``listKeys`` when it first needs it.
+    """
 
     def __init__(self, target: "Target", resource_group: str, account_name: str, share_name: str, *,
                  _account_url: Optional[str] = None) -> None:
@@ -117,6 +125,24 @@ class FileShare:
 
     def __repr__(self) -> str:
         return f"FileShare(account_name={self._account_name!r}, share_name={self.share_name!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The account URL is an endpoint, not a secret; the key and the client stay behind.
+        return (FileShare, (self.target, self.resource_group, self._account_name, self.share_name),
+                {"_account_url": self._account_url})
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "FileShare":
+        """The existing share whose ARM id is ``resource_id`` (as :attr:`id` gives it:
+        ``.../storageAccounts/<account>/fileServices/default/shares/<share>``); an id of another
+        form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "file share")
+        return cls.get(target, names["resource group"], names["account"], names["share"])
+
+    @property
+    def id(self) -> str:
+        """The share's ARM resource id."""
+        return f"{self.account_id}/fileServices/default/shares/{self.share_name}"
 
     @property
     def account_name(self) -> str:
@@ -388,7 +414,7 @@ class FileShare:
     # -- upload ---------------------------------------------------------------------------------
     def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
                     progress: ProgressArg = None, validate_content: bool = True, read_back: bool = False,
-                    verify: Optional[bool] = None) -> ShareItem:
+                    verify: Optional[bool] = None, stop: Optional[threading.Event] = None) -> ShareItem:
         """Upload the local file ``source`` to ``path`` in the share (parent directories are
         created), in ``max_concurrency`` parallel 4 MiB ranges.
 
@@ -408,12 +434,15 @@ class FileShare:
         interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
         it held. When the service cannot be reached to delete it, this FileShare deletes it the
         next time it reaches the share; the local service also deletes such a file once no upload
-        has touched it for two minutes (one a crashed process leaves behind, for instance)."""
+        has touched it for two minutes (one a crashed process leaves behind, for instance). Setting
+        ``stop`` (a ``threading.Event``) from another thread interrupts it the same way, after the
+        range in flight, with :class:`StoppedError`."""
         if verify is not None:
             deprecated("FileShare.upload_file(verify=...)", _VERIFY_REPLACEMENT)
             read_back = read_back or verify  # verify=True meant a read-back
         source = Path(source)
         path = check_share_path(path)
+        stop = check_stop_event(stop)
         if not source.is_file():
             raise InvalidSpecError("source", f"{str(source)!r} is not a file", "the path of an existing local file")
         size = source.stat().st_size
@@ -421,7 +450,7 @@ class FileShare:
             if "/" in path:
                 self.create_directory(path.rsplit("/", 1)[0])
             self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar,
-                             validate_content=validate_content, read_back=read_back)
+                             validate_content=validate_content, read_back=read_back, stop=stop)
         return ShareItem(path=path, is_directory=False, size=size)
 
     def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress,
@@ -505,8 +534,9 @@ class FileShare:
             return hasher.result()
 
     def upload_directory(self, source: Union[str, Path], path: str, *,
-                         max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY, progress: ProgressArg = None, validate_content: bool = True, read_back: bool = False,
-                         verify: Optional[bool] = None) -> List[ShareItem]:
+                         max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY, progress: ProgressArg = None,
+                         validate_content: bool = True, read_back: bool = False, verify: Optional[bool] = None,
+                         stop: Optional[threading.Event] = None) -> List[ShareItem]:
         """Upload the tree under ``source`` to ``path`` in the share: directories first, then files,
         ``DEFAULT_FILE_CONCURRENCY`` at a time, each in ``max_concurrency`` parallel ranges, each
         appearing under its name only once complete and checked as :meth:`upload_file` says
@@ -516,12 +546,14 @@ class FileShare:
         uploaded as that file's content; a link that leads out of the tree, a broken link and a
         link to a directory are skipped, and so are FIFOs, sockets and devices -- each with a
         :class:`UserWarning` naming it. Ctrl-C stops the transfer within about a second: files
-        already complete stay, the ones in flight are removed."""
+        already complete stay, the ones in flight are removed; setting ``stop`` from another thread
+        does the same and raises :class:`StoppedError`."""
         if verify is not None:
             deprecated("FileShare.upload_directory(verify=...)", _VERIFY_REPLACEMENT)
             read_back = read_back or verify
         source = Path(source)
         path = check_share_path(path, allow_root=True)
+        stop = check_stop_event(stop)
         if not source.is_dir():
             raise InvalidSpecError("source", f"{str(source)!r} is not a directory", "an existing local directory")
         directories, files = _walk_tree(source, path)
@@ -538,7 +570,8 @@ class FileShare:
                                                      bar=bar, validate_content=validate_content,
                                                      read_back=read_back, stop=stop, in_flight=in_flight)
             try:
-                run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY)
+                run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY,
+                             caller_stop=stop)
             except BaseException:
                 # A task still busy after the stop grace (a slow range under load) is abandoned, and
                 # the process may exit under it: its temporary file is deleted from here, all of
@@ -555,19 +588,22 @@ class FileShare:
 
     # -- download -------------------------------------------------------------------------------
     def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
-                      progress: ProgressArg = None) -> Path:
+                      progress: ProgressArg = None, stop: Optional[threading.Event] = None) -> Path:
         """Download ``path`` to ``dest``: a file path, or a directory to put it in (an existing one,
         or one written with a trailing '/'). The file appears complete or not at all; when the share
         holds an MD5 for it (files this package uploaded do) the download is checked against it.
-        A destination that cannot be written is an :class:`InvalidSpecError` before anything is read."""
+        A destination that cannot be written is an :class:`InvalidSpecError` before anything is read.
+        Setting ``stop`` from another thread ends it after the range in flight with
+        :class:`StoppedError`, leaving no partial file."""
         path = check_share_path(path)
+        stop = check_stop_event(stop)
         dest = local_destination(dest, path.rsplit("/", 1)[-1])
         client = self._file_client(path)
         with azure_errors("reading", self._where(path)):
             properties = client.get_file_properties()
         with Progress(progress, int(properties.size or 0), dest.name) as bar:
             self._download_one(client, path, dest, max_concurrency=max_concurrency, bar=bar,
-                               expected_md5=properties.content_settings.content_md5)
+                               expected_md5=properties.content_settings.content_md5, stop=stop)
         return dest
 
     def _download_one(self, client: "ShareFileClient", path: str, dest: Path, *, max_concurrency: int,
@@ -588,15 +624,20 @@ class FileShare:
         if expected_md5 and bytes(expected_md5) != md5:
             partial.unlink()
             raise TransferError(f"{self._where(path)} does not match the MD5 the share holds for it")
+        if stop is not None and stop.is_set():  # stopped during the last range: the caller asked for nothing
+            partial.unlink()
+            check_stop(stop)
         partial.replace(dest)
 
     def download_directory(self, path: str, dest: Union[str, Path], *,
-                           max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY,
-                           progress: ProgressArg = None) -> List[Path]:
+                           max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY, progress: ProgressArg = None,
+                           stop: Optional[threading.Event] = None) -> List[Path]:
         """Download the tree under ``path`` into the local directory ``dest`` (created if missing).
         Each file appears complete or not at all (see :meth:`download_file`); Ctrl-C stops the
-        transfer within about a second, leaving the files already complete and no partial one."""
+        transfer within about a second, leaving the files already complete and no partial one, and
+        so does setting ``stop`` from another thread (which raises :class:`StoppedError`)."""
         path = check_share_path(path, allow_root=True)
+        stop = check_stop_event(stop)
         dest = local_directory(dest)
         items = self.list(path, recursive=True)
         prefix = f"{path}/" if path else ""
@@ -618,7 +659,7 @@ class FileShare:
                 return fetch
             try:
                 run_parallel([task(item, local) for item, local in zip(files, targets)],
-                             workers=DEFAULT_FILE_CONCURRENCY)
+                             workers=DEFAULT_FILE_CONCURRENCY, caller_stop=stop)
             except BaseException:
                 # A task still busy after the stop grace is abandoned, and the process may exit under
                 # it: its partial file is removed from here (finished files have none).

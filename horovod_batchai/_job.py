@@ -6,9 +6,10 @@ Jobs are submitted, got and listed through their experiment: :meth:`Experiment.s
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.core.polling import LROPoller
@@ -20,7 +21,9 @@ from ._deprecation import deprecated
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._names import check_batchai_name, local_destination, local_directory
 from ._paths import local_path_under
-from ._polling import Polling, poll_until
+from ._parallel import check_stop
+from ._polling import Polling, check_stop_event, poll_until
+from ._resource_ids import parent_class, parse_id
 from ._states import ExecutionState, JobStatus
 from ._stream import OutputStream
 from ._values import OutputFile
@@ -44,6 +47,11 @@ class Job:
 
     ``status``, ``execution_state`` and ``spec`` describe the job as last fetched (by the call
     that returned it, or :meth:`refresh`) and never make a request.
+
+    A job may be shared between threads: what was last fetched is replaced whole, so a reader
+    sees one snapshot or the next, never a mix (a :class:`OutputStream` is an iterator: read each
+    from one thread). It pickles as a reference, without what was fetched: call :meth:`refresh`
+    in the receiving process. :meth:`from_id` rebuilds it from :attr:`id`.
     """
 
     def __init__(self, experiment: "Experiment", name: str, *, _record: Optional[JobRecord] = None) -> None:
@@ -60,6 +68,21 @@ class Job:
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Job, (self.experiment, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "Job":
+        """The existing job whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched; an
+        id of another form is an :class:`InvalidSpecError` stating the valid one. (Azure ML job ids
+        do not name the experiment: it is read from the job.)"""
+        names = parse_id(target, resource_id, "job")
+        workspace = parent_class("workspace")(target, names["resource group"], names["workspace"])
+        experiment = names.get("experiment") or target.backend.job_experiment(
+            workspace.resource_group, workspace.name, names["job"])
+        job: Job = parent_class("experiment")(workspace, experiment).get_job(names["job"])
+        return job
 
     @property
     def target(self) -> "Target":
@@ -105,7 +128,7 @@ class Job:
         """Ask the service to stop the job (Azure ML: cancel it); harmless on a finished job. The
         poller is done once the service has stopped it; its result is the job's fresh status."""
         poller = self._backend.begin_terminate_job(self._ref, continuation_token=continuation_token)
-        return MappedPoller(poller, lambda _: self.refresh().status, action="terminating job", resource=self.id,
+        return MappedPoller(poller, lambda _: self._fetch().status, action="terminating job", resource=self.id,
                             same_token=True)
 
     def terminate(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> JobStatus:
@@ -117,8 +140,14 @@ class Job:
     # -- state ----------------------------------------------------------------------------------
     def refresh(self) -> "Job":
         """Fetch the job's current state; returns the job itself (see :attr:`status`)."""
-        self._record = self._backend.get_job(self._ref)
+        self._fetch()
         return self
+
+    def _fetch(self) -> JobRecord:
+        """Fetch the job and keep the record; returns this call's record, which another thread's
+        refresh cannot replace under the caller."""
+        record = self._record = self._backend.get_job(self._ref)
+        return record
 
     def _known(self) -> JobRecord:
         if self._record is None:
@@ -143,12 +172,14 @@ class Job:
 
     def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
              on_state: Optional[Callable[[ExecutionState], None]] = None,
-             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> JobStatus:
+             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+             stop: Optional[threading.Event] = None) -> JobStatus:
         """Wait until the job ends. Returns its status on success; raises :class:`JobFailedError`
         (exit code, service errors, the tail of the job's log) on failure and
         :class:`WaitTimeoutError` after ``timeout`` seconds (None: no limit). ``on_state`` sees
-        each new state."""
-        polling = Polling(timeout=timeout, clock=clock, sleep=sleep,
+        each new state. Setting ``stop`` (a ``threading.Event``) from another thread ends the
+        wait within one poll interval with :class:`StoppedError`; the job runs on."""
+        polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
         seen: list[ExecutionState] = []
@@ -160,8 +191,8 @@ class Job:
                 if on_state is not None:
                     on_state(status.execution_state)
 
-        status = poll_until(lambda: self.refresh().status, done=lambda s: s.execution_state.is_terminal(),
-                            polling=polling, on_each=report,
+        status = poll_until(lambda: self._fetch().status, done=lambda s: s.execution_state.is_terminal(),
+                            polling=polling, on_each=report, what=f"waiting for job {self.name!r}",
                             on_timeout=lambda s: WaitTimeoutError(
                                 f"job {self.name!r} was still {s.execution_state.value} after {timeout:g}s",
                                 last_state=s.execution_state))
@@ -182,16 +213,23 @@ class Job:
 
     def stream(self, name: str = "stdout.txt", *, output_directory_id: str = STDOUTERR,
                poll_interval: Optional[float] = None, timeout: Optional[float] = None,
-               link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None) -> OutputStream:
+               link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None,
+               stop: Optional[threading.Event] = None) -> OutputStream:
         """Text appended to output file ``name`` as the job writes it, until the job ends; waits
-        for the file to appear. See :class:`OutputStream`."""
+        for the file to appear. Setting ``stop`` from another thread ends the iteration within one
+        poll interval with :class:`StoppedError`. See :class:`OutputStream`."""
         return OutputStream(self, name, output_directory_id=output_directory_id, poll_interval=poll_interval,
-                            timeout=timeout, link_expiry_minutes=link_expiry_minutes, renew_before_s=renew_before_s)
+                            timeout=timeout, link_expiry_minutes=link_expiry_minutes, renew_before_s=renew_before_s,
+                            stop=stop)
 
-    def download(self, path: str, dest: Union[str, Path], *, output_directory_id: str = STDOUTERR) -> Path:
+    def download(self, path: str, dest: Union[str, Path], *, output_directory_id: str = STDOUTERR,
+                 stop: Optional[threading.Event] = None) -> Path:
         """Download output file ``path`` (relative to the output directory; a directory is fetched
         whole) to ``dest``: a file path, or a directory to put it in (an existing one, or one written
-        with a trailing '/'). A destination that cannot be written is an :class:`InvalidSpecError`."""
+        with a trailing '/'). A destination that cannot be written is an :class:`InvalidSpecError`.
+        Setting ``stop`` from another thread ends it between two chunks with :class:`StoppedError`,
+        leaving no partial file."""
+        stop = check_stop_event(stop)
         directory, _, name = path.strip("/").rpartition("/")
         match = next((f for f in self.list_output_files(output_directory_id, directory or ".") if f.name == name), None)
         if match is None:
@@ -201,7 +239,7 @@ class Job:
             dest = local_directory(dest)
             for child in self.list_output_files(output_directory_id, path.strip("/")):
                 self.download(f"{path.strip('/')}/{child.name}", local_path_under(dest, child.name),
-                              output_directory_id=output_directory_id)
+                              output_directory_id=output_directory_id, stop=stop)
             return dest
         dest = local_destination(dest, name)
         if not match.download_url:
@@ -211,6 +249,7 @@ class Job:
         try:
             with azure_errors("downloading", f"{self.name}/{output_directory_id}/{path}"), open(partial, "wb") as fh:
                 for chunk in remote.chunks():
+                    check_stop(stop)
                     fh.write(chunk)
         except BaseException:  # a failed or interrupted download leaves nothing behind
             partial.unlink(missing_ok=True)
@@ -221,7 +260,16 @@ class Job:
     def stderr_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on
         Azure ML); empty when there is none or it cannot be read."""
-        wanted = self._backend.failure_log_name
+        return self._tail(self._backend.failure_log_name, max_bytes)
+
+    def stdout_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
+        """The last lines of the job's ``stdout.txt`` (at most 30, from its last ``max_bytes``
+        bytes); empty when there is none or it cannot be read."""
+        return self._tail("stdout.txt", max_bytes)
+
+    def _tail(self, wanted: str, max_bytes: int) -> str:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            raise InvalidSpecError("max_bytes", f"{max_bytes!r} is not a byte count", "a positive integer")
         directory, _, name = wanted.rpartition("/")
         try:
             match = next((f for f in self.list_output_files(STDOUTERR, directory or ".") if f.name == name), None)

@@ -11,7 +11,9 @@ Every ``begin_<verb>`` of the public classes returns one of these, and every blo
 
 ``result`` takes a ``timeout`` and raises :class:`WaitTimeoutError` when the operation has not
 finished by then, instead of azure-core's silent ``None``; the operation goes on (as azure-core's
-pollers do), and ``result`` may be called again.
+pollers do), and ``result`` may be called again. ``result`` and ``wait`` also take a keyword-only
+``stop`` (a ``threading.Event``): setting it from another thread ends the wait within a tenth of a
+second with :class:`StoppedError` -- the operation goes on likewise.
 
 Continuation tokens: each poller's token names the operation and its resource and wraps the token
 of the step still running (Microsoft's own, or the layer below's), or none when only state is left
@@ -23,12 +25,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
+import threading
+import time
 from typing import Any, Callable, Generic, Optional, TypeVar
 
 from azure.core.polling import LROPoller, NoPolling, PollingMethod
 
-from ._errors import HorovodBatchAIError, InvalidSpecError, WaitTimeoutError, azure_errors
-from ._polling import check_seconds
+from ._errors import HorovodBatchAIError, InvalidSpecError, StoppedError, WaitTimeoutError, azure_errors
+from ._polling import check_seconds, check_stop_event
 
 __all__ = ["MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", "DEFAULT_LRO_TIMEOUT"]
 
@@ -37,6 +42,8 @@ T = TypeVar("T")
 
 #: how long a blocking form waits for its operation unless the caller gives ``timeout``
 DEFAULT_LRO_TIMEOUT = 3600.0
+#: how often a stoppable wait looks at its stop event while azure-core's thread polls
+STOP_CHECK_S = 0.1
 
 _TOKEN_VERSION = 1
 
@@ -111,15 +118,29 @@ class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
     def done(self) -> bool:
         return self._inner.done()
 
-    def wait(self, timeout: Optional[float] = None) -> None:
-        check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
+    def wait(self, timeout: Optional[float] = None, *, stop: Optional[threading.Event] = None) -> None:
+        seconds = check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
+        stop = check_stop_event(stop)
         with azure_errors(self._action, self._resource):
-            self._inner.wait(timeout)
+            if stop is None:
+                self._inner.wait(timeout)
+                return
+            deadline = math.inf if seconds is None else time.monotonic() + seconds
+            while not self._inner.done():
+                if stop.is_set():
+                    raise StoppedError(f"waiting for {self._action} {self._resource} was stopped by the caller's "
+                                       f"stop event (status {self._inner.status()}; the operation goes on)",
+                                       last_state=self._inner.status())
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._inner.wait(min(STOP_CHECK_S, left))
 
-    def result(self, timeout: Optional[float] = None) -> T:  # type: ignore[override]
+    def result(self, timeout: Optional[float] = None, *,  # type: ignore[override]
+               stop: Optional[threading.Event] = None) -> T:
         """The operation's outcome; :class:`WaitTimeoutError` if it is still running after
-        ``timeout`` seconds (None waits without limit)."""
-        self.wait(timeout)
+        ``timeout`` seconds (None waits without limit), :class:`StoppedError` once ``stop`` is set."""
+        self.wait(timeout, stop=stop)
         if not self._inner.done():
             raise WaitTimeoutError(f"{self._action} {self._resource} had not finished after {timeout:g}s "
                                    f"(status {self._inner.status()})", last_state=self._inner.status())
@@ -159,11 +180,13 @@ class DonePoller(LROPoller, Generic[T]):  # type: ignore[type-arg]
     def done(self) -> bool:
         return True
 
-    def wait(self, timeout: Optional[float] = None) -> None:
+    def wait(self, timeout: Optional[float] = None, *, stop: Optional[threading.Event] = None) -> None:
         check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
+        check_stop_event(stop)  # nothing to wait for: a finished operation is not stopped
 
-    def result(self, timeout: Optional[float] = None) -> T:  # type: ignore[override]
-        self.wait(timeout)
+    def result(self, timeout: Optional[float] = None, *,  # type: ignore[override]
+               stop: Optional[threading.Event] = None) -> T:
+        self.wait(timeout, stop=stop)
         return self._value
 
     def add_done_callback(self, func: Callable[..., Any]) -> None:

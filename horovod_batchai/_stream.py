@@ -4,12 +4,15 @@ The file is found through ``listOutputFiles`` (which hands out SAS download link
 ranged GETs from the last byte received. Links are renewed before they expire (or at once if one
 is refused); the offset advances only by bytes actually received, so a dropped connection neither
 loses nor repeats anything; UTF-8 is decoded incrementally so that a character split across two
-reads comes out whole; and once the job is terminal one last read picks up the tail.
+reads comes out whole; and once the job is terminal one last read picks up the tail. Its pauses
+and its stop event are :class:`Polling`'s, as for every other wait: setting ``stop`` ends the
+iteration (between two polls, or between two chunks of a backlog) with :class:`StoppedError`.
 """
 from __future__ import annotations
 
 import codecs
 import logging
+import threading
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Generator, Iterator, Optional
@@ -51,7 +54,10 @@ class OutputStream(Iterator[str]):
 
     ``offset`` is the number of bytes consumed so far; ``links_fetched`` counts the output file
     listings made to obtain or renew the download link. ``wall_clock`` tells link expiry times;
-    ``clock`` and ``sleep`` drive the polling (see :class:`Polling`).
+    ``clock`` and ``sleep`` drive the polling (see :class:`Polling`); ``stop`` (a
+    ``threading.Event``) set by another thread ends it with :class:`StoppedError`.
+
+    A stream is an iterator with a position: read it from one thread at a time.
     """
 
     def __init__(self, job: "Job", name: str, *, output_directory_id: str = "stdouterr",
@@ -59,7 +65,7 @@ class OutputStream(Iterator[str]):
                  link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None,
                  encoding: str = "utf-8", wall_clock: Callable[[], float] = time.time,
                  clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, stop: Optional[threading.Event] = None) -> None:
         directory, _, file_name = name.strip("/").rpartition("/")
         self._job = job
         self._directory = directory or "."
@@ -67,7 +73,7 @@ class OutputStream(Iterator[str]):
         self._output_directory_id = output_directory_id
         interval = poll_interval if poll_interval is not None else min(job._backend.default_poll_interval, 5.0)
         # Checked now, so that a bad value fails when the stream is made, not at its first read.
-        self._polling_args = dict(timeout=timeout, poll_interval=interval, clock=clock, sleep=sleep)
+        self._polling_args = dict(timeout=timeout, poll_interval=interval, clock=clock, sleep=sleep, stop=stop)
         Polling(**self._polling_args)  # type: ignore[arg-type]
         self._timeout = timeout
         self._link_expiry_minutes = link_expiry_minutes
@@ -80,6 +86,8 @@ class OutputStream(Iterator[str]):
         self._renew_at = 0.0
         self.offset = 0
         self.links_fetched = 0
+        self._polling: Optional[Polling] = None
+        self._what = f"streaming {self._file_name} of job {job.name!r}"
         self._iterator: Generator[str, None, None] = self._generate()
 
     def __repr__(self) -> str:
@@ -97,9 +105,11 @@ class OutputStream(Iterator[str]):
 
     # -- the loop -------------------------------------------------------------------------------
     def _generate(self) -> Generator[str, None, None]:
-        polling = Polling(**self._polling_args)  # type: ignore[arg-type]
+        # The deadline counts from the first read, not from when the stream was made.
+        polling = self._polling = Polling(**self._polling_args)  # type: ignore[arg-type]
         while True:
-            finished = self._job.refresh().execution_state.is_terminal()
+            polling.check_stopped(self._what)
+            finished = self._job._fetch().status.execution_state.is_terminal()
             # Reading after seeing the terminal state guarantees one read after the job ended.
             yield from self._read_new()
             if finished:
@@ -122,6 +132,8 @@ class OutputStream(Iterator[str]):
                 with azure_errors("reading", f"{self._job.name}/{self._output_directory_id}/{self._file_name}"):
                     size = remote.size()
                     while size > self.offset:
+                        if self._polling is not None:
+                            self._polling.check_stopped(self._what)
                         length = min(size - self.offset, READ_CHUNK)
                         data = remote.read(self.offset, length)
                         if not data:

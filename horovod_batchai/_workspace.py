@@ -4,7 +4,7 @@ from __future__ import annotations
 import getpass
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Sequence, Union, cast
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union, cast
 
 from azure.core.polling import LROPoller
 
@@ -16,6 +16,7 @@ from ._experiment import Experiment
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
 from ._mounts import Mount
 from ._names import check_batchai_name, check_location, check_resource_group
+from ._resource_ids import parse_id, register_parent
 from ._values import Usage
 
 if TYPE_CHECKING:
@@ -28,10 +29,13 @@ log = logging.getLogger(__name__)
 
 
 class Workspace:
-    """A workspace. Build one with :meth:`create` (get-or-create) or :meth:`get`; its experiments
-    and clusters are created, got and listed from it (``create_experiment``, ``get_cluster``, ...).
+    """A workspace. Build one with :meth:`create` (get-or-create), :meth:`get` or :meth:`from_id`;
+    its experiments and clusters are created, got and listed from it (``create_experiment``,
+    ``get_cluster``, ...).
 
-    ``location`` is the one last fetched (None until then); it never makes a request.
+    ``location`` is the one last fetched (None until then); it never makes a request. It may be
+    shared between threads, and pickles as a reference (its target and names; see
+    :class:`Target`): the receiving process fetches what it needs afresh.
     """
 
     def __init__(self, target: "Target", resource_group: str, name: str, *,
@@ -49,6 +53,16 @@ class Workspace:
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Workspace, (self.target, self.resource_group, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "Workspace":
+        """The existing workspace whose ARM id is ``resource_id`` (as :attr:`id` gives it); an id
+        of another form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "workspace")
+        return cls.get(target, names["resource group"], names["workspace"])
 
     @property
     def _backend(self) -> "Backend":
@@ -256,6 +270,9 @@ class Workspace:
         return [GpuCluster(self, r.name, _record=r)
                 for r in self._backend.list_clusters(self.resource_group, self.name)]
 
+
+
+register_parent("workspace", Workspace)
 
 def _default_admin_user() -> str:
     """The local user name, as the CLI defaulted ``--user-name``; 'batchai' when it is not usable."""

@@ -178,6 +178,11 @@ class Backend(Protocol):
 
     def find_job(self, ref: JobRef) -> Optional[JobRecord]: ...
 
+    def job_experiment(self, resource_group: str, workspace: str, name: str) -> str:
+        """The experiment the job ``name`` is in (Azure ML job ids do not name it);
+        NotFoundError when there is no such job."""
+        ...
+
     def get_job(self, ref: JobRef) -> JobRecord: ...
 
     def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,

@@ -15,7 +15,7 @@ from .._cluster_spec import AutoScale, ClusterSpec
 from .._conversions import (CLUSTER_SECRET_FIELDS, SECRET_FIELDS, cluster_differences, cluster_maximum_nodes,
                             cluster_status_from_rest, cluster_to_rest, conflict_from_service, job_from_rest,
                             job_status_from_rest, job_to_rest, mounts_from_rest, scale_to_rest)
-from .._errors import ConflictError, InvalidSpecError, azure_errors
+from .._errors import ConflictError, InvalidSpecError, NotFoundError, azure_errors
 from .._job_spec import HorovodJob
 from .._lro import DonePoller, MappedPoller, resume_token
 from .._mounts import AzureBlobMount, AzureFileShareMount
@@ -378,6 +378,13 @@ class BatchAIBackend:
             except ResourceNotFoundError:
                 return None
         return self._job_record(model, ref)
+
+    def job_experiment(self, resource_group: str, workspace: str, name: str) -> str:
+        for experiment in self.list_experiments(resource_group, workspace):
+            if self.find_job(JobRef(resource_group, workspace, experiment, name)) is not None:
+                return experiment
+        resource = f"{self.workspace_id(resource_group, workspace)}/experiments/*/jobs/{name}"
+        raise NotFoundError(f"no experiment of workspace {workspace!r} has a job {name!r}", resource=resource)
 
     def get_job(self, ref: JobRef) -> JobRecord:
         with azure_errors("reading job", self.job_id(ref)):

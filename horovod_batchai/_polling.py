@@ -1,8 +1,10 @@
-"""The one polling loop: waiting for a job, a cluster or more output, with a deadline.
+"""Waiting with a deadline: for a job, a cluster or more output.
 
-``Job.wait``, ``GpuCluster.wait_until_ready`` and ``OutputStream`` all go through
-:class:`Polling`, whose clock and sleep can be replaced (tests run it on a fake clock).
-Timeouts and intervals are checked when the wait is set up, naming the argument.
+:class:`Polling` is the deadline and the pause between two polls that ``Job.wait``,
+``GpuCluster.wait_until_ready`` and ``OutputStream`` time their waits with; its clock and sleep can
+be replaced (tests run it on a fake clock). :func:`poll_until` is a loop for waits that only fetch
+and test (the job's and the cluster's); a wait that does more between polls runs its own loop on a
+:class:`Polling`. Timeouts and intervals are checked when the wait is set up, naming the argument.
 
 Every wait can be stopped from another thread through a ``stop`` event (a ``threading.Event``):
 the pause between two polls is a wait on that event, so setting it ends the pause at once, and

@@ -177,8 +177,8 @@ def test_a_stop_that_is_not_an_event_is_refused(offline_target: Target) -> None:
 
 
 def _share_files(service: LocalService, share: FileShare) -> dict[str, int]:
-    assert service.backend is not None
-    root = service.backend.files_root / ACCOUNT / share.share_name
+    assert service.context is not None
+    root = service.context.files_root / ACCOUNT / share.share_name
     return {p.relative_to(root).as_posix(): p.stat().st_size for p in root.rglob("*") if p.is_file()}
 
 

@@ -776,7 +776,7 @@ def _rename_source(ctx: Ctx) -> tuple[str, ...]:
             signed = SignedRequest(method=ctx.signed.method, raw_path=raw_path, query=pairs, headers=[],
                                    scheme=ctx.signed.scheme, remote_addr=ctx.signed.remote_addr)
             grant = authenticate(signed, source.account, source.share, source.parts,
-                                 account_keys(ctx.call.backend.store, source.account))
+                                 account_keys(ctx.call.context.store, source.account))
         authorize(grant, level="file", needs="d", share=source.share, parts=source.parts)
     return source.parts
 
@@ -869,7 +869,7 @@ def handle(call: Call) -> Response:
     # A refused body is not read here: the HTTP server reads and drops the rest of it (up to 64 MiB)
     # after the answer, so the client reads the answer and the connection stays usable.
     request = call.request
-    max_body = call.backend.settings.max_body_bytes
+    max_body = call.context.settings.max_body_bytes
     if (request.content_length or 0) > max_body:
         raise StorageError(413, "RequestBodyTooLarge",
                            f"The request body is too large: at most {max_body} bytes are accepted.")
@@ -883,7 +883,7 @@ def handle(call: Call) -> Response:
     query = {k.lower(): v for k, v in pairs if k not in SAS_PARAMS}
     signed = SignedRequest(method=request.method, raw_path=raw_path, query=pairs, headers=_raw_headers(call),
                            scheme=request.scheme, remote_addr=request.remote_addr or "")
-    keys = account_keys(call.backend.store, target.account)
+    keys = account_keys(call.context.store, target.account)
     if not keys:
         raise StorageError(404, "ResourceNotFound",
                            f"The storage account '{target.account}' does not exist in the local service; "
@@ -892,7 +892,7 @@ def handle(call: Call) -> Response:
     level = _level(target, query.get("restype", ""))
     op = _find_operation(level, request.method, query.get("comp", ""))
     authorize(grant, level=level, needs=op.needs, share=target.share, parts=target.parts)
-    ctx = Ctx(call=call, target=target, query=query, signed=signed, grant=grant, shares=shares_for(call.backend))
+    ctx = Ctx(call=call, target=target, query=query, signed=signed, grant=grant, shares=shares_for(call.context))
     if target.share and target.parts and STALE_UPLOAD_RE.match(target.parts[-1]):
         # an upload in progress, however long it reads back: not a leftover (see remove_stale_uploads)
         note_upload_activity(ctx.shares.root / target.account.lower() / target.share / Path(*target.parts))

@@ -54,8 +54,8 @@ def hooked(service: LocalService) -> Iterator[tuple[FileShare, Requests]]:
 
 @pytest.fixture
 def share_dir(service: LocalService) -> Path:
-    assert service.backend is not None
-    return service.backend.files_root / ACCOUNT / "myshare"
+    assert service.context is not None
+    return service.context.files_root / ACCOUNT / "myshare"
 
 
 def _source(tmp_path: Path, size: int, name: str = "model.bin") -> tuple[Path, bytes]:

@@ -15,7 +15,9 @@
      ├── WaitTimeoutError        (also TimeoutError) a wait ran out of time
      ├── StoppedError            a wait, stream or transfer was stopped through its ``stop`` event
      ├── ClusterNotReadyError    the cluster reported errors or unusable nodes while waited on
-     └── JobFailedError          the job ended ``failed``: exit code, service errors, stderr tail
+     ├── JobFailedError          the job ended ``failed``: exit code, service errors, stderr tail
+     └── MissingDependencyError  (also ImportError) an optional package a feature needs (matplotlib,
+                                 pandas) is not installed; says what to install
 
 Because :class:`ResourceError` and its subclasses are also azure-core exceptions, code written
 against Microsoft's clients (``except ResourceNotFoundError``) keeps working. Messages never carry
@@ -38,7 +40,8 @@ from azure.core.exceptions import ResourceNotFoundError as _AzureNotFound
 __all__ = [
     "HorovodBatchAIError", "InvalidSpecError", "TargetError", "LocalServiceDownError", "ResourceError", "NotFoundError",
     "ConflictError", "TransferError", "WaitTimeoutError", "StoppedError", "ClusterNotReadyError", "JobFailedError",
-    "ServiceErrorDetail", "wrap_azure_error", "redact", "azure_errors", "is_not_found", "service_error_code",
+    "ServiceErrorDetail", "MissingDependencyError", "wrap_azure_error", "import_optional", "redact", "azure_errors",
+    "is_not_found", "service_error_code",
 ]
 
 
@@ -222,6 +225,24 @@ def azure_errors(action: str, resource: str) -> Iterator[None]:
         raise
     except AzureError as err:
         raise wrap_azure_error(err, action=action, resource=resource) from err
+
+
+class MissingDependencyError(HorovodBatchAIError, ImportError):
+    """An optional package that a feature needs is not installed; the message says what to install."""
+
+    def __init__(self, feature: str, package: str, extra: str = "notebook") -> None:
+        self.package = package
+        super().__init__(f"{feature} needs {package}, which is not installed: "
+                         f"pip install 'horovod-batchai[{extra}]' (or pip install {package})")
+
+
+def import_optional(module: str, feature: str, extra: str = "notebook") -> Any:
+    """``module`` imported, or :class:`MissingDependencyError` naming ``feature`` and what to install."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependencyError(feature, module.split(".")[0], extra) from None
 
 
 def is_not_found(err: BaseException) -> bool:

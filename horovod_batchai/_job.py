@@ -19,6 +19,7 @@ from ._errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, Tran
 from ._job_spec import HorovodJob
 from ._deprecation import deprecated
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
+from ._metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
 from ._names import check_batchai_name, local_destination, local_directory
 from ._paths import local_path_under
 from ._parallel import check_stop
@@ -30,6 +31,7 @@ from ._values import OutputFile
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
+    from ._tensorboard import TensorBoard
     from ._experiment import Experiment
     from ._target import Target
 
@@ -257,6 +259,54 @@ class Job:
         partial.replace(dest)
         return dest
 
+    # -- metrics ----------------------------------------------------------------------------------
+    def metrics(self) -> MetricsTable:
+        """The job's metrics, one row per finished epoch, read now -- while it runs or after.
+
+        They are the rows of ``metrics.csv`` in the job's output directory
+        (``$AZ_BATCHAI_STDOUTERR_DIR`` on the node), which the ``training`` package writes on rank 0
+        and any script can write (see the docs, "Experiments: curves and sweeps"). A job that has
+        recorded none gives an empty table whose ``reason`` says why.
+        """
+        state = self.refresh().execution_state
+        match = next((f for f in self.list_output_files(STDOUTERR) if f.name == METRICS_FILE and not f.is_directory),
+                     None)
+        if match is None or not match.download_url:
+            return MetricsTable(self.name, (), (), self._no_metrics_reason(state), state.value)
+        remote = self._backend.open_output(match.download_url)
+        with azure_errors("reading metrics of", f"{self.name}/{STDOUTERR}/{METRICS_FILE}"):
+            data = b"".join(remote.chunks())
+        return parse_metrics_csv(data.decode("utf-8", errors="replace"), job=self.name, execution_state=state.value)
+
+    def sync_tensorboard(self, logdir: Union[str, Path]) -> int:
+        """Fetch the job's TensorBoard event files (``tensorboard/`` in its output directory) that
+        are new or have grown into ``logdir``, running or finished; returns how many were fetched."""
+        from ._tensorboard import sync_event_files
+        return sync_event_files(self, local_directory(logdir, "logdir"))
+
+    def tensorboard(self, logdir: Union[str, Path, None] = None, *, port: Optional[int] = None,
+                    start: bool = True) -> "TensorBoard":
+        """Sync the job's event files to ``logdir`` (default ``./tensorboard/<job>``) and start
+        TensorBoard on them (on ``port``, default a free one); returns a :class:`TensorBoard` whose
+        ``url`` it answers at, ``sync()`` fetches newer files and ``stop()`` ends it. Where
+        TensorBoard is not installed nothing is started, and ``command_line`` says what to run."""
+        from ._tensorboard import open_tensorboard
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+            raise InvalidSpecError("port", f"{port!r} is not a TCP port", "an integer from 1 to 65535, or None")
+        return open_tensorboard(self, None if logdir is None else Path(logdir), port=port, start=start)
+
+    def _no_metrics_reason(self, state: ExecutionState) -> str:
+        if self.target.kind == "azureml":
+            return (f"it is {state.value} and Azure ML's run history lists no {METRICS_FILE} among its logs (the "
+                    "file is written to the job's file share there; see the docs, \"Experiments: curves and sweeps\")")
+        if state is ExecutionState.QUEUED:
+            return "it is queued; its first row comes when its first epoch ends"
+        if not state.is_terminal():
+            return f"it is {state.value} and has not finished an epoch yet (no {METRICS_FILE} in its output directory)"
+        return (f"it ended {state.value} without writing {METRICS_FILE} to its output directory "
+                "($AZ_BATCHAI_STDOUTERR_DIR); scripts other than the training package record metrics as the docs "
+                "show (\"Experiments: curves and sweeps\")")
+
     def stderr_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on
         Azure ML); empty when there is none or it cannot be read."""
@@ -288,3 +338,19 @@ class Job:
         if start > 0:
             text = text.split("\n", 1)[-1]  # drop the partial first line
         return "\n".join(text.splitlines()[-_TAIL_LINES:])
+
+    def watch(self, *, lines: int = 10, curves: bool = True, poll_interval: Optional[float] = None,
+              timeout: Optional[float] = None) -> JobStatus:
+        """Show the job's state, the last ``lines`` lines of its ``stdout.txt`` and (``curves``)
+        its loss and accuracy curves, updated in place in a notebook (printed as they change
+        elsewhere), until the job ends, ``timeout`` seconds pass, or an interrupt (the notebook's
+        stop button). Returns the last status fetched; never raises for a failed job. Curves need
+        matplotlib (the ``notebook`` extra)."""
+        from ._watch import NotebookView, TextView, in_notebook, watch
+        if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
+            raise InvalidSpecError("lines", f"{lines!r} is not a number of lines", "an integer >= 0")
+        if curves:
+            from ._errors import import_optional
+            import_optional("matplotlib", "watch() with curves")
+        view = NotebookView() if in_notebook() else TextView()
+        return watch(self, lines=lines, curves=curves, poll_interval=poll_interval, timeout=timeout, view=view)

@@ -16,12 +16,14 @@ import secrets
 import stat
 import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, List, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, List, Optional, Union, cast
 
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
+from ._deprecation import deprecated
 from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
 from ._mounts import AzureFileShareMount, azure_file_url
 from ._names import (check_location, check_resource_group, check_share_name, check_share_path, check_storage_account,
@@ -45,13 +47,20 @@ if TYPE_CHECKING:
 __all__ = ["FileShare", "FileShareBase", "ShareItem", "SKUS", "upload_temp_path", "walk_tree", "check_quota",
            "check_account_options",
            "full_key", "add_entries", "check_read_back", "holds_upload", "finish_download", "file_endpoint",
-           "DEFAULT_FILE_CONCURRENCY", "UPLOAD_TEMP_RE", "check_upload_source", "plan_upload_directory"]
+           "DEFAULT_FILE_CONCURRENCY", "UPLOAD_TEMP_RE", "check_upload_source", "plan_upload_directory",
+           "range_md5_refused", "DEFAULT_RANGE_CONCURRENCY", "DIRECTORY_RANGE_CONCURRENCY", "VERIFY_REPLACEMENT"]
 
 log = logging.getLogger(__name__)
 
 SKUS = ("Standard_LRS", "Standard_GRS", "Standard_RAGRS", "Standard_ZRS", "Premium_LRS")
 #: files uploaded or downloaded side by side by the directory methods (each in parallel ranges)
 DEFAULT_FILE_CONCURRENCY = 4
+#: 4 MiB ranges of one file in flight at once (``max_concurrency``), chosen by measurement
+#: (benchmarks/bench_files.py; see docs/local_service.rst, "Speed of the Files plane").
+DEFAULT_RANGE_CONCURRENCY = 8
+#: ranges in flight for each file of a directory transfer: the same requests in flight in all as
+#: for one file (and a Ctrl-C waits for no more of them to finish).
+DIRECTORY_RANGE_CONCURRENCY = DEFAULT_RANGE_CONCURRENCY // DEFAULT_FILE_CONCURRENCY
 #: an upload is written to ``.<name>.uploading-<random>`` beside its final name and renamed into
 #: place once complete and verified, so no reader ever sees a part-written file under its name.
 #: (A leftover the FileShare could not delete is deleted when it next reaches the share; the local
@@ -80,6 +89,11 @@ def upload_temp_path(path: str) -> str:
     # Cut long names so the temporary one stays within Azure's 255 characters.
     temp = f".{name[:200]}{UPLOAD_TEMP_MARK}{secrets.token_hex(6)}"
     return f"{directory}/{temp}" if directory else temp
+
+
+#: what replaces ``verify=`` (deprecated) in the upload methods
+VERIFY_REPLACEMENT = ("read_back=True for a full read-back; every range's MD5 is now checked by the service as it "
+                       "arrives, and the file's MD5 stored with it, by default")
 
 
 def _stoppable(hook: Optional[Callable[[int, Optional[int]], None]],
@@ -399,15 +413,23 @@ class FileShare(FileShareBase):
                 pass
 
     # -- upload ---------------------------------------------------------------------------------
-    def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                    progress: ProgressArg = None, verify: bool = True,
-                    stop: Optional[threading.Event] = None) -> ShareItem:
+    def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
+                    progress: ProgressArg = None, validate_content: bool = True, read_back: bool = False,
+                    verify: Optional[bool] = None, stop: Optional[threading.Event] = None) -> ShareItem:
         """Upload the local file ``source`` to ``path`` in the share (parent directories are
-        created), in parallel 4 MiB ranges. With ``verify`` the file is read back and its MD5
-        compared with the local one; a difference raises :class:`TransferError`.
+        created), in ``max_concurrency`` parallel 4 MiB ranges.
+
+        Integrity, the way Azure offers it (AzCopy's ``--put-md5``): with ``validate_content``
+        (the default) each range carries its MD5 (``Content-MD5``) and the service refuses a range
+        whose bytes changed on the way, which raises :class:`TransferError`; the MD5 of the whole
+        file, taken from the bytes as they are read, is stored as the file's ``Content-MD5``, and
+        :meth:`download_file` checks it. With ``read_back`` the file is also read back from the
+        share and its MD5 compared before it is renamed into place: a second full transfer, for
+        when the bytes at rest must be checked too. ``verify`` is deprecated: ``verify=True``
+        means ``read_back=True``.
 
         The file appears at ``path`` complete or not at all: it is written to
-        ``.<name>.uploading-<random>`` in the same directory, verified there, and renamed into
+        ``.<name>.uploading-<random>`` in the same directory, checked there, and renamed into
         place (Azure Files' Rename File, replacing any file of that name in one step). A reader or
         a job never sees a part-written file under ``path``. If the upload fails or is
         interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
@@ -416,17 +438,22 @@ class FileShare(FileShareBase):
         has touched it for two minutes (one a crashed process leaves behind, for instance). Setting
         ``stop`` (a ``threading.Event``) from another thread interrupts it the same way, after the
         range in flight, with :class:`StoppedError`."""
+        if verify is not None:
+            deprecated("FileShare.upload_file(verify=...)", VERIFY_REPLACEMENT)
+            read_back = read_back or verify  # verify=True meant a read-back
         source, path, size = check_upload_source(source, path)
         stop = check_stop_event(stop)
         with Progress(progress, size, source.name) as bar:
             if "/" in path:
                 self.create_directory(path.rsplit("/", 1)[0])
-            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar, verify=verify, stop=stop)
+            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar,
+                             validate_content=validate_content, read_back=read_back, stop=stop)
         return ShareItem(path=path, is_directory=False, size=size)
 
-    def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress, verify: bool,
-                    stop: Optional[threading.Event] = None, in_flight: Optional[set[str]] = None) -> None:
-        """Upload to a temporary name beside ``path``, verify it there, then rename it into place
+    def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress,
+                    validate_content: bool, read_back: bool, stop: Optional[threading.Event] = None,
+                    in_flight: Optional[set[str]] = None) -> None:
+        """Upload to a temporary name beside ``path``, check it there, then rename it into place
         (replacing any file of that name in one step); on any failure or interruption the
         temporary file is deleted, so ``path`` holds either its old content or the new, whole."""
         from azure.storage.fileshare import ContentSettings
@@ -436,15 +463,17 @@ class FileShare(FileShareBase):
         if in_flight is not None:
             in_flight.add(temp)
         try:
-            with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh:
-                # The MD5 is computed from the bytes as they are sent (one read of the file) and
-                # stored on the file once every range is in.
-                reader = HashingReader(fh, size, str(source))
-                client.upload_file(cast(BinaryIO, reader), length=size, max_concurrency=max(1, max_concurrency),
-                                   progress_hook=_stoppable(bar.hook(path), stop))
+            with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh, \
+                    HashingReader(fh, size, str(source), stop=stop) as reader:
+                # The file's MD5 is computed from the bytes as they are read (one read of the file)
+                # and stored on the file once every range is in; each range's own MD5 travels with it.
+                with range_md5_refused(source, self._where(path)):
+                    client.upload_file(cast(BinaryIO, reader), length=size, max_concurrency=max(1, max_concurrency),
+                                       validate_content=validate_content,
+                                       progress_hook=_stoppable(bar.hook(path), stop))
                 md5 = reader.digest()
                 client.set_http_headers(content_settings=ContentSettings(content_md5=bytearray(md5)))
-            if verify:
+            if read_back:
                 check_read_back(self._where(path), source, (size, md5),
                                 self._hash_remote(client, path, max_concurrency, stop))
             check_stop(stop)
@@ -488,18 +517,19 @@ class FileShare(FileShareBase):
 
     def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int,
                      stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
-        hasher = OrderedHashWriter(None)
-        with azure_errors("reading back", self._where(path)):
+        with azure_errors("reading back", self._where(path)), OrderedHashWriter(None) as hasher:
             client.download_file(max_concurrency=max(1, max_concurrency),
                                  progress_hook=_stoppable(None, stop)).readinto(cast(BinaryIO, hasher))
-        return hasher.result()
+            return hasher.result()
 
-    def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                         progress: ProgressArg = None, verify: bool = True,
+    def upload_directory(self, source: Union[str, Path], path: str, *,
+                         max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY, progress: ProgressArg = None,
+                         validate_content: bool = True, read_back: bool = False, verify: Optional[bool] = None,
                          stop: Optional[threading.Event] = None) -> List[ShareItem]:
         """Upload the tree under ``source`` to ``path`` in the share: directories first, then files,
         ``DEFAULT_FILE_CONCURRENCY`` at a time, each in ``max_concurrency`` parallel ranges, each
-        appearing under its name only once complete (see :meth:`upload_file`).
+        appearing under its name only once complete and checked as :meth:`upload_file` says
+        (``validate_content``, ``read_back``; ``verify`` is deprecated).
 
         Only what is inside the tree is sent. A symbolic link to a file inside ``source`` is
         uploaded as that file's content; a link that leads out of the tree, a broken link and a
@@ -507,6 +537,9 @@ class FileShare(FileShareBase):
         :class:`UserWarning` naming it. Ctrl-C stops the transfer within about a second: files
         already complete stay, the ones in flight are removed; setting ``stop`` from another thread
         does the same and raises :class:`StoppedError`."""
+        if verify is not None:
+            deprecated("FileShare.upload_directory(verify=...)", VERIFY_REPLACEMENT)
+            read_back = read_back or verify
         source, path, directories, files, sizes = plan_upload_directory(source, path)
         stop = check_stop_event(stop)
         total = sum(sizes.values())
@@ -516,7 +549,8 @@ class FileShare(FileShareBase):
         with Progress(progress, total, source.name) as bar:
             def task(local: Path, remote: str) -> Callable[[threading.Event], None]:
                 return lambda stop: self._upload_one(local, sizes[remote], remote, max_concurrency=max_concurrency,
-                                                     bar=bar, verify=verify, stop=stop, in_flight=in_flight)
+                                                     bar=bar, validate_content=validate_content,
+                                                     read_back=read_back, stop=stop, in_flight=in_flight)
             try:
                 run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY,
                              caller_stop=stop)
@@ -535,7 +569,7 @@ class FileShare(FileShareBase):
         return [ShareItem(path=remote, is_directory=False, size=sizes[remote]) for _, remote in files]
 
     # -- download -------------------------------------------------------------------------------
-    def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
+    def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
                       progress: ProgressArg = None, stop: Optional[threading.Event] = None) -> Path:
         """Download ``path`` to ``dest``: a file path, or a directory to put it in (an existing one,
         or one written with a trailing '/'). The file appears complete or not at all; when the share
@@ -560,9 +594,9 @@ class FileShare(FileShareBase):
         dest.parent.mkdir(parents=True, exist_ok=True)
         partial = dest.with_name(dest.name + ".partial")
         try:
-            with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh:
+            with azure_errors("downloading", self._where(path)), open(partial, "w+b") as fh, \
+                    OrderedHashWriter(fh.fileno()) as writer:
                 # Ranges arrive in parallel, are written at their offsets and hashed in file order.
-                writer = OrderedHashWriter(fh.fileno())
                 client.download_file(max_concurrency=max(1, max_concurrency),
                                      progress_hook=_stoppable(bar.hook(path), stop)).readinto(cast(BinaryIO, writer))
                 _, md5 = writer.result()
@@ -571,8 +605,9 @@ class FileShare(FileShareBase):
             raise
         finish_download(partial, dest, expected_md5, md5, self._where(path), stop=stop)
 
-    def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
-                           progress: ProgressArg = None, stop: Optional[threading.Event] = None) -> List[Path]:
+    def download_directory(self, path: str, dest: Union[str, Path], *,
+                           max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY, progress: ProgressArg = None,
+                           stop: Optional[threading.Event] = None) -> List[Path]:
         """Download the tree under ``path`` into the local directory ``dest`` (created if missing).
         Each file appears complete or not at all (see :meth:`download_file`); Ctrl-C stops the
         transfer within about a second, leaving the files already complete and no partial one, and
@@ -665,6 +700,18 @@ def add_entries(items: List[ShareItem], pending: Optional[List[str]], directory:
         items.append(ShareItem(path=full, is_directory=is_dir, size=None if is_dir else entry.get("size")))
         if is_dir and pending is not None:
             pending.append(full)
+
+
+@contextmanager
+def range_md5_refused(source: Path, where: str) -> Iterator[None]:
+    """A range the service refused for its MD5 (``Md5Mismatch``) as the TransferError it is."""
+    try:
+        yield
+    except HttpResponseError as err:
+        if getattr(err, "error_code", None) != "Md5Mismatch":
+            raise
+        raise TransferError(f"a range of {source} changed on its way to {where} and the service refused it "
+                            "(Md5Mismatch); nothing was replaced") from err
 
 
 def check_read_back(where: str, source: Path, sent: tuple[int, bytes], held: tuple[int, bytes]) -> None:

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, List, Opti
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 from .._errors import NotFoundError, azure_errors
-from .._fileshare import (DEFAULT_FILE_CONCURRENCY, UPLOAD_TEMP_RE, FileShareBase, ShareItem, add_entries,
+from .._deprecation import deprecated
+from .._fileshare import (DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY,
+                          UPLOAD_TEMP_RE, VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, range_md5_refused,
                           check_account_options, check_quota, check_read_back, check_upload_source, file_endpoint,
                           finish_download, full_key, holds_upload, plan_upload_directory, upload_temp_path)
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
@@ -63,7 +65,8 @@ class _WriteInThread(PositionedWriter):
     hook awaits :meth:`drain`, so no more than a few ranges wait in memory."""
 
     def __init__(self, path: Optional[Path]) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666) if path is not None else None
+        # read and write: the writer's hash reads the ranges back
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o666) if path is not None else None
         self._writer = OrderedHashWriter(self._fd)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="horovod-batchai-write")
         self._pending: list["Future[int]"] = []
@@ -72,8 +75,13 @@ class _WriteInThread(PositionedWriter):
     def write(self, data: bytes) -> int:
         data = bytes(data)  # the client may reuse its buffer once this returns
         offset, self._position = self._position, self._position + len(data)
-        self._pending.append(self._worker.submit(self._writer.write_at, offset, data))
+        self._pending.append(self._worker.submit(self._write_at, offset, data))
         return len(data)
+
+    def _write_at(self, offset: int, data: bytes) -> int:
+        # the one worker runs the writes in order: a seek and its write are never split
+        self._writer.seek(offset)
+        return self._writer.write(data)
 
     async def drain(self, limit: int) -> None:
         """Wait until at most ``limit`` writes are waiting (raising the first that failed)."""
@@ -82,7 +90,7 @@ class _WriteInThread(PositionedWriter):
 
     async def result(self) -> tuple[int, bytes]:
         await self.drain(0)
-        return self._writer.result()
+        return await asyncio.to_thread(self._writer.result)  # waits for the hashing thread
 
     async def close(self) -> None:
         """Drop the writes not started, wait for the one running, close the descriptor."""
@@ -90,6 +98,7 @@ class _WriteInThread(PositionedWriter):
             future.cancel()
         await asyncio.to_thread(self._worker.shutdown, wait=True)
         self._pending = []
+        await asyncio.to_thread(self._writer.close)
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -376,33 +385,41 @@ class FileShare(FileShareBase):
                 pass
 
     # -- upload ---------------------------------------------------------------------------------
-    async def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                          progress: ProgressArg = None, verify: bool = True) -> ShareItem:
+    async def upload_file(self, source: Union[str, Path], path: str, *,
+                          max_concurrency: int = DEFAULT_RANGE_CONCURRENCY, progress: ProgressArg = None,
+                          validate_content: bool = True, read_back: bool = False,
+                          verify: Optional[bool] = None) -> ShareItem:
         """Upload the local file ``source`` to ``path`` (see :meth:`horovod_batchai.FileShare.upload_file`:
-        parallel ranges, MD5 stored and, with ``verify``, read back; the file appears complete or
-        not at all)."""
+        parallel ranges, each range's MD5 checked by the service with ``validate_content``, the
+        file's MD5 stored, with ``read_back`` the file read back and compared; it appears complete
+        or not at all). ``verify`` is deprecated: ``verify=True`` means ``read_back=True``."""
+        if verify is not None:
+            deprecated("FileShare.upload_file(verify=...)", VERIFY_REPLACEMENT)
+            read_back = read_back or verify
         source, path, size = check_upload_source(source, path)
         with Progress(progress, size, source.name) as bar:
             if "/" in path:
                 await self.create_directory(path.rsplit("/", 1)[0])
-            await self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar, verify=verify)
+            await self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar,
+                                   validate_content=validate_content, read_back=read_back)
         return ShareItem(path=path, is_directory=False, size=size)
 
     async def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress,
-                          verify: bool) -> None:
+                          validate_content: bool, read_back: bool) -> None:
         from azure.storage.fileshare import ContentSettings
         temp = upload_temp_path(path)
         client = await self._file_client(temp)
         log.debug("uploading %s (%d bytes) to %s by way of %s", source, size, self._where(path), temp)
         try:
-            with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh:
-                reader = HashingReader(fh, size, str(source))
-                await client.upload_file(cast(BinaryIO, _ReadInThread(reader)), length=size,
-                                         max_concurrency=max(1, max_concurrency),
-                                         progress_hook=_progress_hook(bar, path))
+            with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh, \
+                    HashingReader(fh, size, str(source)) as reader:
+                with range_md5_refused(source, self._where(path)):
+                    await client.upload_file(cast(BinaryIO, _ReadInThread(reader)), length=size,
+                                             max_concurrency=max(1, max_concurrency), validate_content=validate_content,
+                                             progress_hook=_progress_hook(bar, path))
                 md5 = await asyncio.to_thread(reader.digest)
                 await client.set_http_headers(content_settings=ContentSettings(content_md5=bytearray(md5)))
-            if verify:
+            if read_back:
                 check_read_back(self._where(path), source, (size, md5),
                                 await self._hash_remote(client, path, max_concurrency))
             await self._rename_into_place(client, path, size, md5)
@@ -452,11 +469,16 @@ class FileShare(FileShareBase):
         finally:
             await hasher.close()
 
-    async def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                               progress: ProgressArg = None, verify: bool = True) -> List[ShareItem]:
+    async def upload_directory(self, source: Union[str, Path], path: str, *,
+                               max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY, progress: ProgressArg = None,
+                               validate_content: bool = True, read_back: bool = False,
+                               verify: Optional[bool] = None) -> List[ShareItem]:
         """Upload the tree under ``source`` to ``path`` (see
         :meth:`horovod_batchai.FileShare.upload_directory`), ``DEFAULT_FILE_CONCURRENCY`` files at a
         time; a failure or a cancellation removes the uploads in flight."""
+        if verify is not None:
+            deprecated("FileShare.upload_directory(verify=...)", VERIFY_REPLACEMENT)
+            read_back = read_back or verify
         source, path, directories, files, sizes = plan_upload_directory(source, path)
         for directory in directories:
             await self.create_directory(directory)
@@ -464,13 +486,13 @@ class FileShare(FileShareBase):
         with Progress(progress, total, source.name) as bar:
             def task(local: Path, remote: str) -> Callable[[], Awaitable[None]]:
                 return lambda: self._upload_one(local, sizes[remote], remote, max_concurrency=max_concurrency,
-                                                bar=bar, verify=verify)
+                                                bar=bar, validate_content=validate_content, read_back=read_back)
             await _run_limited([task(local, remote) for local, remote in files], DEFAULT_FILE_CONCURRENCY)
         log.info("uploaded %d file(s), %d bytes, to %s", len(files), total, self._where(path))
         return [ShareItem(path=remote, is_directory=False, size=sizes[remote]) for _, remote in files]
 
     # -- download -------------------------------------------------------------------------------
-    async def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
+    async def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
                             progress: ProgressArg = None) -> Path:
         """Download ``path`` to ``dest`` (see :meth:`horovod_batchai.FileShare.download_file`:
         complete or not at all, checked against the MD5 the share holds)."""
@@ -503,7 +525,8 @@ class FileShare(FileShareBase):
         await writer.close()
         finish_download(partial, dest, expected_md5, md5, self._where(path))
 
-    async def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
+    async def download_directory(self, path: str, dest: Union[str, Path], *,
+                                 max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY,
                                  progress: ProgressArg = None) -> List[Path]:
         """Download the tree under ``path`` into the local directory ``dest`` (see
         :meth:`horovod_batchai.FileShare.download_directory`)."""

@@ -492,7 +492,8 @@ class FileShare(FileShareBase):
         return [ShareItem(path=remote, is_directory=False, size=sizes[remote]) for _, remote in files]
 
     # -- download -------------------------------------------------------------------------------
-    async def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
+    async def download_file(self, path: str, dest: Union[str, Path], *,
+                            max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
                             progress: ProgressArg = None) -> Path:
         """Download ``path`` to ``dest`` (see :meth:`horovod_batchai.FileShare.download_file`:
         complete or not at all, checked against the MD5 the share holds)."""

@@ -12,9 +12,10 @@ HOROVOD_BUILD_ENV := HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHO
 # The stamp makes repeated runs cheap; it is rebuilt whenever setup.py or this file changes.
 $(VENV)/.installed: setup.py Makefile
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade "pip>=23" "setuptools>=68" wheel
+	# setuptools < 81: TensorBoard 2.15 imports pkg_resources, which 81 removed.
+	$(PY) -m pip install --quiet --upgrade "pip>=23" "setuptools>=68,<81" wheel
 	# TensorFlow first: horovod compiles against it (see the pins in setup.py).
-	$(PY) -m pip install --quiet -e ".[training,test,docs,azureml]" "cmake>=3.13,<4"
+	$(PY) -m pip install --quiet -e ".[training,test,docs,azureml,notebook,aio]" "cmake>=3.13,<4"
 	# --no-build-isolation lets horovod's build see the installed TensorFlow; cmake 4 breaks gloo.
 	$(HOROVOD_BUILD_ENV) $(PY) -m pip install --quiet --no-build-isolation --no-cache-dir \
 	    horovod==0.28.1

@@ -24,6 +24,17 @@ TRAINING_REQUIRES = [
     "numpy>=1.23,<2",          # TensorFlow 2.15 is built against NumPy 1.x
     "h5py>=3.10",              # the tutorial saves the model as HDF5
     "scipy>=1.10",             # ImageDataGenerator's shifts, in benchmarks/bench_training.py's baseline
+    # TensorBoard 2.15 (TensorFlow's) imports pkg_resources, which setuptools 81 removed.
+    "setuptools>=68,<81",
+]
+
+# Curves in a notebook: Job.metrics().plot() and Job.watch() draw with matplotlib; tables convert
+# to pandas. The SDK imports both only when asked. Where the training stack can live (Python 3.11),
+# numpy stays below 2 beside TensorFlow 2.15, so that installing this extra never upgrades it.
+NOTEBOOK_REQUIRES = [
+    "matplotlib>=3.7,<3.11",
+    "pandas>=2.0,<3",
+    "numpy>=1.23,<2; python_version < '3.12'",
 ]
 
 # Azure Machine Learning (Target.azureml): Microsoft's Azure ML SDK v2, pinned to the version the
@@ -32,6 +43,12 @@ TRAINING_REQUIRES = [
 AZUREML_REQUIRES = [
     "azure-ai-ml==1.35.2",
     "azure-storage-blob>=12.20,<13",
+]
+
+# horovod_batchai.aio: aiohttp is azure-core's asynchronous transport, which every aio client of
+# Microsoft's (azure.mgmt.*.aio, azure.storage.fileshare.aio, azure.identity.aio) sends through.
+AIO_REQUIRES = [
+    "aiohttp>=3.9,<4",
 ]
 
 SDK_REQUIRES = [
@@ -80,6 +97,8 @@ setup(
                  "nbclient>=0.9", "ipykernel>=6.25", "ipywidgets>=8"],
         "docs": ["sphinx>=7"],
         "azureml": AZUREML_REQUIRES,
+        "notebook": NOTEBOOK_REQUIRES,
+        "aio": AIO_REQUIRES,
     },
     entry_points={"console_scripts": ["horovod-batchai = horovod_batchai.cli:main"]},
     classifiers=[

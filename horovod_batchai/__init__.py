@@ -24,18 +24,22 @@ This module is the whole public surface; everything else is private.
 from ._cluster import GpuCluster
 from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from ._errors import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
-                      LocalServiceDownError, NotFoundError, ResourceError, ServiceErrorDetail, TargetError,
-                      TransferError, WaitTimeoutError)
+                      LocalServiceDownError, MissingDependencyError, NotFoundError, ResourceError, ServiceErrorDetail,
+                      StoppedError, TargetError, TransferError, WaitTimeoutError)
 from ._experiment import Experiment
 from ._fileshare import FileShare, ShareItem
 from ._job import Job
 from ._job_spec import ContainerRegistry, HorovodJob, InputDirectory, OutputDirectory
 from ._logging import install_redaction
+from ._metrics import EpochMetrics, MetricsTable
 from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount
 from ._states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
 from ._stream import OutputStream
 from ._target import Target
+from ._tensorboard import TensorBoard
 from ._values import OutputFile, RemoteLogin, Usage
+from ._sweep import Sweep, SweepResults, SweepState, Trial, TrialResult
+from ._sweep_spec import LogUniform, MedianStopping, Uniform
 from ._workspace import Workspace
 
 __all__ = [
@@ -43,7 +47,9 @@ __all__ = [
     "Target",
     # resources
     "Workspace", "Usage", "Experiment", "GpuCluster", "RemoteLogin", "FileShare", "ShareItem", "Job", "OutputFile",
-    "OutputStream",
+    "OutputStream", "MetricsTable", "EpochMetrics", "TensorBoard",
+    # sweeps
+    "Sweep", "SweepResults", "SweepState", "Trial", "TrialResult", "Uniform", "LogUniform", "MedianStopping",
     # specs
     "HorovodJob", "InputDirectory", "OutputDirectory", "ContainerRegistry", "ClusterSpec", "AutoScale",
     "ImageReference", "SetupTask", "AzureFileShareMount", "AzureBlobMount", "FileServerMount", "UnmanagedMount",
@@ -51,7 +57,8 @@ __all__ = [
     "ExecutionState", "AllocationState", "NodeStateCounts", "ClusterStatus", "JobStatus",
     # errors
     "HorovodBatchAIError", "InvalidSpecError", "TargetError", "LocalServiceDownError", "ResourceError", "NotFoundError",
-    "ConflictError", "TransferError", "WaitTimeoutError", "ClusterNotReadyError", "JobFailedError", "ServiceErrorDetail",
+    "ConflictError", "TransferError", "WaitTimeoutError", "StoppedError", "ClusterNotReadyError", "JobFailedError",
+    "ServiceErrorDetail", "MissingDependencyError",
 ]
 
 __version__ = "0.1.0"

@@ -6,9 +6,10 @@ Clusters are created, got and listed through their workspace: :meth:`Workspace.c
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 from azure.core.polling import LROPoller
 
@@ -20,28 +21,70 @@ from ._lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout, resume_
 from ._mounts import Mount
 from ._names import check_batchai_name
 from ._polling import Polling, poll_until
+from ._resource_ids import parent_class, parse_id
 from ._states import ClusterStatus
 from ._values import RemoteLogin
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
+    from ._target import Target
     from ._workspace import Workspace
 
-__all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS"]
+__all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS", "ReadyWatch", "check_resize", "GpuClusterBase"]
 
 log = logging.getLogger(__name__)
 
 DEALLOCATION_OPTIONS = ("requeue", "terminate", "waitforjobcompletion")
 
 
-class GpuCluster:
-    """A GPU cluster in a :class:`Workspace` (see :meth:`Workspace.create_cluster`).
+def check_resize(target_node_count: object, deallocation_option: Optional[str]) -> None:
+    """Refuse a resize's arguments before anything is sent."""
+    if not isinstance(target_node_count, int) or isinstance(target_node_count, bool) or target_node_count < 0:
+        raise InvalidSpecError("target_node_count", f"{target_node_count!r} is not a node count", "an integer >= 0")
+    if deallocation_option is not None and deallocation_option not in DEALLOCATION_OPTIONS:
+        raise InvalidSpecError("deallocation_option", f"{deallocation_option!r} is not an option",
+                               " | ".join(DEALLOCATION_OPTIONS))
 
-    Properties describe the cluster as last fetched (by the call that returned it, or
-    :meth:`refresh`) and never make a request; :meth:`status` fetches a fresh snapshot.
-    """
 
-    def __init__(self, workspace: "Workspace", name: str, *, _record: Optional[ClusterRecord] = None) -> None:
+class ReadyWatch:
+    """What waiting for a cluster to be ready decides on each snapshot (the sync and async waits
+    share it): ``on_status`` sees each new one, errors or unusable nodes end the wait."""
+
+    def __init__(self, name: str, polling: Polling,
+                 on_status: Optional[Callable[[ClusterStatus], None]] = None) -> None:
+        self._name = name
+        self._polling = polling
+        self._on_status = on_status
+        self._last: Optional[ClusterStatus] = None
+
+    def check(self, status: ClusterStatus) -> None:
+        if self._on_status is not None and status != self._last:
+            self._on_status(status)
+        self._last = status
+        if status.errors:
+            raise ClusterNotReadyError(f"cluster {self._name!r} reports errors: "
+                                       + "; ".join(str(e) for e in status.errors), errors=status.errors)
+        if status.node_state_counts.unusable:
+            raise ClusterNotReadyError(f"cluster {self._name!r} has {status.node_state_counts.unusable} "
+                                       "unusable node(s)")
+
+    @staticmethod
+    def done(status: ClusterStatus) -> bool:
+        return status.is_ready
+
+    def timeout_error(self, status: ClusterStatus) -> WaitTimeoutError:
+        return WaitTimeoutError(f"cluster {self._name!r} was not ready after {self._polling.timeout:g}s: "
+                                f"{status.allocation_state.value}, {status.node_state_counts}", last_state=status)
+
+
+class GpuClusterBase:
+    """What a cluster is, as last fetched, with no request: the sync and the aio GpuCluster share it."""
+
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
+
+    def __init__(self, workspace: Any, name: str, *, _record: Optional[ClusterRecord] = None) -> None:
         self.workspace = workspace
         self.name = check_batchai_name(name, "cluster")
         self._record = _record
@@ -50,14 +93,10 @@ class GpuCluster:
         return f"GpuCluster(workspace={self.workspace.name!r}, name={self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, GpuCluster) and self.id.lower() == other.id.lower()
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
-
-    @property
-    def _backend(self) -> "Backend":
-        return self.workspace.target.backend
 
     @property
     def _ref(self) -> ClusterRef:
@@ -66,6 +105,58 @@ class GpuCluster:
     @property
     def id(self) -> str:
         return self._backend.cluster_id(self._ref)
+
+    def _known(self) -> ClusterRecord:
+        if self._record is None:
+            raise HorovodBatchAIError(f"cluster {self.name!r} has not been fetched yet; refresh() it first")
+        return self._record
+
+    @property
+    def vm_size(self) -> str:
+        return self._known().vm_size
+
+    @property
+    def maximum_node_count(self) -> Optional[int]:
+        """The most nodes a job can get: the manual target, or the auto-scale maximum."""
+        return self._known().maximum_node_count
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        """Cluster-level mounts (under ``$AZ_BATCHAI_MOUNT_ROOT``), without keys."""
+        return self._known().mounts
+
+    @property
+    def ssh_public_key(self) -> Optional[str]:
+        """The admin user's public key, as the service reports it."""
+        return self._known().ssh_public_key
+
+
+class GpuCluster(GpuClusterBase):
+    """A GPU cluster in a :class:`Workspace` (see :meth:`Workspace.create_cluster`).
+
+    Properties describe the cluster as last fetched (by the call that returned it, or
+    :meth:`refresh`) and never make a request; :meth:`status` fetches a fresh snapshot.
+
+    A cluster may be shared between threads (what was last fetched is replaced whole, so a reader
+    sees one snapshot or the next, never a mix). It pickles as a reference, without what was
+    fetched: call :meth:`refresh` in the receiving process. :meth:`from_id` rebuilds it from its id.
+    """
+
+    workspace: "Workspace"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GpuCluster, (self.workspace, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "GpuCluster":
+        """The existing cluster whose ARM id is ``resource_id`` (as :attr:`id` gives it); an id
+        of another form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "cluster")
+        return parent_class("workspace")(target, names["resource group"], names["workspace"]).get_cluster(names["cluster"])
+
+    @property
+    def _backend(self) -> "Backend":
+        return self.workspace.target.backend
 
     # -- get / list / delete --------------------------------------------------------------------
     @classmethod
@@ -92,30 +183,6 @@ class GpuCluster:
         self.begin_delete().result(timeout)
 
     # -- what it is and where it stands --------------------------------------------------------
-    def _known(self) -> ClusterRecord:
-        if self._record is None:
-            raise HorovodBatchAIError(f"cluster {self.name!r} has not been fetched yet; call refresh() first")
-        return self._record
-
-    @property
-    def vm_size(self) -> str:
-        return self._known().vm_size
-
-    @property
-    def maximum_node_count(self) -> Optional[int]:
-        """The most nodes a job can get: the manual target, or the auto-scale maximum."""
-        return self._known().maximum_node_count
-
-    @property
-    def mounts(self) -> tuple[Mount, ...]:
-        """Cluster-level mounts (under ``$AZ_BATCHAI_MOUNT_ROOT``), without keys."""
-        return self._known().mounts
-
-    @property
-    def ssh_public_key(self) -> Optional[str]:
-        """The admin user's public key, as the service reports it."""
-        return self._known().ssh_public_key
-
     def refresh(self) -> "GpuCluster":
         """Fetch the cluster again; returns the cluster itself."""
         self._record = self._backend.get_cluster(self._ref)
@@ -124,13 +191,14 @@ class GpuCluster:
     def status(self) -> ClusterStatus:
         """A fresh snapshot: ``allocation_state``, ``node_state_counts``, ``errors``; ``.table()``
         prints it like the tutorial."""
-        self._record = self._backend.cluster_status(self._ref)
-        return self._record.status
+        record = self._record = self._backend.cluster_status(self._ref)
+        return record.status  # this call's snapshot, whatever another thread fetched since
 
     def wait_until_ready(self, timeout: float = 900.0, *, poll_interval: Optional[float] = None,
                          on_status: Optional[Callable[[ClusterStatus], None]] = None,
                          clock: Callable[[], float] = time.monotonic,
-                         sleep: Callable[[float], None] = time.sleep) -> ClusterStatus:
+                         sleep: Callable[[float], None] = time.sleep,
+                         stop: Optional[threading.Event] = None) -> ClusterStatus:
         """Wait until the cluster is steady at the size its scale settings ask for (see
         :attr:`ClusterStatus.is_ready`): exactly the target number of nodes, or a number within the
         auto-scale bounds, each idle or running a job, none preparing or leaving. After
@@ -138,9 +206,10 @@ class GpuCluster:
         answered the resize with.
 
         Raises :class:`ClusterNotReadyError` as soon as the cluster reports errors or unusable
-        nodes, and :class:`WaitTimeoutError` after ``timeout`` seconds.
+        nodes, :class:`WaitTimeoutError` after ``timeout`` seconds, and :class:`StoppedError`
+        within one poll interval of ``stop`` (a ``threading.Event``) being set by another thread.
         """
-        polling = Polling(timeout=timeout, allow_no_timeout=False, clock=clock, sleep=sleep,
+        polling = Polling(timeout=timeout, allow_no_timeout=False, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
         return self._until_ready(polling, on_status)
@@ -148,23 +217,9 @@ class GpuCluster:
     def _until_ready(self, polling: Polling, on_status: Optional[Callable[[ClusterStatus], None]] = None
                      ) -> ClusterStatus:
         """The wait of :meth:`wait_until_ready` (and of the resize pollers), on ``polling``'s deadline."""
-        last: list[ClusterStatus] = []
-
-        def check(status: ClusterStatus) -> None:
-            if on_status is not None and (not last or status != last[-1]):
-                on_status(status)
-            last[:] = [status]
-            if status.errors:
-                raise ClusterNotReadyError(f"cluster {self.name!r} reports errors: "
-                                           + "; ".join(str(e) for e in status.errors), errors=status.errors)
-            if status.node_state_counts.unusable:
-                raise ClusterNotReadyError(f"cluster {self.name!r} has {status.node_state_counts.unusable} "
-                                           "unusable node(s)")
-
-        return poll_until(self.status, done=lambda s: s.is_ready, polling=polling, on_each=check,
-                          on_timeout=lambda s: WaitTimeoutError(
-                              f"cluster {self.name!r} was not ready after {polling.timeout:g}s: "
-                              f"{s.allocation_state.value}, {s.node_state_counts}", last_state=s))
+        watch = ReadyWatch(self.name, polling, on_status)
+        return poll_until(self.status, done=watch.done, polling=polling, on_each=watch.check,
+                          what=f"waiting for cluster {self.name!r}", on_timeout=watch.timeout_error)
 
     # -- scale ----------------------------------------------------------------------------------
     def begin_resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
@@ -176,13 +231,7 @@ class GpuCluster:
         raises :class:`ClusterNotReadyError` if the cluster reports errors or unusable nodes.
         ``continuation_token`` resumes an earlier call (the other arguments are then not used)."""
         if continuation_token is None:
-            if (not isinstance(target_node_count, int) or isinstance(target_node_count, bool)
-                    or target_node_count < 0):
-                raise InvalidSpecError("target_node_count", f"{target_node_count!r} is not a node count",
-                                       "an integer >= 0")
-            if deallocation_option is not None and deallocation_option not in DEALLOCATION_OPTIONS:
-                raise InvalidSpecError("deallocation_option", f"{deallocation_option!r} is not an option",
-                                       " | ".join(DEALLOCATION_OPTIONS))
+            check_resize(target_node_count, deallocation_option)
             log.info("resizing cluster %s to %d node(s)", self.id, target_node_count)
         return self._begin_scale("resizing cluster", continuation_token, target_node_count=target_node_count,
                                  deallocation_option=deallocation_option)

@@ -9,6 +9,7 @@ from typing import Any, Mapping, Optional
 
 from ._errors import InvalidSpecError
 from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, Mount, UnmanagedMount
+from ._pickling import PicklesWithoutSecrets
 from ._names import (check_admin_user_name, check_command_text, check_env_name, check_env_value,
                      check_environment_size, check_items, check_mapping, check_node_path, check_optional, check_text,
                      check_vm_size)
@@ -64,9 +65,16 @@ class ImageReference:
                        valid_form="a custom image's resource id, or None")
 
 
+_CLUSTER_PICKLE_HINT = ("a spec without passwords, keys or secret values (sign in with ssh_public_key), or the spec "
+                        "built in the receiving process")
+
+
 @dataclass(frozen=True, kw_only=True)
-class SetupTask:
+class SetupTask(PicklesWithoutSecrets):
     """A command run on every node when it joins the cluster; logs go under ``std_out_err_path_prefix``."""
+
+    _pickle_prefix = "setup_task."
+    _pickle_hint = _CLUSTER_PICKLE_HINT
 
     command_line: str
     std_out_err_path_prefix: str
@@ -95,12 +103,15 @@ class SetupTask:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClusterSpec:
+class ClusterSpec(PicklesWithoutSecrets):
     """A Batch AI cluster: ``target_node_count`` fixed nodes, or ``auto_scale`` between bounds.
 
     The admin user signs in with ``ssh_public_key`` or ``admin_password`` (never shown).
-    ``mounts`` are mounted on every node under ``$AZ_BATCHAI_MOUNT_ROOT``.
+    ``mounts`` are mounted on every node under ``$AZ_BATCHAI_MOUNT_ROOT``. It pickles when it
+    holds no secret (no password, setup-task secret values or mount keys).
     """
+
+    _pickle_hint = _CLUSTER_PICKLE_HINT
 
     vm_size: str
     admin_user_name: str

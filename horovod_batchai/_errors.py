@@ -13,12 +13,19 @@
      │    └── ConflictError      (also azure.core.exceptions.ResourceExistsError)
      ├── TransferError           an upload or download did not arrive intact
      ├── WaitTimeoutError        (also TimeoutError) a wait ran out of time
+     ├── StoppedError            a wait, stream or transfer was stopped through its ``stop`` event
      ├── ClusterNotReadyError    the cluster reported errors or unusable nodes while waited on
-     └── JobFailedError          the job ended ``failed``: exit code, service errors, stderr tail
+     ├── JobFailedError          the job ended ``failed``: exit code, service errors, stderr tail
+     └── MissingDependencyError  (also ImportError) an optional package a feature needs (matplotlib,
+                                 pandas) is not installed; says what to install
 
 Because :class:`ResourceError` and its subclasses are also azure-core exceptions, code written
 against Microsoft's clients (``except ResourceNotFoundError``) keeps working. Messages never carry
 secrets: they are built from resource ids, codes and the service's error messages only.
+
+Every one pickles (a process pool hands a worker's exception back to its caller that way) with its
+message and attributes, but without the HTTP response, the request behind it or the azure-core
+error it wraps: those hold headers and connections, not facts the caller acts on.
 """
 from __future__ import annotations
 
@@ -32,13 +39,33 @@ from azure.core.exceptions import ResourceNotFoundError as _AzureNotFound
 
 __all__ = [
     "HorovodBatchAIError", "InvalidSpecError", "TargetError", "LocalServiceDownError", "ResourceError", "NotFoundError",
-    "ConflictError", "TransferError", "WaitTimeoutError", "ClusterNotReadyError", "JobFailedError",
-    "ServiceErrorDetail", "wrap_azure_error", "redact", "azure_errors", "is_not_found", "service_error_code",
+    "ConflictError", "TransferError", "WaitTimeoutError", "StoppedError", "ClusterNotReadyError", "JobFailedError",
+    "ServiceErrorDetail", "MissingDependencyError", "wrap_azure_error", "import_optional", "redact", "azure_errors",
+    "is_not_found", "service_error_code",
 ]
 
 
 class HorovodBatchAIError(Exception):
     """Base class of every exception this package raises."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The subclasses take keyword-only arguments that pickle's default (cls(*args)) would miss.
+        state = {name: None if name in _NOT_PICKLED else value for name, value in vars(self).items()
+                 if not name.startswith("_")}
+        return (_rebuild_error, (type(self), self.args, state))
+
+
+#: attributes of an exception that stay behind (None on the other side) when it is pickled:
+#: azure-core's response and the request it carries, the wrapped error, the one it was raised in
+_NOT_PICKLED = frozenset({"response", "azure_error", "model", "error", "exc_type", "exc_value", "exc_traceback", "exc_msg",
+                          "inner_exception"})
+
+
+def _rebuild_error(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    err = cls.__new__(cls)
+    BaseException.__init__(err, *args)
+    vars(err).update(state)
+    return err
 
 
 class InvalidSpecError(HorovodBatchAIError, ValueError):
@@ -108,6 +135,17 @@ class WaitTimeoutError(HorovodBatchAIError, TimeoutError):
     """A wait ran out of time; ``last_state`` says where things stood."""
 
     def __init__(self, message: str, *, last_state: Any = None) -> None:
+        super().__init__(message)
+        self.last_state = last_state
+
+
+class StoppedError(HorovodBatchAIError):
+    """The caller set the ``stop`` event given to a wait, a stream or a transfer (from another
+    thread); the operation stopped there. Nothing on the service was changed by stopping: a job
+    waited on runs on (terminate it if that is what is wanted), a transfer's unfinished file is
+    removed as on any other interruption. ``last_state`` says where things stood, when known."""
+
+    def __init__(self, message: str = "stopped by the caller's stop event", *, last_state: Any = None) -> None:
         super().__init__(message)
         self.last_state = last_state
 
@@ -187,6 +225,24 @@ def azure_errors(action: str, resource: str) -> Iterator[None]:
         raise
     except AzureError as err:
         raise wrap_azure_error(err, action=action, resource=resource) from err
+
+
+class MissingDependencyError(HorovodBatchAIError, ImportError):
+    """An optional package that a feature needs is not installed; the message says what to install."""
+
+    def __init__(self, feature: str, package: str, extra: str = "notebook") -> None:
+        self.package = package
+        super().__init__(f"{feature} needs {package}, which is not installed: "
+                         f"pip install 'horovod-batchai[{extra}]' (or pip install {package})")
+
+
+def import_optional(module: str, feature: str, extra: str = "notebook") -> Any:
+    """``module`` imported, or :class:`MissingDependencyError` naming ``feature`` and what to install."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependencyError(feature, module.split(".")[0], extra) from None
 
 
 def is_not_found(err: BaseException) -> bool:

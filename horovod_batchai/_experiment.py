@@ -2,24 +2,29 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, List, Optional, Union, cast
+import uuid
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union, cast
 
 from azure.core.polling import LROPoller
 
 from ._backends.base import JobRecord
 from ._cluster import GpuCluster
-from ._errors import InvalidSpecError
+from ._errors import InvalidSpecError, NotFoundError
 from ._job import Job
 from ._job_spec import HorovodJob
 from ._deprecation import deprecated
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._names import check_batchai_name
+from ._resource_ids import parent_class, parse_id, register_parent
+from ._sweep import Sweep, check_no_sweep_variables, sweeps_in, trial_spec
+from ._sweep_spec import MedianStopping, SweepDefinition
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
+    from ._target import Target
     from ._workspace import Workspace
 
-__all__ = ["Experiment", "require_spec"]
+__all__ = ["Experiment", "ExperimentBase", "require_spec", "require_cluster"]
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +36,19 @@ def require_spec(spec: object) -> HorovodJob:
     return spec
 
 
-class Experiment:
-    """An experiment in a :class:`Workspace` (see :meth:`Workspace.create_experiment`);
-    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it."""
+def require_cluster(cluster: object, kind: type) -> None:
+    if not isinstance(cluster, kind):
+        raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
 
-    def __init__(self, workspace: "Workspace", name: str) -> None:
+
+class ExperimentBase:
+    """What an experiment is, with no request: the sync and the aio Experiment share it."""
+
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
+
+    def __init__(self, workspace: Any, name: str) -> None:
         self.workspace = workspace
         self.name = check_batchai_name(name, "experiment")
 
@@ -43,18 +56,36 @@ class Experiment:
         return f"Experiment(workspace={self.workspace.name!r}, name={self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Experiment) and self.id.lower() == other.id.lower()
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
 
     @property
-    def _backend(self) -> "Backend":
-        return self.workspace.target.backend
-
-    @property
     def id(self) -> str:
         return self._backend.experiment_id(self.workspace.resource_group, self.workspace.name, self.name)
+
+
+class Experiment(ExperimentBase):
+    """An experiment in a :class:`Workspace` (see :meth:`Workspace.create_experiment`);
+    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it.
+    It may be shared between threads, and pickles as a reference (see :class:`Workspace`)."""
+
+    workspace: "Workspace"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Experiment, (self.workspace, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "Experiment":
+        """The existing experiment whose ARM id is ``resource_id`` (as :attr:`id` gives it); an
+        id of another form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "experiment")
+        return parent_class("workspace")(target, names["resource group"], names["workspace"]).get_experiment(names["experiment"])
+
+    @property
+    def _backend(self) -> "Backend":
+        return self.workspace.target.backend
 
     @classmethod
     def create(cls, workspace: "Workspace", name: str, *,
@@ -117,9 +148,7 @@ class Experiment:
             spec = require_spec(spec)
             if isinstance(cluster, str):
                 cluster = GpuCluster(self.workspace, cluster)
-            if not isinstance(cluster, GpuCluster):
-                raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster",
-                                       "a GpuCluster or its name")
+            require_cluster(cluster, GpuCluster)
             if cluster._record is None:
                 cluster.refresh()
             record = cluster._known()
@@ -147,3 +176,58 @@ class Experiment:
         """The experiment's jobs."""
         ws = self.workspace
         return [Job(self, r.name, _record=r) for r in self._backend.list_jobs(ws.resource_group, ws.name, self.name)]
+
+    # -- sweeps ---------------------------------------------------------------------------------
+    def sweep(self, spec: HorovodJob, *, parameters: Mapping[str, Any], cluster: Union[GpuCluster, str],
+              name: Optional[str] = None, sampling: str = "grid", num_trials: Optional[int] = None,
+              seed: Optional[int] = None, max_concurrent_trials: int = 2, metric: str = "val_accuracy",
+              mode: str = "max", early_stopping: Optional[MedianStopping] = None) -> Sweep:
+        """Start a sweep: one trial job of ``spec`` per configuration of ``parameters``, each
+        configuration passed to the script as ``--<name> <value>`` options after ``spec.arguments``.
+
+        ``parameters`` maps option names to lists of values (``{"lr": [1e-3, 1e-4], "batch-size":
+        [32, 64]}``); ``sampling='grid'`` runs every combination, ``'random'`` draws ``num_trials``
+        of them with ``seed`` (0 when None), where :class:`Uniform` and :class:`LogUniform` ranges
+        are allowed too. At most ``max_concurrent_trials`` trials run at once; trials are named
+        ``<name>-000``, ``<name>-001``, ... (``name`` defaults to ``sweep-<8 hex digits>``). Trials
+        are judged by ``metric`` (a column of their ``metrics.csv``) and ``mode`` ('max' or 'min');
+        ``early_stopping=MedianStopping()`` stops trials worse than the median (off by default).
+
+        Everything is checked before the first trial is submitted; the first trials are submitted
+        now, the others by :meth:`Sweep.wait`. The same call again returns the same sweep.
+        """
+        spec = require_spec(spec)
+        spec.check_resolved()
+        check_no_sweep_variables(spec)
+        cluster_name = cluster.name if isinstance(cluster, GpuCluster) else cluster
+        if not isinstance(cluster_name, str):
+            raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
+        check_batchai_name(cluster_name, "cluster")
+        definition = SweepDefinition.build(
+            f"sweep-{uuid.uuid4().hex[:8]}" if name is None else name, cluster=cluster_name,
+            base_arguments=spec.arguments, parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
+            metric=metric, mode=mode, max_concurrent_trials=max_concurrent_trials, early_stopping=early_stopping)
+        for index in range(len(definition.trials)):  # every trial's job is valid before one is submitted
+            trial_spec(spec, definition, index)
+        sweep = Sweep(self, definition, spec=spec)
+        sweep.step()
+        return sweep
+
+    def get_sweep(self, name: str) -> Sweep:
+        """The sweep ``name``, rebuilt from its trial jobs; :class:`NotFoundError` when no job of
+        this experiment is a trial of it. Call :meth:`Sweep.resume` to submit its remaining trials
+        from this process."""
+        check_batchai_name(name, "name")
+        found = sweeps_in(self.list_jobs()).get(name)
+        if found is None:
+            raise NotFoundError(f"experiment {self.name!r} has no sweep {name!r} (no trial job carries it)",
+                                resource=f"{self.id}/sweeps/{name}")
+        definition, jobs = found
+        return Sweep(self, definition, jobs=jobs)
+
+    def list_sweeps(self) -> List[Sweep]:
+        """The sweeps whose trials are jobs of this experiment."""
+        return [Sweep(self, definition, jobs=jobs) for definition, jobs in sweeps_in(self.list_jobs()).values()]
+
+
+register_parent("experiment", Experiment)

@@ -6,9 +6,10 @@ Jobs are submitted, got and listed through their experiment: :meth:`Experiment.s
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.core.polling import LROPoller
@@ -18,35 +19,108 @@ from ._errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, Tran
 from ._job_spec import HorovodJob
 from ._deprecation import deprecated
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
+from ._metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
 from ._names import check_batchai_name, local_destination, local_directory
 from ._paths import local_path_under
-from ._polling import Polling, poll_until
+from ._parallel import check_stop
+from ._polling import Polling, check_stop_event, poll_until
+from ._resource_ids import parent_class, parse_id
 from ._states import ExecutionState, JobStatus
 from ._stream import OutputStream
 from ._values import OutputFile
 
 if TYPE_CHECKING:
     from ._backends.base import Backend
+    from ._tensorboard import TensorBoard
     from ._experiment import Experiment
     from ._target import Target
 
-__all__ = ["Job", "OutputFile", "STDOUTERR"]
+__all__ = ["Job", "JobBase", "OutputFile", "STDOUTERR", "EndWatch", "check_link_expiry", "output_named",
+           "check_download_link", "check_tail_bytes",
+           "tail_text"]
 
 log = logging.getLogger(__name__)
 
 STDOUTERR = "stdouterr"
-_TAIL_BYTES = 4096
+TAIL_BYTES = 4096
 _TAIL_LINES = 30
 
 
-class Job:
-    """A job submitted to an :class:`Experiment` (see :meth:`Experiment.submit`).
+def check_link_expiry(link_expiry_minutes: object) -> None:
+    if not isinstance(link_expiry_minutes, int) or not 5 <= link_expiry_minutes <= 600:
+        raise InvalidSpecError("link_expiry_minutes", f"{link_expiry_minutes!r} is not a link lifetime",
+                               "minutes between 5 and 600 (the service's range)")
 
-    ``status``, ``execution_state`` and ``spec`` describe the job as last fetched (by the call
-    that returned it, or :meth:`refresh`) and never make a request.
-    """
 
-    def __init__(self, experiment: "Experiment", name: str, *, _record: Optional[JobRecord] = None) -> None:
+def output_named(files: List[OutputFile], name: str, path: str, output_directory_id: str) -> OutputFile:
+    """The listed output file ``name`` (``path`` as the caller wrote it), or the error naming it."""
+    match = next((f for f in files if f.name == name), None)
+    if match is None:
+        raise InvalidSpecError("path", f"{path!r} is not among the job's {output_directory_id} files",
+                               "a name from list_output_files()")
+    return match
+
+
+def check_download_link(match: OutputFile, path: str, output_directory_id: str) -> str:
+    """The listed file's download link, or the error saying there is none."""
+    if not match.download_url:
+        raise TransferError(f"the service gave no download link for {path!r} ({output_directory_id})")
+    return match.download_url
+
+
+def check_tail_bytes(max_bytes: object) -> None:
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise InvalidSpecError("max_bytes", f"{max_bytes!r} is not a byte count", "a positive integer")
+
+
+def tail_text(data: bytes, start: int) -> str:
+    """The last lines of a log read from byte ``start`` (a partial first line is dropped)."""
+    text = data.decode("utf-8", errors="replace")
+    if start > 0:
+        text = text.split("\n", 1)[-1]  # drop the partial first line
+    return "\n".join(text.splitlines()[-_TAIL_LINES:])
+
+
+class EndWatch:
+    """What waiting for a job to end decides on each status (the sync and async waits share it)."""
+
+    def __init__(self, name: str, polling: Polling, on_state: Optional[Callable[[ExecutionState], None]]) -> None:
+        self._name = name
+        self._polling = polling
+        self._on_state = on_state
+        self._seen: Optional[ExecutionState] = None
+
+    def report(self, status: JobStatus) -> None:
+        if status.execution_state is not self._seen:
+            self._seen = status.execution_state
+            log.debug("job %s is %s", self._name, status.execution_state.value)
+            if self._on_state is not None:
+                self._on_state(status.execution_state)
+
+    @staticmethod
+    def done(status: JobStatus) -> bool:
+        return status.execution_state.is_terminal()
+
+    def timeout_error(self, status: JobStatus) -> WaitTimeoutError:
+        return WaitTimeoutError(f"job {self._name!r} was still {status.execution_state.value} after "
+                                f"{self._polling.timeout:g}s", last_state=status.execution_state)
+
+    @staticmethod
+    def failed(status: JobStatus) -> bool:
+        return status.execution_state is ExecutionState.FAILED
+
+    def failure(self, status: JobStatus, stderr_tail: str) -> JobFailedError:
+        return JobFailedError(self._name, exit_code=status.exit_code, errors=status.errors, stderr_tail=stderr_tail)
+
+
+class JobBase:
+    """What a job is, as last fetched, with no request: the sync and the aio Job share it."""
+
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
+
+    def __init__(self, experiment: Any, name: str, *, _record: Optional[JobRecord] = None) -> None:
         self.experiment = experiment
         self.name = check_batchai_name(name, "job")
         self._record = _record
@@ -56,18 +130,14 @@ class Job:
         return f"Job(experiment={self.experiment.name!r}, name={self.name!r}, execution_state={state!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Job) and self.id.lower() == other.id.lower()
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
 
     @property
-    def target(self) -> "Target":
+    def target(self) -> Any:
         return self.experiment.workspace.target
-
-    @property
-    def _backend(self) -> "Backend":
-        return self.target.backend
 
     @property
     def _ref(self) -> JobRef:
@@ -77,6 +147,65 @@ class Job:
     @property
     def id(self) -> str:
         return self._backend.job_id(self._ref)
+
+    def _known(self) -> JobRecord:
+        if self._record is None:
+            raise HorovodBatchAIError(f"job {self.name!r} has not been fetched yet; refresh() it first")
+        return self._record
+
+    @property
+    def status(self) -> JobStatus:
+        """The state last fetched."""
+        return self._known().status
+
+    @property
+    def execution_state(self) -> ExecutionState:
+        """The ``executionState`` last fetched; call :meth:`refresh` for a fresh one."""
+        return self.status.execution_state
+
+    @property
+    def spec(self) -> HorovodJob:
+        """The job as submitted, read back from what the service last returned (keys and secret
+        values are never returned)."""
+        return self._known().read_spec()
+
+
+class Job(JobBase):
+    """A job submitted to an :class:`Experiment` (see :meth:`Experiment.submit`).
+
+    ``status``, ``execution_state`` and ``spec`` describe the job as last fetched (by the call
+    that returned it, or :meth:`refresh`) and never make a request.
+
+    A job may be shared between threads: what was last fetched is replaced whole, so a reader
+    sees one snapshot or the next, never a mix (a :class:`OutputStream` is an iterator: read each
+    from one thread). It pickles as a reference, without what was fetched: call :meth:`refresh`
+    in the receiving process. :meth:`from_id` rebuilds it from :attr:`id`.
+    """
+
+    experiment: "Experiment"
+
+    @property
+    def target(self) -> "Target":
+        return self.experiment.workspace.target
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Job, (self.experiment, self.name))
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "Job":
+        """The existing job whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched; an
+        id of another form is an :class:`InvalidSpecError` stating the valid one. (Azure ML job ids
+        do not name the experiment: it is read from the job.)"""
+        names = parse_id(target, resource_id, "job")
+        workspace = parent_class("workspace")(target, names["resource group"], names["workspace"])
+        experiment = names.get("experiment") or target.backend.job_experiment(
+            workspace.resource_group, workspace.name, names["job"])
+        job: Job = parent_class("experiment")(workspace, experiment).get_job(names["job"])
+        return job
+
+    @property
+    def _backend(self) -> "Backend":
+        return self.target.backend
 
     # -- get / list / delete --------------------------------------------------------------------
     @classmethod
@@ -105,7 +234,7 @@ class Job:
         """Ask the service to stop the job (Azure ML: cancel it); harmless on a finished job. The
         poller is done once the service has stopped it; its result is the job's fresh status."""
         poller = self._backend.begin_terminate_job(self._ref, continuation_token=continuation_token)
-        return MappedPoller(poller, lambda _: self.refresh().status, action="terminating job", resource=self.id,
+        return MappedPoller(poller, lambda _: self._fetch().status, action="terminating job", resource=self.id,
                             same_token=True)
 
     def terminate(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> JobStatus:
@@ -117,57 +246,32 @@ class Job:
     # -- state ----------------------------------------------------------------------------------
     def refresh(self) -> "Job":
         """Fetch the job's current state; returns the job itself (see :attr:`status`)."""
-        self._record = self._backend.get_job(self._ref)
+        self._fetch()
         return self
 
-    def _known(self) -> JobRecord:
-        if self._record is None:
-            raise HorovodBatchAIError(f"job {self.name!r} has not been fetched yet; call refresh() first")
-        return self._record
-
-    @property
-    def status(self) -> JobStatus:
-        """The state last fetched."""
-        return self._known().status
-
-    @property
-    def execution_state(self) -> ExecutionState:
-        """The ``executionState`` last fetched; call :meth:`refresh` for a fresh one."""
-        return self.status.execution_state
-
-    @property
-    def spec(self) -> HorovodJob:
-        """The job as submitted, read back from what the service last returned (keys and secret
-        values are never returned)."""
-        return self._known().read_spec()
+    def _fetch(self) -> JobRecord:
+        """Fetch the job and keep the record; returns this call's record, which another thread's
+        refresh cannot replace under the caller."""
+        record = self._record = self._backend.get_job(self._ref)
+        return record
 
     def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
              on_state: Optional[Callable[[ExecutionState], None]] = None,
-             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> JobStatus:
+             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+             stop: Optional[threading.Event] = None) -> JobStatus:
         """Wait until the job ends. Returns its status on success; raises :class:`JobFailedError`
         (exit code, service errors, the tail of the job's log) on failure and
         :class:`WaitTimeoutError` after ``timeout`` seconds (None: no limit). ``on_state`` sees
-        each new state."""
-        polling = Polling(timeout=timeout, clock=clock, sleep=sleep,
+        each new state. Setting ``stop`` (a ``threading.Event``) from another thread ends the
+        wait within one poll interval with :class:`StoppedError`; the job runs on."""
+        polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
-        seen: list[ExecutionState] = []
-
-        def report(status: JobStatus) -> None:
-            if not seen or status.execution_state is not seen[-1]:
-                seen[:] = [status.execution_state]
-                log.debug("job %s is %s", self.name, status.execution_state.value)
-                if on_state is not None:
-                    on_state(status.execution_state)
-
-        status = poll_until(lambda: self.refresh().status, done=lambda s: s.execution_state.is_terminal(),
-                            polling=polling, on_each=report,
-                            on_timeout=lambda s: WaitTimeoutError(
-                                f"job {self.name!r} was still {s.execution_state.value} after {timeout:g}s",
-                                last_state=s.execution_state))
-        if status.execution_state is ExecutionState.FAILED:
-            raise JobFailedError(self.name, exit_code=status.exit_code, errors=status.errors,
-                                 stderr_tail=self.stderr_tail())
+        watch = EndWatch(self.name, polling, on_state)
+        status = poll_until(lambda: self._fetch().status, done=watch.done, polling=polling, on_each=watch.report,
+                            what=f"waiting for job {self.name!r}", on_timeout=watch.timeout_error)
+        if watch.failed(status):
+            raise watch.failure(status, self.stderr_tail())
         return status
 
     # -- output files ---------------------------------------------------------------------------
@@ -175,42 +279,44 @@ class Job:
                           link_expiry_minutes: int = 60) -> List[OutputFile]:
         """Files and directories in ``directory`` of the output directory ``output_directory_id``
         (``stdouterr`` holds stdout.txt, stderr.txt and the logs)."""
-        if not isinstance(link_expiry_minutes, int) or not 5 <= link_expiry_minutes <= 600:
-            raise InvalidSpecError("link_expiry_minutes", f"{link_expiry_minutes!r} is not a link lifetime",
-                                   "minutes between 5 and 600 (the service's range)")
+        check_link_expiry(link_expiry_minutes)
         return self._backend.list_output_files(self._ref, output_directory_id, directory, link_expiry_minutes)
 
     def stream(self, name: str = "stdout.txt", *, output_directory_id: str = STDOUTERR,
                poll_interval: Optional[float] = None, timeout: Optional[float] = None,
-               link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None) -> OutputStream:
+               link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None,
+               stop: Optional[threading.Event] = None) -> OutputStream:
         """Text appended to output file ``name`` as the job writes it, until the job ends; waits
-        for the file to appear. See :class:`OutputStream`."""
+        for the file to appear. Setting ``stop`` from another thread ends the iteration within one
+        poll interval with :class:`StoppedError`. See :class:`OutputStream`."""
         return OutputStream(self, name, output_directory_id=output_directory_id, poll_interval=poll_interval,
-                            timeout=timeout, link_expiry_minutes=link_expiry_minutes, renew_before_s=renew_before_s)
+                            timeout=timeout, link_expiry_minutes=link_expiry_minutes, renew_before_s=renew_before_s,
+                            stop=stop)
 
-    def download(self, path: str, dest: Union[str, Path], *, output_directory_id: str = STDOUTERR) -> Path:
+    def download(self, path: str, dest: Union[str, Path], *, output_directory_id: str = STDOUTERR,
+                 stop: Optional[threading.Event] = None) -> Path:
         """Download output file ``path`` (relative to the output directory; a directory is fetched
         whole) to ``dest``: a file path, or a directory to put it in (an existing one, or one written
-        with a trailing '/'). A destination that cannot be written is an :class:`InvalidSpecError`."""
+        with a trailing '/'). A destination that cannot be written is an :class:`InvalidSpecError`.
+        Setting ``stop`` from another thread ends it between two chunks with :class:`StoppedError`,
+        leaving no partial file."""
+        stop = check_stop_event(stop)
         directory, _, name = path.strip("/").rpartition("/")
-        match = next((f for f in self.list_output_files(output_directory_id, directory or ".") if f.name == name), None)
-        if match is None:
-            raise InvalidSpecError("path", f"{path!r} is not among the job's {output_directory_id} files",
-                                   "a name from list_output_files()")
+        match = output_named(self.list_output_files(output_directory_id, directory or "."), name, path,
+                             output_directory_id)
         if match.is_directory:
             dest = local_directory(dest)
             for child in self.list_output_files(output_directory_id, path.strip("/")):
                 self.download(f"{path.strip('/')}/{child.name}", local_path_under(dest, child.name),
-                              output_directory_id=output_directory_id)
+                              output_directory_id=output_directory_id, stop=stop)
             return dest
         dest = local_destination(dest, name)
-        if not match.download_url:
-            raise TransferError(f"the service gave no download link for {path!r} ({output_directory_id})")
-        remote = self._backend.open_output(match.download_url)
+        remote = self._backend.open_output(check_download_link(match, path, output_directory_id))
         partial = dest.with_name(dest.name + ".partial")
         try:
             with azure_errors("downloading", f"{self.name}/{output_directory_id}/{path}"), open(partial, "wb") as fh:
                 for chunk in remote.chunks():
+                    check_stop(stop)
                     fh.write(chunk)
         except BaseException:  # a failed or interrupted download leaves nothing behind
             partial.unlink(missing_ok=True)
@@ -218,10 +324,66 @@ class Job:
         partial.replace(dest)
         return dest
 
-    def stderr_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
+    # -- metrics ----------------------------------------------------------------------------------
+    def metrics(self) -> MetricsTable:
+        """The job's metrics, one row per finished epoch, read now -- while it runs or after.
+
+        They are the rows of ``metrics.csv`` in the job's output directory
+        (``$AZ_BATCHAI_STDOUTERR_DIR`` on the node), which the ``training`` package writes on rank 0
+        and any script can write (see the docs, "Experiments: curves and sweeps"). A job that has
+        recorded none gives an empty table whose ``reason`` says why.
+        """
+        state = self.refresh().execution_state
+        match = next((f for f in self.list_output_files(STDOUTERR) if f.name == METRICS_FILE and not f.is_directory),
+                     None)
+        if match is None or not match.download_url:
+            return MetricsTable(self.name, (), (), self._no_metrics_reason(state), state.value)
+        remote = self._backend.open_output(match.download_url)
+        with azure_errors("reading metrics of", f"{self.name}/{STDOUTERR}/{METRICS_FILE}"):
+            data = b"".join(remote.chunks())
+        return parse_metrics_csv(data.decode("utf-8", errors="replace"), job=self.name, execution_state=state.value)
+
+    def sync_tensorboard(self, logdir: Union[str, Path]) -> int:
+        """Fetch the job's TensorBoard event files (``tensorboard/`` in its output directory) that
+        are new or have grown into ``logdir``, running or finished; returns how many were fetched."""
+        from ._tensorboard import sync_event_files
+        return sync_event_files(self, local_directory(logdir, "logdir"))
+
+    def tensorboard(self, logdir: Union[str, Path, None] = None, *, port: Optional[int] = None,
+                    start: bool = True) -> "TensorBoard":
+        """Sync the job's event files to ``logdir`` (default ``./tensorboard/<job>``) and start
+        TensorBoard on them (on ``port``, default a free one); returns a :class:`TensorBoard` whose
+        ``url`` it answers at, ``sync()`` fetches newer files and ``stop()`` ends it. Where
+        TensorBoard is not installed nothing is started, and ``command_line`` says what to run."""
+        from ._tensorboard import open_tensorboard
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+            raise InvalidSpecError("port", f"{port!r} is not a TCP port", "an integer from 1 to 65535, or None")
+        return open_tensorboard(self, None if logdir is None else Path(logdir), port=port, start=start)
+
+    def _no_metrics_reason(self, state: ExecutionState) -> str:
+        if self.target.kind == "azureml":
+            return (f"it is {state.value} and Azure ML's run history lists no {METRICS_FILE} among its logs (the "
+                    "file is written to the job's file share there; see the docs, \"Experiments: curves and sweeps\")")
+        if state is ExecutionState.QUEUED:
+            return "it is queued; its first row comes when its first epoch ends"
+        if not state.is_terminal():
+            return f"it is {state.value} and has not finished an epoch yet (no {METRICS_FILE} in its output directory)"
+        return (f"it ended {state.value} without writing {METRICS_FILE} to its output directory "
+                "($AZ_BATCHAI_STDOUTERR_DIR); scripts other than the training package record metrics as the docs "
+                "show (\"Experiments: curves and sweeps\")")
+
+    def stderr_tail(self, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on
         Azure ML); empty when there is none or it cannot be read."""
-        wanted = self._backend.failure_log_name
+        return self._tail(self._backend.failure_log_name, max_bytes)
+
+    def stdout_tail(self, max_bytes: int = TAIL_BYTES) -> str:
+        """The last lines of the job's ``stdout.txt`` (at most 30, from its last ``max_bytes``
+        bytes); empty when there is none or it cannot be read."""
+        return self._tail("stdout.txt", max_bytes)
+
+    def _tail(self, wanted: str, max_bytes: int) -> str:
+        check_tail_bytes(max_bytes)
         directory, _, name = wanted.rpartition("/")
         try:
             match = next((f for f in self.list_output_files(STDOUTERR, directory or ".") if f.name == name), None)
@@ -240,3 +402,19 @@ class Job:
         if start > 0:
             text = text.split("\n", 1)[-1]  # drop the partial first line
         return "\n".join(text.splitlines()[-_TAIL_LINES:])
+
+    def watch(self, *, lines: int = 10, curves: bool = True, poll_interval: Optional[float] = None,
+              timeout: Optional[float] = None) -> JobStatus:
+        """Show the job's state, the last ``lines`` lines of its ``stdout.txt`` and (``curves``)
+        its loss and accuracy curves, updated in place in a notebook (printed as they change
+        elsewhere), until the job ends, ``timeout`` seconds pass, or an interrupt (the notebook's
+        stop button). Returns the last status fetched; never raises for a failed job. Curves need
+        matplotlib (the ``notebook`` extra)."""
+        from ._watch import NotebookView, TextView, in_notebook, watch
+        if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
+            raise InvalidSpecError("lines", f"{lines!r} is not a number of lines", "an integer >= 0")
+        if curves:
+            from ._errors import import_optional
+            import_optional("matplotlib", "watch() with curves")
+        view = NotebookView() if in_notebook() else TextView()
+        return watch(self, lines=lines, curves=curves, poll_interval=poll_interval, timeout=timeout, view=view)

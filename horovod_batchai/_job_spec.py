@@ -7,6 +7,7 @@ verbatim) build the same thing; :mod:`._conversions` turns it into the service's
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -17,6 +18,7 @@ from typing import Any, ClassVar, Collection, Iterable, Mapping, Optional, Proto
 from ._errors import InvalidSpecError
 from ._mounts import (ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, AzureBlobMount, AzureFileShareMount, FileServerMount,
                       Mount, UnmanagedMount)
+from ._pickling import PicklesWithoutSecrets
 from ._names import (MAX_INT32, check_cluster_id, check_command_text, check_container_image, check_directory_id,
                      check_env_name, check_env_value, check_environment_size, check_items, check_mapping,
                      check_node_path, check_optional, check_registry_url, check_shm_size, check_storage_account,
@@ -147,8 +149,10 @@ class OutputDirectory:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ContainerRegistry:
-    """A private registry for ``container_image``; the password is never shown."""
+class ContainerRegistry(PicklesWithoutSecrets):
+    """A private registry for ``container_image``; the password is never shown, nor pickled."""
+
+    _pickle_prefix = "container_registry."
 
     server_url: Optional[str] = None
     username: str
@@ -191,12 +195,13 @@ def mount_of_path(path: str, job_mounts: Sequence[Mount], cluster_mounts: Sequen
 
 
 @dataclass(frozen=True, kw_only=True)
-class HorovodJob:
+class HorovodJob(PicklesWithoutSecrets):
     """A Horovod job: ``horovodrun`` runs ``script`` with ``arguments`` as ``process_count``
     processes (default: one per node) on ``node_count`` nodes.
 
     Paths are as the node sees them, e.g. ``$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar/train.py``
-    for a share mounted at ``myshare``. Vary a spec with :meth:`replace`.
+    for a share mounted at ``myshare``. Vary a spec with :meth:`replace`. A spec pickles (to hand
+    it to another process) once it holds no secret: see :meth:`without_secrets`.
 
     The tutorial's ``job.json``, verbatim; the storage account is filled in from a share (or named)::
 
@@ -325,6 +330,23 @@ class HorovodJob:
             set_(self, "std_out_err_path_prefix", f"{JOB_MOUNT_ROOT}/{self.mounts[0].relative_mount_path}")
         check_node_path(self.std_out_err_path_prefix, "std_out_err_path_prefix", _PATH_FORM)
         self._check_job_mount_paths()
+
+    _pickle_hint = ("spec.without_secrets() (keys, passwords and secret values left out); the receiving process "
+                    "fills them in: spec.with_storage(share) for keys, spec.replace(...) for the rest")
+
+    def _pickle_error(self, fields: Collection[str]) -> InvalidSpecError:
+        return InvalidSpecError(", ".join(self._name(f) for f in fields),
+                                "holds a secret, and secrets are never pickled", self._pickle_hint)
+
+    def without_secrets(self) -> "HorovodJob":
+        """A copy without storage keys, the registry password and secret environment values (as
+        the service reports a job back): what can be pickled. An unmanaged mount's command is a
+        secret that is also the mount itself, so such a mount is kept, and pickling refuses it."""
+        mounts = tuple(_without_key(m) for m in self.mounts)
+        registry = self.container_registry
+        if registry is not None and registry.password is not None:
+            registry = dataclasses.replace(registry, password=None)
+        return self._replace(self._origin, {"mounts": mounts, "container_registry": registry, "secrets": {}})
 
     def _check_container(self) -> None:
         if self.container_image is not None:
@@ -475,6 +497,9 @@ class HorovodJob:
             raise InvalidSpecError("storage", "give a FileShare or account_name/account_key, not both",
                                    "with_storage(share) or with_storage(account_name=..., account_key=...)")
         if storage is not None:
+            if inspect.iscoroutinefunction(storage.get_account_key):
+                raise InvalidSpecError("storage", "is a horovod_batchai.aio FileShare, whose account key is awaited",
+                                       "account_name=share.account_name, account_key=await share.get_account_key()")
             account_name = storage.account_name
         if account_name is None:
             raise InvalidSpecError("storage", "no storage account given", "a FileShare, or account_name and account_key")

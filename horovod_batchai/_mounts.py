@@ -13,6 +13,7 @@ from typing import Any, Optional, Union
 from urllib.parse import urlparse
 
 from ._errors import InvalidSpecError
+from ._pickling import PicklesWithoutSecrets
 from ._names import (check_command_text, check_container_name, check_relative_mount_path, check_share_name,
                      check_storage_account, check_text)
 
@@ -88,10 +89,17 @@ def share_url_parts(url: object, field_name: str) -> tuple[str, str]:
     return account, segments[0]
 
 
+_MOUNT_PICKLE_HINT = ("the mount without its key (pickle spec.without_secrets(); the receiving process fills the key "
+                      "with spec.with_storage(share), or makes the mount with share.mount())")
+
+
 @dataclass(frozen=True, kw_only=True)
-class AzureFileShareMount:
+class AzureFileShareMount(PicklesWithoutSecrets):
     """An Azure file share mounted at ``$AZ_BATCHAI_JOB_MOUNT_ROOT/<relative_mount_path>`` (or
-    ``$AZ_BATCHAI_MOUNT_ROOT/...`` on a cluster)."""
+    ``$AZ_BATCHAI_MOUNT_ROOT/...`` on a cluster). Pickles without a key only."""
+
+    _pickle_prefix = "mount."
+    _pickle_hint = _MOUNT_PICKLE_HINT
 
     account_name: str
     azure_file_url: str
@@ -135,7 +143,7 @@ class AzureFileShareMount:
 
 
 @dataclass(frozen=True, kw_only=True)
-class AzureBlobMount:
+class AzureBlobMount(PicklesWithoutSecrets):
     """An Azure blob container, mounted with blobfuse on Batch AI and as an AzureBlob datastore
     on Azure ML.
 
@@ -143,8 +151,12 @@ class AzureBlobMount:
     is an identity-based datastore (the job's identity reads the container; Batch AI needs the
     key). ``read_only`` mounts it read-only: blobfuse's ``-o ro`` on Batch AI (``mount_options``
     holding ``-o ro`` means the same), a job input mounted ``ro_mount`` on Azure ML; otherwise it
-    is mounted read-write (an Azure ML job output, ``rw_mount``).
+    is mounted read-write (an Azure ML job output, ``rw_mount``). It pickles without a key or SAS
+    token only.
     """
+
+    _pickle_prefix = "mount."
+    _pickle_hint = _MOUNT_PICKLE_HINT
 
     account_name: str
     container_name: str
@@ -228,10 +240,13 @@ class FileServerMount:
 
 
 @dataclass(frozen=True, kw_only=True)
-class UnmanagedMount:
+class UnmanagedMount(PicklesWithoutSecrets):
     """Any other file system, mounted by ``mount_command`` (the service appends the mount path).
-    The command is sent to the service as given but treated as a secret: it is not in ``repr``
-    and ``HorovodJob.to_dict()`` shows ``<SECRET>`` in its place."""
+    The command is sent to the service as given but treated as a secret: it is not in ``repr``,
+    ``HorovodJob.to_dict()`` shows ``<SECRET>`` in its place, and it is never pickled."""
+
+    _pickle_prefix = "mount."
+    _pickle_hint = "a spec without this mount; build the mount in the receiving process"
 
     mount_command: str = field(repr=False)
     relative_mount_path: str

@@ -5,7 +5,8 @@ its ``with`` block, so Ctrl-C on a large tree waited for the whole tree. Here th
 daemon threads and the caller's thread only waits, in short slices, so Ctrl-C (which Python
 delivers to the main thread) is seen at once: it sets the ``stop`` event every task checks between
 ranges (:func:`check_stop`), gives running tasks a short grace to delete what they half-wrote, and
-is re-raised. The first task that fails stops the others the same way.
+is re-raised. The first task that fails stops the others the same way, and so does the caller's
+own ``stop`` event, set from another thread (then :class:`StoppedError` is raised).
 """
 from __future__ import annotations
 
@@ -14,25 +15,29 @@ import time
 from collections import deque
 from typing import Callable, Optional, Sequence
 
+from ._errors import StoppedError
+
 __all__ = ["Stopped", "run_parallel", "check_stop", "STOP_GRACE_S"]
 
 #: seconds running tasks get, once asked to stop, to finish the range in flight and clean up.
 STOP_GRACE_S = 0.8
 
 
-class Stopped(Exception):
-    """Raised inside a task that was asked to stop (another task failed, or the caller was interrupted)."""
+class Stopped(StoppedError):
+    """Raised inside a task that was asked to stop (another task failed, the caller was
+    interrupted, or the caller's stop event was set)."""
 
 
 def check_stop(stop: Optional[threading.Event]) -> None:
     if stop is not None and stop.is_set():
-        raise Stopped()
+        raise Stopped("the transfer was stopped by the caller's stop event")
 
 
 def run_parallel(tasks: Sequence[Callable[[threading.Event], None]], *, workers: int,
-                 grace: float = STOP_GRACE_S) -> None:
+                 grace: float = STOP_GRACE_S, caller_stop: Optional[threading.Event] = None) -> None:
     """Run ``tasks`` (each called with the shared stop event), ``workers`` at a time. Raises the
-    first task's error, or whatever interrupted the caller, after asking the others to stop."""
+    first task's error, or whatever interrupted the caller, after asking the others to stop;
+    :class:`StoppedError` when ``caller_stop`` was set."""
     stop = threading.Event()
     pending = deque(tasks)
     errors: list[BaseException] = []
@@ -59,6 +64,8 @@ def run_parallel(tasks: Sequence[Callable[[threading.Event], None]], *, workers:
         for thread in threads:
             while thread.is_alive():
                 thread.join(0.1)
+                if caller_stop is not None and caller_stop.is_set():
+                    raise Stopped("the transfer was stopped by the caller's stop event")
     except BaseException:
         stop.set()
         deadline = time.monotonic() + grace

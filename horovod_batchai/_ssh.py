@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -15,6 +16,10 @@ __all__ = ["ensure_ssh_key", "default_private_key_path"]
 
 log = logging.getLogger(__name__)
 
+# Threads creating clusters at once must not race to generate the pair: one would find the
+# private key written and its public half not yet there.
+_GENERATING = threading.Lock()
+
 
 def default_private_key_path() -> Path:
     return Path.home() / ".ssh" / "id_rsa"
@@ -23,6 +28,11 @@ def default_private_key_path() -> Path:
 def ensure_ssh_key(private_key_path: Optional[Path] = None) -> str:
     """The OpenSSH public key next to ``private_key_path`` (``<path>.pub``), generating the
     pair when neither file exists. Returns the public key line."""
+    with _GENERATING:
+        return _ensure_ssh_key(private_key_path)
+
+
+def _ensure_ssh_key(private_key_path: Optional[Path]) -> str:
     private = Path(private_key_path) if private_key_path is not None else default_private_key_path()
     public = private.with_name(private.name + ".pub")
     if public.exists():

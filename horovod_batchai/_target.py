@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
     from .local import LocalService, ServiceInfo
 
 __all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "RESOURCE_GROUP_ENV", "WORKSPACE_ENV", "LOCAL_SUBSCRIPTION",
-           "AZURE_MANAGEMENT_ENDPOINT", "KINDS", "check_state_dir"]
+           "AZURE_MANAGEMENT_ENDPOINT", "KINDS", "check_state_dir", "target_from_env", "CREDENTIAL_OPTIONS"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,8 @@ WORKSPACE_ENV = "AZUREML_WORKSPACE_NAME"
 KINDS = ("local", "azure", "azureml")
 LOCAL_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
+#: bytes a data-plane (storage) client reads from a response body at a time: one 4 MiB Files range.
+DATA_BLOCK_SIZE = 4 * 1024 * 1024
 
 
 #: client options that say how requests travel, which the default credential's token requests take too
@@ -81,6 +83,19 @@ class Target:
     to every Microsoft client the target builds, as Azure SDK clients take them.
     The clients it hands out are created on first use, shared, and closed by :meth:`close`
     (or on leaving a ``with`` block).
+
+    One target may be shared by any number of threads: its clients and backend are built once,
+    under its lock, and Microsoft's clients are themselves safe to share. Close it once, when
+    every thread is done with it.
+
+    A target pickles without its credential, clients or lock, and reconnects on the other side:
+    a local one finds the service of the same state directory (starting it, with the same
+    ``node_runtime``, if none runs); an
+    azure or azureml one builds ``DefaultAzureCredential()`` again there. A target given a
+    credential of the caller's is refused with :class:`TargetError` (a credential may hold a
+    secret): build it in the receiving process instead. Client options travel along when they
+    can be pickled; one that cannot (a policy holding a lock) or that holds credentials (a proxy
+    URL with a password, an ``Authorization`` header) is refused the same way, naming it.
     """
 
     def __init__(self, *, kind: str, subscription_id: str, management_endpoint: str,
@@ -111,6 +126,8 @@ class Target:
         self._clients: dict[str, Any] = {}
         #: the backend doing this target's requests, built on first use (see the backend property)
         self._backend: Any = None
+        #: True when the target built DefaultAzureCredential itself (then it is rebuilt after pickling)
+        self._default_credential = False
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -149,10 +166,13 @@ class Target:
         """Azure Batch AI (retired in 2019; kept because the local service speaks its API):
         ``credential`` defaults to ``azure.identity.DefaultAzureCredential()``. Only https
         endpoints are accepted."""
+        default = credential is None
         if credential is None:
             credential = default_credential(client_options)
-        return cls(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
-                   credential=credential, client_options=client_options)
+        target = cls(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
+                     credential=credential, client_options=client_options)
+        target._default_credential = default
+        return target
 
     @classmethod
     def azureml(cls, subscription_id: str, resource_group: str, workspace: str,
@@ -163,11 +183,14 @@ class Target:
         from ._names import check_batchai_name, check_resource_group
         check_resource_group(resource_group)
         check_batchai_name(workspace, "workspace")
+        default = credential is None
         if credential is None:
             credential = default_credential(client_options)
-        return cls(kind="azureml", subscription_id=subscription_id, management_endpoint=AZURE_MANAGEMENT_ENDPOINT,
-                   credential=credential, resource_group=resource_group, workspace=workspace,
-                   client_options=client_options)
+        target = cls(kind="azureml", subscription_id=subscription_id, management_endpoint=AZURE_MANAGEMENT_ENDPOINT,
+                     credential=credential, resource_group=resource_group, workspace=workspace,
+                     client_options=client_options)
+        target._default_credential = default
+        return target
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None, **client_options: Any) -> "Target":
@@ -175,28 +198,49 @@ class Target:
         ``AZURE_SUBSCRIPTION_ID`` (required for azure and azureml), ``AZURE_RESOURCE_GROUP`` and
         ``AZUREML_WORKSPACE_NAME`` (azureml) and ``HOROVOD_BATCHAI_STATE_DIR`` and
         ``HOROVOD_BATCHAI_NODE_RUNTIME`` (local)."""
-        env = os.environ if environ is None else environ
-        kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
-        if kind == "local":
-            state_dir = env.get(STATE_DIR_ENV) or None
-            return cls.local(state_dir=check_state_dir(state_dir, STATE_DIR_ENV) if state_dir else None,
-                             node_runtime=env.get(NODE_RUNTIME_ENV, "").strip() or None,
-                             subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION, **client_options)
-        if kind not in KINDS:
-            raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use one of {', '.join(KINDS)}")
-        needed = [SUBSCRIPTION_ENV] + ([RESOURCE_GROUP_ENV, WORKSPACE_ENV] if kind == "azureml" else [])
-        missing = [name for name in needed if not env.get(name)]
-        if missing:
-            raise TargetError(f"{TARGET_ENV}={kind} needs {' and '.join(missing)} to be set")
-        if kind == "azure":
-            return cls.azure(env[SUBSCRIPTION_ENV], **client_options)
-        return cls.azureml(env[SUBSCRIPTION_ENV], env[RESOURCE_GROUP_ENV], env[WORKSPACE_ENV], **client_options)
+        return target_from_env(cls, environ, **client_options)
 
     def __repr__(self) -> str:
         where = self._management_endpoint if self.kind != "local" else (
             self._info.endpoint if self._info else "not started")
         scope = f", resource_group={self.resource_group!r}, workspace={self.workspace!r}" if self.kind == "azureml" else ""
         return f"Target(kind={self.kind!r}, subscription_id={self.subscription_id!r}{scope}, endpoint={where!r})"
+
+    # -- handing it to another process ----------------------------------------------------------
+    def __reduce__(self) -> tuple[Any, ...]:
+        import pickle
+        for name, value in self._client_options.items():
+            if _holds_credentials(name, value):
+                raise TargetError(f"the client option {name}= holds a user name or password, which is never pickled; "
+                                  "build the Target in the receiving process (a proxy's credentials can come from "
+                                  "$HTTPS_PROXY there) and reach resources with from_id(target, id)")
+            try:
+                pickle.dumps(value)
+            except Exception:  # noqa: BLE001 -- any failure means the same: it cannot travel
+                raise TargetError(f"the client option {name}= ({type(value).__name__}) cannot be pickled; build the "
+                                  "Target in the receiving process and reach resources there with from_id(target, id)"
+                                  ) from None
+        if self.is_local:
+            return (_local_target, (self._local_state_dir(), self.subscription_id, self._client_options,
+                                    self._node_runtime))
+        if not self._default_credential:
+            raise TargetError(f"a {self.kind} target built with a credential of the caller's is not pickled (a "
+                              "credential may hold a secret); build the target without one (it then uses "
+                              "DefaultAzureCredential in every process), or build it in the receiving process and "
+                              "reach resources there with from_id(target, id)")
+        if self.kind == "azure":
+            return (_azure_target, (self.subscription_id, self._management_endpoint, self._client_options))
+        return (_azureml_target, (self.subscription_id, self.resource_group, self.workspace, self._client_options))
+
+    def _local_state_dir(self) -> Path:
+        """The state directory of the service this target uses (or will use)."""
+        service = self._service if self._service is not None else self._info
+        if service is not None:
+            return Path(service.state_dir).absolute()
+        if self._state_dir is not None:
+            return self._state_dir.absolute()
+        from .local import default_state_dir  # resolved here: the other process may have another environment
+        return default_state_dir().absolute()
 
     @property
     def client_options(self) -> dict[str, Any]:
@@ -335,19 +379,26 @@ class Target:
         return self._client("storage", lambda: StorageManagementClient(
             self.credential(), self.subscription_id, **self._management_kwargs()))
 
-    def _data_plane_kwargs(self) -> dict[str, Any]:
-        from ._retry import ThrottleAwareExponentialRetry, ThrottleAwareLinearRetry
+    def _data_plane_kwargs(self, *, asynchronous: bool = False) -> dict[str, Any]:
+        """The options of a storage client; ``asynchronous`` for the aio clients, whose retry
+        policies are their own classes."""
+        from . import _retry
+        linear = _retry.AsyncThrottleAwareLinearRetry if asynchronous else _retry.ThrottleAwareLinearRetry
+        exponential = _retry.AsyncThrottleAwareExponentialRetry if asynchronous else _retry.ThrottleAwareExponentialRetry
         options = {k: v for k, v in self._client_options.items() if k != "polling_interval"}
         kwargs: dict[str, Any]
         if self.is_local:
             # Short, steady waits for the local service; azure-storage's defaults otherwise.
             kwargs = {"connection_verify": self.connection_verify,
-                      "retry_policy": ThrottleAwareLinearRetry(backoff=0.1, retry_total=10,  # type: ignore[arg-type]
-                                                               random_jitter_range=0.05)}  # type: ignore[arg-type]
+                      "retry_policy": linear(backoff=0.1, retry_total=10,  # type: ignore[arg-type]
+                                             random_jitter_range=0.05)}  # type: ignore[arg-type]
         else:
-            kwargs = {"retry_policy": ThrottleAwareExponentialRetry()}
+            kwargs = {"retry_policy": exponential()}
         if any(k.startswith("retry_") for k in options):
             kwargs.pop("retry_policy")  # the caller's retry options configure the storage client's own policy
+        # A response body is read in blocks of this size (azure-storage's default is 256 KiB): one
+        # block per 4 MiB range saves ~0.8 CPU-s per GiB downloaded (benchmarks/bench_files.py).
+        kwargs["connection_data_block_size"] = DATA_BLOCK_SIZE
         kwargs.update(options)
         if self.is_local:
             # azure-storage's clients take extra policies under this name and run them on every attempt
@@ -391,3 +442,48 @@ class Target:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+
+def target_from_env(cls: Any, environ: Optional[Mapping[str, str]], **client_options: Any) -> Any:
+    """``cls.local``, ``cls.azure`` or ``cls.azureml`` (a sync or an aio ``Target``) as the
+    environment says (see :meth:`Target.from_env`)."""
+    env = os.environ if environ is None else environ
+    kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
+    if kind == "local":
+        state_dir = env.get(STATE_DIR_ENV) or None
+        return cls.local(state_dir=check_state_dir(state_dir, STATE_DIR_ENV) if state_dir else None,
+                         node_runtime=env.get(NODE_RUNTIME_ENV, "").strip() or None,
+                         subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION, **client_options)
+    if kind not in KINDS:
+        raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use one of {', '.join(KINDS)}")
+    needed = [SUBSCRIPTION_ENV] + ([RESOURCE_GROUP_ENV, WORKSPACE_ENV] if kind == "azureml" else [])
+    missing = [name for name in needed if not env.get(name)]
+    if missing:
+        raise TargetError(f"{TARGET_ENV}={kind} needs {' and '.join(missing)} to be set")
+    if kind == "azure":
+        return cls.azure(env[SUBSCRIPTION_ENV], **client_options)
+    return cls.azureml(env[SUBSCRIPTION_ENV], env[RESOURCE_GROUP_ENV], env[WORKSPACE_ENV], **client_options)
+
+
+def _local_target(state_dir: Path, subscription_id: str, client_options: Mapping[str, Any],
+                  node_runtime: Optional[str] = None) -> Target:
+    return Target.local(state_dir=state_dir, subscription_id=subscription_id, node_runtime=node_runtime,
+                        **client_options)
+
+
+def _azure_target(subscription_id: str, management_endpoint: str, client_options: Mapping[str, Any]) -> Target:
+    return Target.azure(subscription_id, management_endpoint=management_endpoint, **client_options)
+
+
+def _azureml_target(subscription_id: str, resource_group: str, workspace: str,
+                    client_options: Mapping[str, Any]) -> Target:
+    return Target.azureml(subscription_id, resource_group, workspace, **client_options)
+
+
+def _holds_credentials(name: str, value: Any) -> bool:
+    """Whether a client option carries a secret: a proxy URL with a user name or password, or an
+    Authorization header."""
+    if name == "proxies" and isinstance(value, Mapping):
+        return any("@" in urlparse(str(url)).netloc for url in value.values())
+    if name == "headers" and isinstance(value, Mapping):
+        return any(str(key).lower() in ("authorization", "proxy-authorization") for key in value)
+    return False

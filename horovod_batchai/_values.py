@@ -9,13 +9,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Optional
 
+from ._pickling import PicklesWithoutSecrets
+
 __all__ = ["OutputFile", "RemoteLogin", "Usage"]
 
 
 @dataclass(frozen=True)
-class OutputFile:
+class OutputFile(PicklesWithoutSecrets):
     """A file or directory a job wrote. ``download_url`` is a time-limited SAS link: it is a
-    credential, so it is kept out of ``repr``."""
+    credential, so it is kept out of ``repr`` and never pickled."""
+
+    _pickle_prefix = "output_file."
+    _pickle_hint = ("the job itself (it pickles), listing its files in the receiving process "
+                    "(job.list_output_files()); or the file without its link: dataclasses.replace(f, download_url=None)")
 
     name: str
     is_directory: bool

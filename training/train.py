@@ -14,7 +14,8 @@ The run, in order:
    the epoch to start from, and start from rank 0's weights and optimizer state.
 4. Training: RMSprop at lr * size, reached by a warm-up, gradients averaged over the workers,
    metrics averaged at the end of every epoch; rank 0 writes a checkpoint and a row of
-   ``<dir>/metrics.csv`` after every epoch.
+   ``<dir>/metrics.csv`` after every epoch, and in a job the same row to the job's own
+   ``metrics.csv`` and TensorBoard event files (see metrics.py).
 5. Results: rank 0 saves the model at ``<dir>/saved_models/keras_cifar10_trained_model.h5``; the
    workers score their shards of the test set and the totals give the test loss and accuracy,
    which `train` returns.
@@ -35,7 +36,7 @@ import numpy as np
 from horovod.tensorflow import broadcast_variables
 import tensorflow as tf
 
-from training import checkpoints, pipeline
+from training import checkpoints, metrics, pipeline
 from training.config import ConfigError, TrainConfig, parse_args
 from training.data import Cifar10, DataError, download_cifar10, find_cifar10, load_cifar10
 from training.model import build_model
@@ -133,11 +134,10 @@ def train(config: TrainConfig) -> dict:
         # resumes from the previous checkpoint, and the restart drops that row again.
         if start_epoch:
             checkpoints.trim_metrics_log(Path(config.dir) / METRICS_LOG, start_epoch)
-        callbacks += [
-            tf.keras.callbacks.CSVLogger(str(Path(config.dir) / METRICS_LOG),
-                                         append=start_epoch > 0),
-            checkpoints.CheckpointCallback(config.dir, keep=config.keep_checkpoints),
-        ]
+        callbacks.append(tf.keras.callbacks.CSVLogger(str(Path(config.dir) / METRICS_LOG),
+                                                      append=start_epoch > 0))
+        callbacks += _job_metrics_callbacks(start_epoch)
+        callbacks.append(checkpoints.CheckpointCallback(config.dir, keep=config.keep_checkpoints))
 
     # --- Training ---------------------------------------------------------------------------
     if start_epoch < config.epochs:
@@ -181,6 +181,20 @@ def train(config: TrainConfig) -> dict:
         "history": {key: [float(v) for v in values] for key, values in history.history.items()},
         "model_path": str(model_path),
     }
+
+
+def _job_metrics_callbacks(start_epoch: int) -> list:
+    """In a job: the rows of the job's own metrics.csv and its TensorBoard event files, where the
+    SDK's Job.metrics() and `job tensorboard` find them (none outside a job)."""
+    directory = metrics.job_output_dir()
+    if directory is None:
+        return []
+    directory.mkdir(parents=True, exist_ok=True)
+    log = directory / metrics.METRICS_FILE
+    if start_epoch:  # the job restarted: keep the rows of the epochs its checkpoint holds
+        checkpoints.trim_metrics_log(log, start_epoch)
+    return [tf.keras.callbacks.CSVLogger(str(log), append=start_epoch > 0 and log.exists()),
+            metrics.EventFiles(directory / metrics.TENSORBOARD_DIR)]
 
 
 def _create_optimizer_state(model: tf.keras.Model) -> None:

@@ -21,7 +21,8 @@ from .._mounts import Mount
 from .._states import ClusterStatus, JobStatus
 from .._values import OutputFile, RemoteLogin, Usage
 
-__all__ = ["Backend", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ClusterRef", "JobRef"]
+__all__ = ["Backend", "SpecChecks", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ClusterRef",
+           "JobRef"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,12 @@ class RemoteFile(Protocol):
     def read(self, offset: int, length: int) -> bytes: ...
 
     def chunks(self) -> Iterator[bytes]: ...
+
+
+class SpecChecks(Protocol):
+    """The check a backend makes of a cluster spec without a request (the sync and async backends share it)."""
+
+    def check_cluster_spec(self, spec: ClusterSpec) -> None: ...
 
 
 class Backend(Protocol):
@@ -177,6 +184,11 @@ class Backend(Protocol):
         ...
 
     def find_job(self, ref: JobRef) -> Optional[JobRecord]: ...
+
+    def job_experiment(self, resource_group: str, workspace: str, name: str) -> str:
+        """The experiment the job ``name`` is in (Azure ML job ids do not name it);
+        NotFoundError when there is no such job."""
+        ...
 
     def get_job(self, ref: JobRef) -> JobRecord: ...
 

@@ -1,58 +1,20 @@
-"""``horovod-batchai job``: create, show, list, wait, stream, terminate, delete, ``file list`` and
-``file download``."""
+"""``horovod-batchai job``: create, show, list, wait, stream, terminate, delete, ``file list``,
+``file download``, ``metrics`` and ``tensorboard``."""
 from __future__ import annotations
 
-import os
 import sys
+import time
 from pathlib import Path
-from typing import Any
 
-from .. import (AzureFileShareMount, ExecutionState, FileShare, HorovodJob, InvalidSpecError, JobFailedError, JobStatus,
-                WaitTimeoutError)
+from .. import ExecutionState, JobFailedError, JobStatus, WaitTimeoutError
+from .._metrics import format_number
 from .context import EXIT_FAILED, EXIT_TIMEOUT, Context, UsageError, local_dest
-from .parser import _Commands, _exp, _name, _Parser, _positive, _timeout
+from .parser import _Commands, _exp, _job_file, _name, _Parser, _positive, _seconds, _timeout, job_spec_from_args
 from .views import Result, Table, job_data, job_table, output_files_data, output_files_table
 
 
-STORAGE_ACCOUNT_ENV = "AZURE_BATCHAI_STORAGE_ACCOUNT"  # what az batchai job create read too
-
-
-def _job_spec(ctx: Context) -> HorovodJob:
-    """The job.json, with storage placeholders and keys filled, the node count and arguments varied."""
-    args = ctx.args
-    if args.package_environment and args.target != "azureml":
-        raise UsageError("--package-environment: only Azure ML builds the package's Docker environment; "
-                         f"drop it with --target {args.target}")
-    if not args.config_file.is_file():
-        raise InvalidSpecError("--config-file", f"{str(args.config_file)!r} is not a file", "the path of a job.json")
-    spec = HorovodJob.from_file(args.config_file)
-    account = args.storage_account_name or os.environ.get(STORAGE_ACCOUNT_ENV)
-    if spec.needs_storage:
-        if not account:
-            raise InvalidSpecError("--storage-account-name", f"{args.config_file} mounts a file share whose "
-                                   "storage account or key is not given",
-                                   f"--storage-account-name NAME (or ${STORAGE_ACCOUNT_ENV}), the account that "
-                                   "<AZURE_BATCHAI_STORAGE_ACCOUNT> stands for")
-        share_name = next((m.share_name for m in spec.mounts if isinstance(m, AzureFileShareMount)), None) or "myshare"
-        share = FileShare(ctx.target, args.storage_resource_group or args.resource_group, account, share_name)
-        spec = spec.with_storage(share)
-    changes: dict[str, Any] = {}
-    if args.append_args:
-        changes["arguments"] = f"{spec.arguments} {args.append_args}".strip()
-    if args.package_environment:
-        # job.json's TensorFlow 1.8 image cannot run the training package, nor does its preparation apply
-        changes.update(container_image=None, job_preparation=None)
-    if args.node_count is not None:
-        changes["node_count"] = args.node_count
-        if spec.process_count is not None:
-            # Keep the processes per node of the file (one per node unless it said otherwise).
-            per_node = spec.process_count // spec.node_count if spec.process_count % spec.node_count == 0 else None
-            changes["process_count"] = per_node * args.node_count if per_node else None
-    return spec.replace(**changes) if changes else spec
-
-
 def job_create(ctx: Context) -> Result:
-    spec = _job_spec(ctx)
+    spec = job_spec_from_args(ctx)
     job = ctx.experiment().submit(ctx.args.name, spec, cluster=ctx.args.cluster)
     return Result(job_data(job, job.status), job_table([(job, job.status)]))
 
@@ -124,27 +86,57 @@ def job_file_download(ctx: Context) -> Result:
     return Result({"downloaded": [str(dest)]}, Table(["Downloaded"], [[str(dest)]]))
 
 
+def job_metrics(ctx: Context) -> Result:
+    """The job's metrics as a table, JSON or CSV; the exit status says whether the job failed."""
+    job = ctx.job()
+    table = job.metrics()
+    failed = table.execution_state == ExecutionState.FAILED.value
+    error = f"job {job.name!r} failed" if failed else None
+    if ctx.args.csv:
+        sys.stdout.write(table.to_csv())
+        return Result(quiet=True, exit_code=EXIT_FAILED if failed else 0, error=error)
+    data = {"job": table.job, "executionState": table.execution_state, "columns": ["epoch", *table.columns],
+            "rows": table.to_records(), "reason": table.reason}
+    view = Table(["epoch", *table.columns], [[str(r["epoch"]), *(format_number(r[c]) for c in table.columns)]
+                                             for r in table.to_records()],
+                 numeric=frozenset(range(len(table.columns) + 1))) if len(table) else None
+    if view is None and ctx.args.output == "table" and not ctx.args.query:
+        print(f"no metrics for job {job.name}: {table.reason}")
+        return Result(quiet=True, exit_code=EXIT_FAILED if failed else 0, error=error)
+    return Result(data, view, EXIT_FAILED if failed else 0, error)
+
+
+def job_tensorboard(ctx: Context) -> Result:
+    """Sync the job's event files and start TensorBoard on them (or print its command), then keep
+    syncing while the job runs, until Ctrl-C."""
+    job = ctx.job()
+    job.refresh()
+    args = ctx.args
+    if args.sync_interval <= 0:
+        raise UsageError(f"--sync-interval: expected seconds > 0, got {args.sync_interval:g}")
+    board = job.tensorboard(args.logdir, port=args.port, start=not args.no_start)
+    if board.url is None:
+        print(f"event files of job {job.name} are in {board.logdir}; start TensorBoard with:\n  {board.command_line}")
+        return Result(quiet=True)
+    print(f"TensorBoard of job {job.name}: {board.url} (logdir {board.logdir}); Ctrl-C stops it", flush=True)
+    try:
+        while True:
+            time.sleep(args.sync_interval)
+            if not job.refresh().execution_state.is_terminal():
+                board.sync()
+            elif board.sync() == 0 and args.exit_when_done:
+                return Result(quiet=True)
+    finally:
+        board.stop()
+
+
 def register(c: _Commands) -> None:
     sub = c.group("job", "jobs: submit, watch, stream, stop")
     p = c.command(sub, "create", job_create, "submit a Horovod job described by a job.json")
     _exp(p)
     _name(p, "job")
     p.add_argument("-c", "--cluster", required=True, help="cluster to run on (in the same workspace)")
-    p.add_argument("-f", "--config-file", type=Path, required=True, help="job.json, e.g. the tutorial's")
-    p.add_argument("--storage-account-name", default=None,
-                   help=f"storage account that fills <AZURE_BATCHAI_STORAGE_ACCOUNT> and whose key the file share "
-                        f"mounts get (default: ${STORAGE_ACCOUNT_ENV})")
-    p.add_argument("--storage-resource-group", default=None,
-                   help="resource group of that storage account (default: --resource-group)")
-    p.add_argument("--node-count", type=_positive, default=None, help="override the file's nodeCount")
-    p.add_argument("--package-environment", action="store_true",
-                   help="Azure ML only: run in the image built from the package's Dockerfile (TensorFlow 2.15.1, "
-                        "Horovod 0.28.1) instead of the file's containerSettings and jobPreparation (the "
-                        "tutorial's TensorFlow 1.8 image cannot run its training package); the build context is "
-                        "uploaded through the same client options as every other request")
-    p.add_argument("--append-args", default=None, metavar="ARGS",
-                   help="arguments appended to the file's commandLineArgs, e.g. '--epochs=3' "
-                        "(the node expands $AZ_BATCHAI_* variables in them)")
+    _job_file(p)
     for verb, func, text in (("show", job_show, "show a job's state"),
                              ("terminate", job_terminate, "stop a job; it ends failed"),
                              ("delete", job_delete, "delete a job (stopping it if it runs)")):
@@ -162,6 +154,22 @@ def register(c: _Commands) -> None:
     p.add_argument("--file", default="stdout.txt", help="the file (default: stdout.txt)")
     p.add_argument("--output-directory-id", default="stdouterr", help="output directory (default: stdouterr)")
     _timeout(p, None, "the job")
+    p = c.command(sub, "metrics", job_metrics, "a job's metrics, one row per finished epoch (while it runs or "
+                  "after); exit 1 if the job failed")
+    _exp(p)
+    _name(p, "job")
+    p.add_argument("--csv", action="store_true", help="print CSV instead of a table (see also --output json)")
+    p = c.command(sub, "tensorboard", job_tensorboard, "sync a job's TensorBoard event files to a local folder and "
+                  "start TensorBoard on them (or print the command when it is not installed); keeps syncing "
+                  "until Ctrl-C")
+    _exp(p)
+    _name(p, "job")
+    p.add_argument("--logdir", type=Path, default=None, help="local folder (default: ./tensorboard/<job>)")
+    p.add_argument("--port", type=_positive, default=None, help="TensorBoard's port (default: a free one)")
+    p.add_argument("--no-start", action="store_true", help="only sync, and print the command")
+    p.add_argument("--sync-interval", type=_seconds, default=15.0, help="seconds between syncs (default: 15)")
+    p.add_argument("--exit-when-done", action="store_true",
+                   help="stop TensorBoard and exit once the job has ended and its last files are synced")
     files = sub.add_parser("file", help="a job's output files", description="a job's output files")
     files_sub = files.add_subparsers(dest="file_verb", metavar="VERB", required=True, parser_class=_Parser)
     for verb, func, text in (("list", job_file_list, "list a job's output files (names, sizes, times)"),

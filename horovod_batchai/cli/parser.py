@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from .context import EXIT_USAGE, Context
+from .. import AzureFileShareMount, FileShare, HorovodJob, InvalidSpecError
+from .context import EXIT_USAGE, Context, UsageError
 from .views import Result
 
 
@@ -185,3 +186,59 @@ def _scale(p: argparse.ArgumentParser) -> None:
     p.add_argument("--initial", type=_count, default=None, help="auto-scale: nodes to start with (default 0)")
     p.add_argument("--wait", action="store_true", help="wait until the cluster is steady and its nodes idle")
     _timeout(p, 900.0, "the cluster")
+
+
+STORAGE_ACCOUNT_ENV = "AZURE_BATCHAI_STORAGE_ACCOUNT"  # what az batchai job create read too
+
+
+def job_spec_from_args(ctx: Context) -> HorovodJob:
+    """The job.json, with storage placeholders and keys filled, the node count and arguments varied."""
+    args = ctx.args
+    if args.package_environment and args.target != "azureml":
+        raise UsageError("--package-environment: only Azure ML builds the package's Docker environment; "
+                         f"drop it with --target {args.target}")
+    if not args.config_file.is_file():
+        raise InvalidSpecError("--config-file", f"{str(args.config_file)!r} is not a file", "the path of a job.json")
+    spec = HorovodJob.from_file(args.config_file)
+    account = args.storage_account_name or os.environ.get(STORAGE_ACCOUNT_ENV)
+    if spec.needs_storage:
+        if not account:
+            raise InvalidSpecError("--storage-account-name", f"{args.config_file} mounts a file share whose "
+                                   "storage account or key is not given",
+                                   f"--storage-account-name NAME (or ${STORAGE_ACCOUNT_ENV}), the account that "
+                                   "<AZURE_BATCHAI_STORAGE_ACCOUNT> stands for")
+        share_name = next((m.share_name for m in spec.mounts if isinstance(m, AzureFileShareMount)), None) or "myshare"
+        share = FileShare(ctx.target, args.storage_resource_group or args.resource_group, account, share_name)
+        spec = spec.with_storage(share)
+    changes: dict[str, Any] = {}
+    if args.append_args:
+        changes["arguments"] = f"{spec.arguments} {args.append_args}".strip()
+    if args.package_environment:
+        # job.json's TensorFlow 1.8 image cannot run the training package, nor does its preparation apply
+        changes.update(container_image=None, job_preparation=None)
+    if args.node_count is not None:
+        changes["node_count"] = args.node_count
+        if spec.process_count is not None:
+            # Keep the processes per node of the file (one per node unless it said otherwise).
+            per_node = spec.process_count // spec.node_count if spec.process_count % spec.node_count == 0 else None
+            changes["process_count"] = per_node * args.node_count if per_node else None
+    return spec.replace(**changes) if changes else spec
+
+
+def _job_file(p: argparse.ArgumentParser) -> None:
+    """The options that name a job.json and vary it (``job create``, ``sweep create``)."""
+    p.add_argument("-f", "--config-file", type=Path, required=True, help="job.json, e.g. the tutorial's")
+    p.add_argument("--storage-account-name", default=None,
+                   help=f"storage account that fills <AZURE_BATCHAI_STORAGE_ACCOUNT> and whose key the file share "
+                        f"mounts get (default: ${STORAGE_ACCOUNT_ENV})")
+    p.add_argument("--storage-resource-group", default=None,
+                   help="resource group of that storage account (default: --resource-group)")
+    p.add_argument("--node-count", type=_positive, default=None, help="override the file's nodeCount")
+    p.add_argument("--package-environment", action="store_true",
+                   help="Azure ML only: run in the image built from the package's Dockerfile (TensorFlow 2.15.1, "
+                        "Horovod 0.28.1) instead of the file's containerSettings and jobPreparation (the "
+                        "tutorial's TensorFlow 1.8 image cannot run its training package); the build context is "
+                        "uploaded through the same client options as every other request")
+    p.add_argument("--append-args", default=None, metavar="ARGS",
+                   help="arguments appended to the file's commandLineArgs, e.g. '--epochs=3' "
+                        "(the node expands $AZ_BATCHAI_* variables in them)")

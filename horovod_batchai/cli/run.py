@@ -13,7 +13,7 @@ from azure.core.exceptions import AzureError, ResourceExistsError, ResourceNotFo
 from .. import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
                 NotFoundError, TargetError, TransferError, WaitTimeoutError)
 from .._errors import redact
-from . import cluster, experiment, job, local, storage, workspace
+from . import cluster, experiment, job, local, storage, sweep, workspace
 from .context import (EXIT_CONFLICT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE, PROG,
                       Context, UsageError)
 from .parser import _Commands, _global_options, _Parser, glue_free_text
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                     "3 not found, 4 timeout, 5 conflict")
     _global_options(parser, suppress=False)
     commands = _Commands(parser)
-    for group in (workspace, experiment, cluster, job, storage, local):
+    for group in (workspace, experiment, cluster, job, sweep, storage, local):
         group.register(commands)
     return parser
 

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .core.backend import ServiceSettings, default_state_dir
+from .core.context import ServiceSettings, default_state_dir
 from .core.disk import WholeLineLogHandler
 from .runner.node_runtime import NODE_RUNTIME_ENV
 from .service import LocalService, ServiceAlreadyRunning, ensure_running, find_running, is_loopback, stop_daemon
@@ -90,7 +90,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"State directory:     {info.state_dir}", flush=True)
         print(f"Node runtime:        {service.node_runtime.describe()}", flush=True)
         # Last: Azurite may still be starting (about a second).
-        blob = service.backend.blob if service.backend is not None else None
+        blob = service.context.blob if service.context is not None else None
         if blob is not None and blob.available:
             print(f"Blob endpoint:       {blob.require().endpoint}/<account>  (Azurite)", flush=True)
         else:

@@ -8,12 +8,14 @@ import socket
 import threading
 from typing import Any, Callable, Iterable
 
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import RequestEntityTooLarge as BodyTooLarge
 from werkzeug.wrappers import Request, Response
 
 from .batchai import api as batchai_api
-from .core.arm_errors import ArmError, arm_error_response
-from .core.backend import LocalBackend
+from .core.arm_errors import (ArmError, AuthenticationFailed, InjectedFault, InsufficientStorage, InternalServerError,
+                              InvalidApiVersionParameter, InvalidAuthenticationToken, InvalidResourceType,
+                              MethodNotAllowed, RequestEntityTooLarge, StorageReadOnly, arm_error_response)
+from .core.context import ServiceContext
 from .core.disk import DiskProblem, disk_problem
 from .core.http_server import SOCKET_KEY
 from .core.identity import TOKEN_PATH, token_endpoint
@@ -80,14 +82,14 @@ def _outside_arm(request: Request, path: str) -> bool:
 
 
 class LocalApp:
-    def __init__(self, backend: LocalBackend) -> None:
-        self.backend = backend
+    def __init__(self, context: ServiceContext) -> None:
+        self.context = context
         self.router = Router(ARM_ROUTES)
-        self.faults = FaultInjector(backend.settings.fault_rate, backend.settings.fault_seed)
+        self.faults = FaultInjector(context.settings.fault_rate, context.settings.fault_seed)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         request = Request(environ)
-        request.max_content_length = self.backend.settings.max_body_bytes
+        request.max_content_length = self.context.settings.max_body_bytes
         try:
             response = self.handle(request)
         except _DropConnection:
@@ -111,14 +113,14 @@ class LocalApp:
             status = int(fault)
             headers = {"Retry-After": "1"} if status == 429 else {}
             if arm:
-                return arm_error_response(ArmError(status, "InjectedFault", "Fault injected by the local service.",
-                                                   headers=headers))
+                return arm_error_response(InjectedFault(status, "Fault injected by the local service.",
+                                                        headers=headers))
             return storage_error_response(StorageError(status, "ServerBusy" if status != 500 else "InternalError",
                                                        "Fault injected by the local service.", headers=headers),
                                           head=request.method == "HEAD")
-        call = Call(request=request, backend=self.backend, base_url=self.backend.base_url or request.host_url.rstrip("/"))
+        call = Call(request=request, context=self.context, base_url=self.context.base_url or request.host_url.rstrip("/"))
         if _outside_arm(request, TOKEN_PATH):
-            return token_endpoint(request, self.backend.state_dir, self.backend.token_secret)
+            return token_endpoint(request, self.context.state_dir, self.context.token_secret)
         if _outside_arm(request, METADATA_PATH):
             return self._metadata(call)
         if arm:
@@ -127,11 +129,11 @@ class LocalApp:
             return files_api.handle(call)
         except StorageError as err:
             return storage_error_response(err, head=request.method == "HEAD")
-        except RequestEntityTooLarge:
+        except BodyTooLarge:
             return storage_error_response(StorageError(413, "RequestBodyTooLarge",
                                                        "The request body is too large."), head=request.method == "HEAD")
         except Exception as err:
-            problem = disk_problem(err, self.backend.state_dir)
+            problem = disk_problem(err, self.context.state_dir)
             if problem is not None:
                 log.warning("%s %s failed: %s", _loggable(request.method), _loggable(request.path), problem.describe())
                 return storage_error_response(_storage_disk_error(problem), head=request.method == "HEAD")
@@ -143,13 +145,13 @@ class LocalApp:
     def _metadata(self, call: Call) -> Response:
         # ARM answers its cloud metadata without authentication.
         if call.request.method != "GET":
-            return arm_error_response(ArmError(405, "MethodNotAllowed", f"The requested method {call.request.method} "
-                                                                        f"is not allowed for {METADATA_PATH}."))
+            return arm_error_response(MethodNotAllowed(f"The requested method {call.request.method} "
+                                                       f"is not allowed for {METADATA_PATH}."))
         if call.api_version not in METADATA_VERSIONS:
             supported = ", ".join(sorted(METADATA_VERSIONS))
-            return arm_error_response(ArmError(400, "InvalidApiVersionParameter",
-                                               f"The api-version '{call.api_version}' is invalid. The supported "
-                                               f"versions are '{supported}'."))
+            return arm_error_response(InvalidApiVersionParameter(
+                f"The api-version '{call.api_version}' is invalid. The supported "
+                f"versions are '{supported}'."))
         return json_response(metadata_body(call.api_version, call.base_url))
 
     def _handle_arm(self, call: Call) -> Response:
@@ -159,46 +161,46 @@ class LocalApp:
             route, params, path_known = self.router.match(request.method, request.path)
             if route is None:
                 if path_known:
-                    raise ArmError(405, "MethodNotAllowed",
-                                   f"The requested method {request.method} is not allowed for {request.path}.")
-                raise ArmError(404, "InvalidResourceType",
-                               f"The resource type could not be found for the path '{request.path}'.")
+                    raise MethodNotAllowed(
+                        f"The requested method {request.method} is not allowed for {request.path}.")
+                raise InvalidResourceType(
+                    f"The resource type could not be found for the path '{request.path}'.")
             if route.api_versions and call.api_version not in route.api_versions:
                 supported = ", ".join(sorted(route.api_versions))
-                raise ArmError(400, "InvalidApiVersionParameter",
-                               f"The api-version '{call.api_version}' is invalid. The supported versions are '{supported}'.")
+                raise InvalidApiVersionParameter(
+                    f"The api-version '{call.api_version}' is invalid. The supported versions are '{supported}'.")
             call.route = route
             return route.handler(call, **params)
         except ArmError as err:
             return arm_error_response(err)
-        except RequestEntityTooLarge:
-            return arm_error_response(ArmError(413, "RequestEntityTooLarge",
-                                               f"The request content exceeds {self.backend.settings.max_body_bytes} bytes."))
+        except BodyTooLarge:
+            return arm_error_response(RequestEntityTooLarge(
+                f"The request content exceeds {self.context.settings.max_body_bytes} bytes."))
         except Exception as err:
-            problem = disk_problem(err, self.backend.state_dir / "state.db")
+            problem = disk_problem(err, self.context.state_dir / "state.db")
             if problem is not None:
                 log.warning("%s %s failed: %s", _loggable(request.method), _loggable(request.path), problem.describe())
                 return arm_error_response(_arm_disk_error(problem))
             log.exception("unhandled error for %s %s", _loggable(request.method), _loggable(request.path))
-            return arm_error_response(ArmError(500, "InternalServerError", "The server encountered an internal error."))
+            return arm_error_response(InternalServerError("The server encountered an internal error."))
 
     def _authenticate(self, request: Request) -> None:
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
         if not header:
-            raise ArmError(401, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.",
-                           headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
-        if scheme.lower() != "bearer" or not verify_token(self.backend.token_secret, token.strip()):
-            raise ArmError(401, "InvalidAuthenticationToken",
-                           "The access token is invalid or has expired.",
-                           headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
+            raise AuthenticationFailed("Authentication failed. The 'Authorization' header is missing.",
+                                       headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
+        if scheme.lower() != "bearer" or not verify_token(self.context.token_secret, token.strip()):
+            raise InvalidAuthenticationToken(
+                "The access token is invalid or has expired.",
+                headers={"WWW-Authenticate": 'Bearer authorization_uri="local", error="invalid_token"'})
 
 
 def _arm_disk_error(problem: DiskProblem) -> ArmError:
     """507, which no client retries: the request is fine, the service cannot store what it asks."""
-    code = "StorageReadOnly" if problem.read_only else "InsufficientStorage"
-    return ArmError(507, code, f"The local service cannot store the change: {problem.describe()}. "
-                               + ("Make it writable" if problem.read_only else "Free some space") + " and try again.")
+    refused = StorageReadOnly if problem.read_only else InsufficientStorage
+    return refused(f"The local service cannot store the change: {problem.describe()}. "
+                   + ("Make it writable" if problem.read_only else "Free some space") + " and try again.")
 
 
 def _storage_disk_error(problem: DiskProblem) -> StorageError:
@@ -211,5 +213,5 @@ def _storage_disk_error(problem: DiskProblem) -> StorageError:
                                                       "and try again.")
 
 
-def make_app(backend: LocalBackend) -> LocalApp:
-    return LocalApp(backend)
+def make_app(context: ServiceContext) -> LocalApp:
+    return LocalApp(context)

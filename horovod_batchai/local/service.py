@@ -2,7 +2,7 @@
 
 Both use the same pieces, wired here: the HTTPS server (``core/http_server.py``), the application
 in ``app.py`` (every plane's routes), the blob endpoint (Azurite), the job scheduler, and the
-backends that hold the state. A running service holds an exclusive lock on
+service context and resource providers that hold the state. A running service holds an exclusive lock on
 ``<state dir>/service.lock`` (so two services never drive one state directory) and advertises
 where it listens in ``<state dir>/service.json``; :func:`ensure_running` reads that file to reuse
 a running service and otherwise starts a daemon, so calling it twice is harmless -- also at the
@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .app import make_app
-from .batchai.backend import BatchAIBackend
+from .batchai.provider import BatchAIProvider
 from .core.tokens import LocalCredential
-from .core.backend import LocalBackend, ServiceSettings, default_state_dir
+from .core.context import ServiceContext, ServiceSettings, default_state_dir
 from .core.http_server import HttpsServer
 from .core.permissions import secure_state_dir
 from .core.tls import ensure_certificate
@@ -126,7 +126,7 @@ class LocalService:
         self.settings = settings or ServiceSettings()
         #: the node runtime its jobs run with
         self.node_runtime: NodeRuntime = resolve(node_runtime)
-        self.backend: Optional[LocalBackend] = None
+        self.context: Optional[ServiceContext] = None
         self._server: Optional[HttpsServer] = None
         self._scheduler: Optional[Scheduler] = None
         self._lock_fh: Optional[Any] = None
@@ -194,29 +194,29 @@ class LocalService:
 
     def _start_locked(self) -> None:
         cert, key = ensure_certificate(self.state_dir)
-        self.backend = LocalBackend(self.state_dir, self.settings)
-        self.backend.node_runtime = self.node_runtime
-        self._server = HttpsServer(self.host, self.port, make_app(self.backend), cert=cert, key=key)
-        self.backend.base_url = self.endpoint
+        self.context = ServiceContext(self.state_dir, self.settings)
+        self.context.node_runtime = self.node_runtime
+        self._server = HttpsServer(self.host, self.port, make_app(self.context), cert=cert, key=key)
+        self.context.base_url = self.endpoint
         # Azurite (the blob endpoint) starts with the first storage account, in a thread of its own:
         # about a CPU-second of Node.js start-up that only blob requests and blob mounts wait for.
         from .storage.accounts import all_account_keys
         from .blob.endpoint import BlobEndpoint
-        store = self.backend.store
-        self.backend.blob = BlobEndpoint(self.state_dir, cert=cert, key=key, node=self.settings.node_binary,
+        store = self.context.store
+        self.context.blob = BlobEndpoint(self.state_dir, cert=cert, key=key, node=self.settings.node_binary,
                                          sync_interval=self.settings.blob_sync_interval_s)
-        self.backend.blob.start_when_needed(lambda: all_account_keys(store))
+        self.context.blob.start_when_needed(lambda: all_account_keys(store))
         from .runner.scheduler import Scheduler  # imported late: the scheduler pulls in process handling
-        batchai = BatchAIBackend.of(self.backend)
-        self.backend.group_deleters += [batchai.delete_group_resources,
-                                        functools.partial(delete_accounts_in_group, self.backend)]
-        self._scheduler = batchai.scheduler = Scheduler(self.backend)
+        batchai = self.context.provider(BatchAIProvider)
+        self.context.group_deleters += [batchai.delete_group_resources,
+                                        functools.partial(delete_accounts_in_group, self.context)]
+        self._scheduler = batchai.scheduler = Scheduler(self.context)
         self._scheduler.start()
         batchai.finish_interrupted_operations()  # operations a killed service left InProgress
         from .resources.api import resume_deletions
-        resume_deletions(self.backend)  # resource groups a stopped service left half-deleted
+        resume_deletions(self.context)  # resource groups a stopped service left half-deleted
         from .files.store import forget_upload_activity
-        forget_upload_activity(self.backend.files_root)
+        forget_upload_activity(self.context.files_root)
         self._sweep_stale_uploads()  # uploads a crashed client left under a temporary name
         self._sweeper = threading.Thread(target=self._sweep_loop, name="stale-uploads", daemon=True)
         self._sweeper.start()
@@ -224,8 +224,8 @@ class LocalService:
 
     def _sweep_stale_uploads(self) -> None:
         from .files.store import remove_stale_uploads
-        assert self.backend is not None
-        stale = remove_stale_uploads(self.backend.files_root)
+        assert self.context is not None
+        stale = remove_stale_uploads(self.context.files_root)
         if stale:
             log.info("removed %d unfinished upload(s) no client has touched lately", len(stale))
 
@@ -247,13 +247,13 @@ class LocalService:
             self._sweeper = None
         if self._server is not None:
             self._server.stop()
-        if self.backend is not None:
+        if self.context is not None:
             if self._scheduler is not None:
                 self._scheduler.stop()
                 self._scheduler = None
-            if self.backend.blob is not None:
-                self.backend.blob.stop()  # after the jobs: their last writes reach the containers first
-            self.backend.close()
+            if self.context.blob is not None:
+                self.context.blob.stop()  # after the jobs: their last writes reach the containers first
+            self.context.close()
         info_path = self.state_dir / INFO_FILE
         try:
             if json.loads(info_path.read_text()).get("pid") == os.getpid():
@@ -263,7 +263,7 @@ class LocalService:
         if self._lock_fh is not None:
             self._lock_fh.close()
             self._lock_fh = None
-        self._server = self.backend = None
+        self._server = self.context = None
 
     def __enter__(self) -> "LocalService":
         return self.start()

@@ -106,7 +106,7 @@ def _setup_pins() -> dict[str, str]:
 def test_the_dockerfile_pins_what_setup_py_pins() -> None:
     dockerfile = DOCKERFILE.read_text(encoding="utf-8")
     pins = _setup_pins()
-    assert set(pins) == {"tensorflow", "keras", "numpy", "h5py", "scipy"}
+    assert set(pins) == {"tensorflow", "keras", "numpy", "h5py", "scipy", "setuptools"}
     for name, spec in pins.items():
         wanted = f'"tensorflow[and-cuda]{spec}"' if name == "tensorflow" else f'"{name}{spec}"'
         assert wanted in dockerfile, wanted

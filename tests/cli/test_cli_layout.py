@@ -8,7 +8,7 @@ from pathlib import Path
 import horovod_batchai.cli as cli
 
 ROOT = Path(cli.__file__).parent
-GROUPS = {"workspace", "experiment", "cluster", "job", "storage", "local"}
+GROUPS = {"workspace", "experiment", "cluster", "job", "sweep", "storage", "local"}
 LEVELS = {"context": 0, "views": 1, "parser": 2, **{g: 3 for g in GROUPS}, "run": 4, "__init__": 5, "__main__": 5}
 
 

@@ -48,8 +48,8 @@ def put_account(service: LocalService, name: str = "teststorage", rg: str = "fil
                            "primaryEndpoints": {"file": f"{service.endpoint}/{name}/"}}}
     private = {"keys": [{"keyName": "key1", "value": keys[0], "permissions": "FULL"},
                         {"keyName": "key2", "value": keys[1], "permissions": "FULL"}]}
-    assert service.backend is not None
-    service.backend.store.put(account_id, "Microsoft.Storage/storageAccounts", rg_id, body, private=private)
+    assert service.context is not None
+    service.context.store.put(account_id, "Microsoft.Storage/storageAccounts", rg_id, body, private=private)
     return Account(name, keys[0], account_id)
 
 

@@ -1,5 +1,10 @@
-"""The local service's layout holds: imports point down (core -> the planes -> the runner -> the
-service) and no two modules import each other, even late, inside a function."""
+"""The local service's layout holds: imports point down (core -> the storage planes -> the runner ->
+Batch AI -> the service) and no two modules import each other, even late, inside a function.
+
+The runner sits below Batch AI: it runs what the Batch AI provider stored and hands it nothing back
+but through the store (the provider holds the runner's scheduler as a ``JobScheduler`` protocol the
+service wires in), so what both read -- the VM sizes, where output directories are -- lives in the
+runner."""
 from __future__ import annotations
 
 import ast
@@ -9,7 +14,7 @@ import horovod_batchai.local as local
 
 ROOT = Path(local.__file__).parent
 #: how far up each part sits; a module may import from its own level or below.
-LEVELS = {"core": 0, "files": 1, "storage": 1, "resources": 1, "blob": 1, "batchai": 2, "runner": 3}
+LEVELS = {"core": 0, "files": 1, "storage": 1, "resources": 1, "blob": 1, "runner": 2, "batchai": 3}
 TOP = 4  # __init__, __main__, app, service: they wire the parts together
 
 

@@ -187,7 +187,7 @@ def test_private_files_are_readable_by_their_owner_only(service: LocalService):
 
 def test_reprs_hold_no_secret(service: LocalService):
     secret = (service.state_dir / "token-secret").read_text().strip()
-    for obj in (service, service.credential(), service.backend, service.info):
+    for obj in (service, service.credential(), service.context, service.info):
         assert secret not in repr(obj)
 
 

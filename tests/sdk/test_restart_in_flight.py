@@ -183,7 +183,7 @@ def test_a_failed_uploads_temporary_file_is_deleted_once_the_service_is_back(
         share = FileShare.create(target, "rg", "account1", "share", location="eastus")
 
         def stop_midway(done: int, total: int) -> None:
-            if done >= 4 << 20 and service.backend is not None:
+            if done >= 4 << 20 and service.context is not None:
                 service.stop()  # down for good, as far as this upload can tell
 
         with pytest.raises(LocalServiceDownError, match="refused connections for 0.5s"):

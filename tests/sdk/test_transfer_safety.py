@@ -23,8 +23,8 @@ MIB = 1024 * 1024
 
 
 def _share_files(service: LocalService, share: FileShare) -> dict[str, int]:
-    assert service.backend is not None
-    root = service.backend.files_root / ACCOUNT / share.share_name
+    assert service.context is not None
+    root = service.context.files_root / ACCOUNT / share.share_name
     return {p.relative_to(root).as_posix(): p.stat().st_size for p in root.rglob("*") if p.is_file()}
 
 
@@ -98,7 +98,7 @@ def test_upload_directory_keeps_to_its_tree(service: LocalService, share: FileSh
     assert sorted(i.path for i in uploaded) == ["up/latest.h5", "up/model.h5", "up/sub/notes.txt"]
     files = _share_files(service, share)
     assert sorted(files) == ["up/latest.h5", "up/model.h5", "up/sub/notes.txt"]
-    root = service.backend.files_root / ACCOUNT / share.share_name  # type: ignore[union-attr]
+    root = service.context.files_root / ACCOUNT / share.share_name  # type: ignore[union-attr]
     assert (root / "up" / "latest.h5").read_bytes() == b"weights"
     assert not any(b"never upload me" in p.read_bytes() for p in root.rglob("*") if p.is_file())
 
@@ -166,7 +166,7 @@ def test_ctrl_c_stops_a_directory_upload_within_a_second(service: LocalService, 
 def test_ctrl_c_stops_a_directory_download_within_a_second(service: LocalService, share: FileShare,
                                                             tmp_path: Path) -> None:
     tree = _tree_of_parts(tmp_path / "tree", 8)
-    share.upload_directory(tree, "big", progress=False, verify=False)
+    share.upload_directory(tree, "big", progress=False)
     dest = tmp_path / "copy"
     took, out = _interrupt(service, "down", str(dest), "big")
     assert "finished" not in out

@@ -468,6 +468,12 @@ class AzureMLBackend:
                                 resource=self.job_id(ref))
         return entity
 
+    def job_experiment(self, resource_group: str, workspace: str, name: str) -> str:
+        self._check_scope(resource_group, workspace)
+        with azure_errors("reading job", f"{self.workspace_id(resource_group, workspace)}/jobs/{name}"):
+            entity = self.ml.jobs.get(name)
+        return str(getattr(entity, "experiment_name", "") or "")
+
     def get_job(self, ref: JobRef) -> JobRecord:
         return self._job_record(ref, self._get_entity(ref))
 

@@ -7,35 +7,47 @@ used (see ``shared/reference/recordings``): lower-case ``provisioningState``, ``
 Workspace and experiment PUT answer 200 directly; cluster, job and file server PUT, every DELETE
 and job terminate answer 202 and a long-running operation (``operations.py``).
 
-Each handler parses (``validation.py``), calls the backend (``backend.py``, which owns the state,
-conflicts, quotas, operations and what the job scheduler is told) and serialises its answer.
+Each handler looks up what the path names through the provider (``provider.py``, which owns the
+lookups, state, conflicts, quotas, operations and what the job scheduler is told) once, parses the
+body (``validation.py``), hands the record (``records.py``) to the provider and serialises its
+answer.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from werkzeug.wrappers import Response
 
 from ..core.api_versions import BATCHAI_OPERATIONS, BATCHAI_USAGES
-from ..core.arm_errors import ArmError
+from ..core.arm_errors import InvalidRequestContent, MissingRequiredParameter
+from ..core.records import Resource
 from ..core.routing import Call, Route, json_response
+from ..runner.resource_types import CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE
 from . import operations
-from .backend import (CLUSTER_TYPE, EXPERIMENT_TYPE, FILE_SERVER_TYPE, JOB_TYPE, WORKSPACE_TYPE, BatchAIBackend,
-                      etag)
 from .operations import API_VERSION, LongRunningOperation, accepted_response
 from .outputs import list_output_files as list_files
+from .provider import BatchAIProvider, etag
+from .records import Cluster, Experiment, FileServer, Job
 from .validation import (check_int_query, parse_cluster_create, parse_cluster_update, parse_file_server_create,
                          parse_job_create, parse_workspace_create, parse_workspace_update)
 
-__all__ = ["ROUTES", "WORKSPACE_TYPE", "EXPERIMENT_TYPE", "CLUSTER_TYPE", "JOB_TYPE", "FILE_SERVER_TYPE"]
+__all__ = ["ROUTES"]
 
 
-def _backend(call: Call) -> BatchAIBackend:
-    return BatchAIBackend.of(call.backend)
+#: the most items one page of a list answers.
+_MAX_RESULTS = 1000
 
 
-def _answer(doc: dict[str, Any], status: int = 200) -> Response:
-    return json_response(doc, status=status, headers={"ETag": etag(doc)})
+def _provider(call: Call) -> BatchAIProvider:
+    return call.context.provider(BatchAIProvider)
+
+
+def _answer(resource: Resource, status: int = 200) -> Response:
+    return json_response(resource.doc, status=status, headers={"ETag": etag(resource.doc)})
+
+
+def _docs(resources: Sequence[Resource]) -> list[dict[str, Any]]:
+    return [resource.doc for resource in resources]
 
 
 def _accepted_or_gone(call: Call, op: Optional[LongRunningOperation]) -> Response:
@@ -43,16 +55,28 @@ def _accepted_or_gone(call: Call, op: Optional[LongRunningOperation]) -> Respons
     return Response(b"", status=204) if op is None else accepted_response(call, op)
 
 
-def _page(call: Call, items: list[dict[str, Any]]) -> Response:
-    """A list answer of at most ``maxresults`` items, with ``nextLink`` when more remain."""
-    limit = check_int_query(call.request.args.get("maxresults"), "maxresults", minimum=1, maximum=1000, default=1000)
+def _paging(call: Call) -> tuple[int, int]:
+    """(skip, limit) of a list request: ``$skiptoken`` and ``maxresults`` (at most 1000)."""
+    limit = check_int_query(call.request.args.get("maxresults"), "maxresults", minimum=1, maximum=_MAX_RESULTS,
+                            default=_MAX_RESULTS)
     skip = check_int_query(call.request.args.get("$skiptoken"), "$skiptoken", minimum=0, maximum=2**31, default=0)
-    body: dict[str, Any] = {"value": items[skip:skip + limit]}
-    if skip + limit < len(items):
+    return skip, limit
+
+
+def _list_answer(call: Call, items: list[dict[str, Any]], next_skip: Optional[int]) -> Response:
+    """``{"value": items}``, with a ``nextLink`` to the page from ``next_skip`` when there is one."""
+    body: dict[str, Any] = {"value": items}
+    if next_skip is not None:
         query = {k: v for k, v in call.request.args.items() if k != "$skiptoken"}
-        query["$skiptoken"] = str(skip + limit)
+        query["$skiptoken"] = str(next_skip)
         body["nextLink"] = call.url(call.request.path, **query)
     return json_response(body)
+
+
+def _page(call: Call, items: list[dict[str, Any]]) -> Response:
+    """A list answer of at most ``maxresults`` items, with ``nextLink`` when more remain."""
+    skip, limit = _paging(call)
+    return _list_answer(call, items[skip:skip + limit], skip + limit if skip + limit < len(items) else None)
 
 
 # -- operations list and usages -------------------------------------------------------------------
@@ -86,217 +110,201 @@ def list_operations(call: Call) -> Response:
 
 
 def list_usages(call: Call, subscriptionId: str, location: str) -> Response:
-    return _page(call, _backend(call).usages(subscriptionId, location))
+    return _page(call, _provider(call).usages(subscriptionId, location))
 
 
 # -- workspaces -----------------------------------------------------------------------------------
 
 def list_workspaces(call: Call, subscriptionId: str) -> Response:
-    return _page(call, _backend(call).workspaces_of_subscription(subscriptionId))
+    return _page(call, _docs(_provider(call).workspaces_of_subscription(subscriptionId)))
 
 
 def list_workspaces_by_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    return _page(call, _backend(call).workspaces_of_group(subscriptionId, resourceGroupName))
+    return _page(call, _docs(_provider(call).workspaces_of_group(subscriptionId, resourceGroupName)))
 
 
 def get_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    return _answer(_backend(call).workspace(subscriptionId, resourceGroupName, workspaceName))
+    return _answer(_provider(call).workspace(subscriptionId, resourceGroupName, workspaceName))
 
 
 def put_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    backend = _backend(call)
-    backend.workspace_scope(subscriptionId, resourceGroupName, workspaceName)
+    provider = _provider(call)
+    slot = provider.workspace_slot(subscriptionId, resourceGroupName, workspaceName, for_write=True)
     request = parse_workspace_create(call.json())
-    return _answer(backend.put_workspace(subscriptionId, resourceGroupName, workspaceName, request))
+    return _answer(provider.put_workspace(slot, request))
 
 
 def patch_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    backend = _backend(call)
-    workspace = backend.workspace(subscriptionId, resourceGroupName, workspaceName, for_write=True)
-    return _answer(backend.patch_workspace(workspace, parse_workspace_update(call.json())))
+    provider = _provider(call)
+    workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName, for_write=True)
+    return _answer(provider.patch_workspace(workspace, parse_workspace_update(call.json())))
 
 
 def delete_workspace(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    return _accepted_or_gone(call, _backend(call).delete_workspace(subscriptionId, resourceGroupName, workspaceName))
+    provider = _provider(call)
+    slot = provider.workspace_slot(subscriptionId, resourceGroupName, workspaceName)
+    return _accepted_or_gone(call, provider.delete_workspace(slot))
 
 
 # -- experiments ----------------------------------------------------------------------------------
 
 def list_experiments(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    backend = _backend(call)
-    workspace = backend.workspace(subscriptionId, resourceGroupName, workspaceName)
-    return _page(call, backend.children(EXPERIMENT_TYPE, workspace["id"]))
+    provider = _provider(call)
+    workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName)
+    return _page(call, _docs(provider.children(Experiment, EXPERIMENT_TYPE, workspace)))
 
 
 def get_experiment(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    experimentName: str) -> Response:
-    return _answer(_backend(call).experiment(subscriptionId, resourceGroupName, workspaceName, experimentName))
+    return _answer(_provider(call).experiment(subscriptionId, resourceGroupName, workspaceName, experimentName))
 
 
 def put_experiment(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    experimentName: str) -> Response:
-    backend = _backend(call)
-    backend.workspace(subscriptionId, resourceGroupName, workspaceName, for_write=True)
+    provider = _provider(call)
+    slot = provider.experiment_slot(subscriptionId, resourceGroupName, workspaceName, experimentName, for_write=True)
     if not isinstance(call.json(), dict):
-        raise ArmError(400, "InvalidRequestContent", "The request body must be a JSON object (or empty).")
-    return _answer(backend.put_experiment(subscriptionId, resourceGroupName, workspaceName, experimentName))
+        raise InvalidRequestContent("The request body must be a JSON object (or empty).")
+    return _answer(provider.put_experiment(slot))
 
 
 def delete_experiment(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                       experimentName: str) -> Response:
-    return _accepted_or_gone(call, _backend(call).delete_experiment(subscriptionId, resourceGroupName, workspaceName,
-                                                                    experimentName))
+    provider = _provider(call)
+    slot = provider.experiment_slot(subscriptionId, resourceGroupName, workspaceName, experimentName)
+    return _accepted_or_gone(call, provider.delete_experiment(slot))
 
 
 # -- clusters -------------------------------------------------------------------------------------
 
 def get_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                 clusterName: str) -> Response:
-    _, _, doc = _backend(call).cluster(subscriptionId, resourceGroupName, workspaceName, clusterName)
-    assert doc is not None
-    return _answer(doc)
+    return _answer(_provider(call).cluster(subscriptionId, resourceGroupName, workspaceName, clusterName))
 
 
 def list_clusters(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    backend = _backend(call)
-    workspace = backend.workspace(subscriptionId, resourceGroupName, workspaceName)
-    return _page(call, backend.children(CLUSTER_TYPE, workspace["id"]))
+    provider = _provider(call)
+    workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName)
+    return _page(call, _docs(provider.children(Cluster, CLUSTER_TYPE, workspace)))
 
 
 def put_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                 clusterName: str) -> Response:
-    backend = _backend(call)
-    backend.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, must_exist=False, for_write=True)
+    provider = _provider(call)
+    slot = provider.cluster_slot(subscriptionId, resourceGroupName, workspaceName, clusterName, for_write=True)
     parsed = parse_cluster_create(call.json())
-    op = backend.put_cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, parsed)
-    return accepted_response(call, op)
+    return accepted_response(call, provider.put_cluster(slot, parsed))
 
 
 def patch_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                   clusterName: str) -> Response:
-    backend = _backend(call)
-    _, _, doc = backend.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, for_write=True)
-    assert doc is not None
+    provider = _provider(call)
+    cluster = provider.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName, for_write=True)
     scale = parse_cluster_update(call.json())
-    return _answer(doc if scale is None else backend.scale_cluster(doc, scale))
+    return _answer(cluster if scale is None else provider.scale_cluster(cluster, scale))
 
 
 def delete_cluster(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    clusterName: str) -> Response:
-    return _accepted_or_gone(call, _backend(call).delete_cluster(subscriptionId, resourceGroupName, workspaceName,
-                                                                 clusterName))
+    provider = _provider(call)
+    slot = provider.cluster_slot(subscriptionId, resourceGroupName, workspaceName, clusterName)
+    return _accepted_or_gone(call, provider.delete_cluster(slot))
 
 
 def list_cluster_login(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                        clusterName: str) -> Response:
-    backend = _backend(call)
-    _, _, doc = backend.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName)
-    assert doc is not None
-    return _page(call, backend.cluster_logins(doc))
+    provider = _provider(call)
+    cluster = provider.cluster(subscriptionId, resourceGroupName, workspaceName, clusterName)
+    return _page(call, provider.cluster_logins(cluster))
 
 
 # -- jobs -----------------------------------------------------------------------------------------
 
 def get_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str, experimentName: str,
             jobName: str) -> Response:
-    _, _, doc = _backend(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
-    assert doc is not None
-    return _answer(doc)
+    return _answer(_provider(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName))
 
 
 def list_jobs(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
               experimentName: str) -> Response:
-    backend = _backend(call)
-    experiment = backend.experiment(subscriptionId, resourceGroupName, workspaceName, experimentName)
-    return _page(call, backend.children(JOB_TYPE, experiment["id"]))
+    provider = _provider(call)
+    experiment = provider.experiment(subscriptionId, resourceGroupName, workspaceName, experimentName)
+    return _page(call, _docs(provider.children(Job, JOB_TYPE, experiment)))
 
 
 def put_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str, experimentName: str,
             jobName: str) -> Response:
-    backend = _backend(call)
-    backend.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName, must_exist=False,
-                for_write=True)
+    provider = _provider(call)
+    slot = provider.job_slot(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName, for_write=True)
     parsed = parse_job_create(call.json())
-    op = backend.put_job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName, parsed)
-    return accepted_response(call, op)
+    return accepted_response(call, provider.put_job(slot, parsed))
 
 
 def delete_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str, experimentName: str,
                jobName: str) -> Response:
-    return _accepted_or_gone(call, _backend(call).delete_job(subscriptionId, resourceGroupName, workspaceName,
-                                                             experimentName, jobName))
+    provider = _provider(call)
+    slot = provider.job_slot(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
+    return _accepted_or_gone(call, provider.delete_job(slot))
 
 
 def terminate_job(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                   experimentName: str, jobName: str) -> Response:
-    backend = _backend(call)
-    _, _, doc = backend.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
-    assert doc is not None
-    return accepted_response(call, backend.terminate_job(doc))
+    provider = _provider(call)
+    slot = provider.job_slot(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
+    return accepted_response(call, provider.terminate_job(slot))
 
 
 def list_output_files(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                       experimentName: str, jobName: str) -> Response:
-    _, _, doc = _backend(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
-    assert doc is not None
+    job = _provider(call).job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
     args = call.request.args
     output_id = args.get("outputdirectoryid")
     if not output_id:
-        raise ArmError(400, "MissingRequiredParameter",
-                       "The query parameter 'outputdirectoryid' is required: 'stdouterr' or the id of one of the "
-                       "job's outputDirectories.", target="outputdirectoryid")
+        raise MissingRequiredParameter(
+            "The query parameter 'outputdirectoryid' is required: 'stdouterr' or the id of one of the "
+            "job's outputDirectories.", target="outputdirectoryid")
     directory = args.get("directory") or "."
     expiry = check_int_query(args.get("linkexpiryinminutes"), "linkexpiryinminutes", minimum=5, maximum=600,
-                             default=call.backend.settings.default_link_expiry_min)
-    limit = check_int_query(args.get("maxresults"), "maxresults", minimum=1, maximum=1000, default=1000)
-    skip = check_int_query(args.get("$skiptoken"), "$skiptoken", minimum=0, maximum=2**31, default=0)
-    items, next_skip = list_files(call.backend, doc["id"], output_directory_id=output_id, directory=directory,
+                             default=call.context.settings.default_link_expiry_min)
+    skip, limit = _paging(call)
+    items, next_skip = list_files(call.context, job, output_directory_id=output_id, directory=directory,
                                   link_expiry_minutes=expiry, max_results=limit, skip=skip)
-    body: dict[str, Any] = {"value": items}
-    if next_skip is not None:
-        query = {k: v for k, v in args.items() if k != "$skiptoken"}
-        query["$skiptoken"] = str(next_skip)
-        body["nextLink"] = call.url(call.request.path, **query)
-    return json_response(body)
+    return _list_answer(call, items, next_skip)
 
 
 def list_job_login(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                    experimentName: str, jobName: str) -> Response:
-    backend = _backend(call)
-    _, _, doc = backend.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
-    assert doc is not None
-    return _page(call, backend.job_logins(doc))
+    provider = _provider(call)
+    job = provider.job(subscriptionId, resourceGroupName, workspaceName, experimentName, jobName)
+    return _page(call, provider.job_logins(job))
 
 
 # -- file servers ---------------------------------------------------------------------------------
 
 def get_file_server(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                     fileServerName: str) -> Response:
-    _, _, doc = _backend(call).file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName)
-    assert doc is not None
-    return _answer(doc)
+    return _answer(_provider(call).file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName))
 
 
 def list_file_servers(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str) -> Response:
-    backend = _backend(call)
-    workspace = backend.workspace(subscriptionId, resourceGroupName, workspaceName)
-    return _page(call, backend.children(FILE_SERVER_TYPE, workspace["id"]))
+    provider = _provider(call)
+    workspace = provider.workspace(subscriptionId, resourceGroupName, workspaceName)
+    return _page(call, _docs(provider.children(FileServer, FILE_SERVER_TYPE, workspace)))
 
 
 def put_file_server(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                     fileServerName: str) -> Response:
-    backend = _backend(call)
-    backend.file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName, must_exist=False,
-                        for_write=True)
+    provider = _provider(call)
+    slot = provider.file_server_slot(subscriptionId, resourceGroupName, workspaceName, fileServerName, for_write=True)
     parsed = parse_file_server_create(call.json())
-    op = backend.put_file_server(subscriptionId, resourceGroupName, workspaceName, fileServerName, parsed)
-    return accepted_response(call, op)
+    return accepted_response(call, provider.put_file_server(slot, parsed))
 
 
 def delete_file_server(call: Call, subscriptionId: str, resourceGroupName: str, workspaceName: str,
                        fileServerName: str) -> Response:
-    return _accepted_or_gone(call, _backend(call).delete_file_server(subscriptionId, resourceGroupName,
-                                                                     workspaceName, fileServerName))
+    provider = _provider(call)
+    slot = provider.file_server_slot(subscriptionId, resourceGroupName, workspaceName, fileServerName)
+    return _accepted_or_gone(call, provider.delete_file_server(slot))
 
 
 # -- the route table ------------------------------------------------------------------------------

@@ -14,12 +14,11 @@ Operations live in their own SQLite table, so a client polling across a restart 
 still gets its answer. Most operations finish inside the request that starts them; one whose end
 depends on something else (a job being terminated) registers a completion check that each poll
 runs until it reports an outcome. An operation that a killed service left ``InProgress`` is
-settled when the service starts again (``BatchAIBackend.finish_interrupted_operations``), so no
+settled when the service starts again (``BatchAIProvider.finish_interrupted_operations``), so no
 poll waits forever.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import uuid
 from dataclasses import dataclass
@@ -27,15 +26,16 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from werkzeug.wrappers import Response
 
-from ..core.arm_errors import ArmError
+from ..core.arm_errors import OperationNotFound
 from ..core.routing import Call, Route, json_response
+from ..runner.states import utc_now
 
 if TYPE_CHECKING:
-    from ..core.backend import LocalBackend
+    from ..core.context import ServiceContext
 
 __all__ = ["LongRunningOperation", "start_operation", "finish_operation", "get_operation", "accepted_response",
            "operation_body", "register_completion_check", "has_completion_check", "refresh_operation",
-           "unfinished_operations", "dollar_resource_id", "iso_time", "ROUTES", "API_VERSION", "PROVIDER",
+           "unfinished_operations", "dollar_resource_id", "ROUTES", "API_VERSION", "PROVIDER",
            "POLL_AFTER_S"]
 
 API_VERSION = "2018-05-01"
@@ -46,14 +46,8 @@ POLL_AFTER_S = 1
 
 #: kind -> check run on each poll of an unfinished operation; returns None while it is still
 #: running, else (status, error).
-CompletionCheck = Callable[["LocalBackend", "LongRunningOperation"], Optional[tuple[str, Optional[dict[str, Any]]]]]
+CompletionCheck = Callable[["ServiceContext", "LongRunningOperation"], Optional[tuple[str, Optional[dict[str, Any]]]]]
 _checks: dict[str, CompletionCheck] = {}
-
-
-def iso_time(when: Optional[_dt.datetime] = None) -> str:
-    """UTC time the way Batch AI wrote it: ``2018-06-07T21:16:00.924Z``."""
-    when = when or _dt.datetime.now(_dt.timezone.utc)
-    return when.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True)
@@ -88,13 +82,13 @@ def _subscription_of(resource_id: str) -> str:
     return parts[1]
 
 
-def start_operation(backend: "LocalBackend", *, provider: str = PROVIDER, location: str, resource_id: str,
+def start_operation(context: "ServiceContext", *, provider: str = PROVIDER, location: str, resource_id: str,
                     kind: str) -> LongRunningOperation:
     """Record a new operation, InProgress."""
     op = LongRunningOperation(id=str(uuid.uuid4()), subscription=_subscription_of(resource_id), provider=provider,
                    location=location, resource_id=resource_id, kind=kind, status="InProgress",
-                   start_time=iso_time())
-    with backend.store.transaction() as db:
+                   start_time=utc_now())
+    with context.store.transaction() as db:
         db.execute("INSERT INTO batchai_operations (id, subscription, provider, location, resource_id, kind,"
                    " status, start_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                    (op.id, op.subscription, op.provider, op.location, op.resource_id, op.kind, op.status,
@@ -102,28 +96,28 @@ def start_operation(backend: "LocalBackend", *, provider: str = PROVIDER, locati
     return op
 
 
-def finish_operation(backend: "LocalBackend", op_id: str, *, error: Optional[dict[str, Any]] = None) -> LongRunningOperation:
+def finish_operation(context: "ServiceContext", op_id: str, *, error: Optional[dict[str, Any]] = None) -> LongRunningOperation:
     """Mark an operation Succeeded, or Failed with ``error`` ({"code", "message"}). Finishing a
     finished operation changes nothing."""
     status = "Failed" if error else "Succeeded"
-    with backend.store.transaction() as db:
+    with context.store.transaction() as db:
         db.execute("UPDATE batchai_operations SET status = ?, end_time = ?, error = ?"
                    " WHERE id = ? AND status = 'InProgress'",
-                   (status, iso_time(), json.dumps(error) if error else None, op_id))
-    found = get_operation(backend, op_id)
+                   (status, utc_now(), json.dumps(error) if error else None, op_id))
+    found = get_operation(context, op_id)
     if found is None:
         raise KeyError(op_id)
     return found
 
 
-def get_operation(backend: "LocalBackend", op_id: str) -> Optional[LongRunningOperation]:
-    rows = backend.store.query("SELECT * FROM batchai_operations WHERE id = ?", (op_id.lower(),))
+def get_operation(context: "ServiceContext", op_id: str) -> Optional[LongRunningOperation]:
+    rows = context.store.query("SELECT * FROM batchai_operations WHERE id = ?", (op_id.lower(),))
     return _row_to_op(rows[0]) if rows else None
 
 
-def unfinished_operations(backend: "LocalBackend") -> list[LongRunningOperation]:
+def unfinished_operations(context: "ServiceContext") -> list[LongRunningOperation]:
     """Operations still ``InProgress``, oldest first."""
-    rows = backend.store.query("SELECT * FROM batchai_operations WHERE status = 'InProgress' ORDER BY start_time")
+    rows = context.store.query("SELECT * FROM batchai_operations WHERE status = 'InProgress' ORDER BY start_time")
     return [_row_to_op(row) for row in rows]
 
 
@@ -136,20 +130,20 @@ def has_completion_check(kind: str) -> bool:
     return kind in _checks
 
 
-def refresh_operation(backend: "LocalBackend", op: LongRunningOperation) -> LongRunningOperation:
+def refresh_operation(context: "ServiceContext", op: LongRunningOperation) -> LongRunningOperation:
     """The operation, finished if its completion check says it is done."""
-    return _refresh(backend, op)
+    return _refresh(context, op)
 
 
-def _refresh(backend: "LocalBackend", op: LongRunningOperation) -> LongRunningOperation:
+def _refresh(context: "ServiceContext", op: LongRunningOperation) -> LongRunningOperation:
     check = _checks.get(op.kind)
     if op.done or check is None:
         return op
-    outcome = check(backend, op)
+    outcome = check(context, op)
     if outcome is None:
         return op
     status, error = outcome
-    return finish_operation(backend, op.id, error=error if status == "Failed" else None)
+    return finish_operation(context, op.id, error=error if status == "Failed" else None)
 
 
 def dollar_resource_id(resource_id: str) -> str:
@@ -191,10 +185,10 @@ def accepted_response(call: Call, op: LongRunningOperation) -> Response:
 
 
 def _poll(call: Call, subscriptionId: str, location: str, operationId: str) -> Response:
-    op = get_operation(call.backend, operationId)
+    op = get_operation(call.context, operationId)
     if op is None or op.subscription.lower() != subscriptionId.lower():
-        raise ArmError(404, "OperationNotFound", f"The operation {operationId} is not found.")
-    op = _refresh(call.backend, op)
+        raise OperationNotFound(f"The operation {operationId} is not found.")
+    op = _refresh(call.context, op)
     headers = {} if op.done else {"Retry-After": str(POLL_AFTER_S)}
     return json_response(operation_body(call.base_url, op), headers=headers)
 

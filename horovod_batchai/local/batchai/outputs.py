@@ -1,151 +1,92 @@
 """A job's output files, as ``listOutputFiles`` answers them.
 
-When a job starts, the node runner records where each of its output directories is
-(``stdouterr`` and every ``outputDirectories[].id``) in the ``job_output_dirs`` table: the local
-path, and, when that path lies on an Azure file share or a mounted blob container, the account,
-the share or container and the path inside it. For a file share, listing reads the file system
-(the truth for which files exist and how large they are) and makes each file a SAS download URL
-to the local Files endpoint, signed with the account's current key1 exactly as Azure Storage signs
-a service SAS. For a blob container, listing asks the container itself (after uploading what the
-job wrote since the last sync), shows name prefixes as directories, as blobfuse did, and links
-each blob with a read-only blob SAS (``sr=b&sp=r``) to the blob endpoint.
+When a job starts, its run records where each of its output directories is
+(``runner/output_dirs.py``): the local path, and, when that path lies on an Azure file share or a
+mounted blob container, the account, the share or container and the path inside it. For a file
+share, listing reads the file system (the truth for which files exist and how large they are)
+and makes each file a SAS download URL to the local Files endpoint, signed with the account's
+current key1 exactly as Azure Storage signs a service SAS. For a blob container, listing asks the
+container itself (after uploading what the job wrote since the last sync), shows name prefixes
+as directories, as blobfuse did, and links each blob with a read-only blob SAS (``sr=b&sp=r``) to
+the blob endpoint.
 """
 from __future__ import annotations
 
 import datetime
 import os
-from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Optional
+from pathlib import PurePosixPath
+from typing import Any, Optional
 from urllib.parse import quote
 
 from azure.storage.fileshare import generate_file_sas
 
 from ..storage import accounts
-from ..core.arm_errors import ArmError
-from ..core.store import resource_key
+from ..storage.errors import StorageAccountNotFound
+from ..core.arm_errors import InvalidParameter
+from ..core.context import ServiceContext
 from ..files.store import share_path as share_directory
+from ..runner.output_dirs import STDOUTERR, StoragePlace, output_dir
+from .errors import (BlobStorageUnavailable, DirectoryNotFound, OutputDirectoryNotFound, OutputDirectoryNotOnFileShare,
+                     ShareNotFound)
+from .records import Job
 
-__all__ = ["STDOUTERR", "record_output_dirs", "forget_output_dirs", "output_dir", "list_output_files"]
-
-STDOUTERR = "stdouterr"
-
-def _locate_on_share(backend: Any, path: Path) -> Optional[tuple[str, str, str]]:
-    """(account, share, path inside the share) if ``path`` is (through mounts) on a file share."""
-    try:
-        real = path.resolve()
-        rel = real.relative_to(Path(backend.files_root).resolve())
-    except (OSError, ValueError):
-        return None
-    parts = rel.parts
-    if len(parts) < 2:
-        return None
-    account = accounts.find_account(backend.store, parts[0])
-    name = account["name"] if account else parts[0]
-    return name, parts[1], "/".join(parts[2:])
+__all__ = ["list_output_files"]
 
 
-def _locate_on_container(backend: Any, path: Path) -> Optional[tuple[str, str, str]]:
-    """(account, container, path inside it) if ``path`` is (through mounts) in a blob container's mirror."""
-    if backend.blob is None:
-        return None
-    try:
-        real = path.resolve()
-        rel = real.relative_to(Path(backend.blob.mounts_root).resolve())
-    except (OSError, ValueError):
-        return None
-    parts = rel.parts  # <account>/<container>/files/...
-    if len(parts) < 3 or parts[2] != "files":
-        return None
-    account = accounts.find_account(backend.store, parts[0])
-    return (account["name"] if account else parts[0]), parts[1], "/".join(parts[3:])
-
-
-def record_output_dirs(backend: Any, job_id: str, dirs: Iterable[tuple[str, Path]]) -> None:
-    """Remember where a starting job's output directories are (replacing an earlier run's)."""
-    rows = []
-    for dir_id, path in dirs:
-        storage: Optional[str] = None
-        located = _locate_on_share(backend, path)
-        if located is None:
-            located = _locate_on_container(backend, path)
-            storage = "blob" if located else None
-        account, share, share_path = located if located else (None, None, None)
-        rows.append((resource_key(job_id), dir_id, str(path), account, share, share_path, storage))
-    with backend.store.transaction() as db:
-        db.execute("DELETE FROM job_output_dirs WHERE job = ?", (resource_key(job_id),))
-        db.executemany("INSERT INTO job_output_dirs (job, dir_id, local_path, account, share, share_path, storage)"
-                       " VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-
-
-def forget_output_dirs(backend: Any, job_id: str) -> None:
-    with backend.store.transaction() as db:
-        db.execute("DELETE FROM job_output_dirs WHERE job = ?", (resource_key(job_id),))
-
-
-def output_dir(backend: Any, job_id: str, dir_id: str) -> Optional[dict[str, Any]]:
-    """The recorded location of one output directory of a job (ids match case-insensitively)."""
-    rows = backend.store.query("SELECT * FROM job_output_dirs WHERE job = ? AND lower(dir_id) = lower(?)",
-                               (resource_key(job_id), dir_id))
-    return dict(rows[0]) if rows else None
-
-
-def _known_ids(job: dict[str, Any]) -> list[str]:
-    props = job.get("properties", {})
-    return [STDOUTERR] + [str(d.get("id")) for d in props.get("outputDirectories") or []]
+def _known_ids(job: Job) -> list[str]:
+    return [STDOUTERR] + [str(d.get("id")) for d in job.properties.get("outputDirectories") or []]
 
 
 def _timestamp(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, directory: str = ".",
+def list_output_files(context: ServiceContext, job: Job, *, output_directory_id: str, directory: str = ".",
                       link_expiry_minutes: int = 60, max_results: int = 1000,
                       skip: int = 0) -> tuple[list[dict[str, Any]], Optional[int]]:
     """The files and directories in ``directory`` of one output directory of a job, sorted by
     name, from ``skip`` on; returns them and the skip of the next page (None when none is left)."""
-    job = backend.store.get(job_id)
-    if job is None:
-        raise ArmError(404, "JobNotFound", f"The specified job {job_id.rsplit('/', 1)[-1]} is not found")
     known = _known_ids(job)
     if output_directory_id.lower() not in (k.lower() for k in known):
-        raise ArmError(404, "OutputDirectoryNotFound",
-                       f"The job has no output directory with id {output_directory_id!r}; its output directories "
-                       f"are {', '.join(repr(k) for k in known)}.", target="outputdirectoryid")
+        raise OutputDirectoryNotFound(
+            f"The job has no output directory with id {output_directory_id!r}; its output directories "
+            f"are {', '.join(repr(k) for k in known)}.", target="outputdirectoryid")
     if not 1 <= max_results <= 1000:
-        raise ArmError(400, "InvalidParameter", f"maxresults must be between 1 and 1000, got {max_results}.",
-                       target="maxresults")
+        raise InvalidParameter(f"maxresults must be between 1 and 1000, got {max_results}.",
+                               target="maxresults")
     if not 5 <= link_expiry_minutes <= 600:
-        raise ArmError(400, "InvalidParameter",
-                       f"linkexpiryinminutes must be between 5 and 600, got {link_expiry_minutes}.",
-                       target="linkexpiryinminutes")
+        raise InvalidParameter(
+            f"linkexpiryinminutes must be between 5 and 600, got {link_expiry_minutes}.",
+            target="linkexpiryinminutes")
     relative = PurePosixPath(directory.replace("\\", "/") or ".")
     if relative.is_absolute() or ".." in relative.parts:
-        raise ArmError(400, "InvalidParameter", f"directory must be a path inside the output directory, such as "
-                                                f"'.' or 'logs/epoch1', got {directory!r}.", target="directory")
-    location = output_dir(backend, job_id, output_directory_id)
+        raise InvalidParameter(f"directory must be a path inside the output directory, such as "
+                               f"'.' or 'logs/epoch1', got {directory!r}.", target="directory")
+    location = output_dir(context, job.id, output_directory_id)
     if location is None:
         # The job has not started yet: the directory does not exist, so nothing is in it.
         if relative.parts:
-            raise ArmError(404, "DirectoryNotFound", f"The directory {directory!r} does not exist in output "
-                                                     f"directory {output_directory_id!r} yet.", target="directory")
+            raise DirectoryNotFound(f"The directory {directory!r} does not exist in output "
+                                    f"directory {output_directory_id!r} yet.", target="directory")
         return [], None
-    if location["account"] is None:
-        raise ArmError(400, "OutputDirectoryNotOnFileShare",
-                       f"Output directory {output_directory_id!r} is not on an Azure file share or blob container, "
-                       "so its files have no download links; put its path prefix under a mounted Azure file share "
-                       "or blob container.")
-    if location.get("storage") == "blob":
-        return _list_blob_directory(backend, location, output_directory_id, directory, relative,
+    place = location.storage
+    if place is None:
+        raise OutputDirectoryNotOnFileShare(
+            f"Output directory {output_directory_id!r} is not on an Azure file share or blob container, "
+            "so its files have no download links; put its path prefix under a mounted Azure file share "
+            "or blob container.")
+    if place.blob:
+        return _list_blob_directory(context, place, output_directory_id, directory, relative,
                                     link_expiry_minutes, max_results, skip)
     # The share itself, not the job's view of it: the job's mounts go when the job ends.
     try:
-        share_root = share_directory(backend, location["account"], location["share"])
+        share_root = share_directory(context, place.account, place.share)
     except ValueError:
         share_root = None
     if share_root is None:
-        raise ArmError(404, "ShareNotFound", f"The file share {location['share']!r} holding output directory "
-                                             f"{output_directory_id!r} no longer exists.")
-    out_root = share_root.joinpath(*[s for s in location["share_path"].split("/") if s])
+        raise ShareNotFound(f"The file share {place.share!r} holding output directory "
+                            f"{output_directory_id!r} no longer exists.")
+    out_root = share_root.joinpath(*[s for s in place.path.split("/") if s])
     folder = out_root.joinpath(*relative.parts)
     # A link the job planted may lead out of the output directory: what it leads to is not listed
     # (downloading it is refused too).
@@ -156,24 +97,24 @@ def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, di
         return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
     if not inside(str(folder)):
-        raise ArmError(404, "DirectoryNotFound", f"The directory {directory!r} does not exist in output "
-                                                 f"directory {output_directory_id!r}.", target="directory")
+        raise DirectoryNotFound(f"The directory {directory!r} does not exist in output "
+                                f"directory {output_directory_id!r}.", target="directory")
     if not folder.is_dir():
         if not relative.parts:
             return [], None
-        raise ArmError(404, "DirectoryNotFound", f"The directory {directory!r} does not exist in output "
-                                                 f"directory {output_directory_id!r}.", target="directory")
+        raise DirectoryNotFound(f"The directory {directory!r} does not exist in output "
+                                f"directory {output_directory_id!r}.", target="directory")
     try:
         entries = sorted((e for e in os.scandir(folder) if not e.is_symlink() or inside(e.path)), key=lambda e: e.name)
     except OSError:
         entries = []
     page = entries[skip:skip + max_results]
-    keys = accounts.account_keys(backend.store, location["account"])
+    keys = accounts.account_keys(context.store, place.account)
     if not keys:
-        raise ArmError(404, "StorageAccountNotFound", f"The storage account {location['account']!r} holding "
-                                                      f"output directory {output_directory_id!r} no longer exists.")
+        raise StorageAccountNotFound(f"The storage account {place.account!r} holding "
+                                     f"output directory {output_directory_id!r} no longer exists.")
     expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=link_expiry_minutes)
-    base_segments = [s for s in location["share_path"].split("/") if s] + list(relative.parts)
+    base_segments = [s for s in place.path.split("/") if s] + list(relative.parts)
     items: list[dict[str, Any]] = []
     for entry in page:
         try:
@@ -185,9 +126,9 @@ def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, di
             items.append({"name": entry.name, "fileType": "directory"})
             continue
         segments = base_segments + [entry.name]
-        sas = generate_file_sas(location["account"], location["share"], segments, account_key=keys[0],
+        sas = generate_file_sas(place.account, place.share, segments, account_key=keys[0],
                                 permission="rl", expiry=expiry)
-        url = (f"{backend.base_url}/{location['account']}/{location['share']}/"
+        url = (f"{context.base_url}/{place.account}/{place.share}/"
                + "/".join(quote(s, safe="") for s in segments) + "?" + sas)
         items.append({"name": entry.name, "fileType": "file", "downloadUrl": url,
                       "properties": {"lastModified": _timestamp(stat.st_mtime), "contentLength": stat.st_size}})
@@ -195,38 +136,42 @@ def list_output_files(backend: Any, job_id: str, *, output_directory_id: str, di
     return items, next_skip
 
 
-def _list_blob_directory(backend: Any, location: dict[str, Any], output_directory_id: str, directory: str,
-                         relative: PurePosixPath, link_expiry_minutes: int, max_results: int,
+def _list_blob_directory(context: ServiceContext, place: StoragePlace, output_directory_id: str,
+                         directory: str, relative: PurePosixPath, link_expiry_minutes: int, max_results: int,
                          skip: int) -> tuple[list[dict[str, Any]], Optional[int]]:
     from ..blob.azurite import AzuriteError  # imported here: only blob listings need the blob package
 
-    account, container = location["account"], location["share"]
-    keys = accounts.account_keys(backend.store, account)
+    account, container = place.account, place.share
+    blob = context.blob
+    if blob is None:
+        raise BlobStorageUnavailable(f"Output directory {output_directory_id!r} is in blob container "
+                                     f"{account}/{container}, and the service runs without blob storage.")
+    keys = accounts.account_keys(context.store, account)
     if not keys:
-        raise ArmError(404, "StorageAccountNotFound", f"The storage account {account!r} holding "
-                                                      f"output directory {output_directory_id!r} no longer exists.")
-    segments = [s for s in location["share_path"].split("/") if s] + list(relative.parts)
+        raise StorageAccountNotFound(f"The storage account {account!r} holding "
+                                     f"output directory {output_directory_id!r} no longer exists.")
+    segments = [s for s in place.path.split("/") if s] + list(relative.parts)
     prefix = "".join(f"{s}/" for s in segments)
     try:
         # What the job wrote since the last sync goes up first, so the listing is current.
-        for mirror in backend.blob.sync.held():
+        for mirror in blob.sync.held():
             if (mirror.container.account_name.lower(), mirror.container.container_name) == (account.lower(),
                                                                                             container):
                 mirror.push()
-        entries = backend.blob.list_directory(account, keys[0], container, prefix)
+        entries = blob.list_directory(account, keys[0], container, prefix)
     except AzuriteError as exc:
-        raise ArmError(503, "BlobStorageUnavailable", f"Output directory {output_directory_id!r} is in blob "
-                                                      f"container {account}/{container}, and {exc}") from None
+        raise BlobStorageUnavailable(f"Output directory {output_directory_id!r} is in blob "
+                                     f"container {account}/{container}, and {exc}") from None
     if not entries and relative.parts:
-        raise ArmError(404, "DirectoryNotFound", f"The directory {directory!r} does not exist in output "
-                                                 f"directory {output_directory_id!r}.", target="directory")
+        raise DirectoryNotFound(f"The directory {directory!r} does not exist in output "
+                                f"directory {output_directory_id!r}.", target="directory")
     items: list[dict[str, Any]] = []
     for entry in entries[skip:skip + max_results]:
         if entry["is_directory"]:
             items.append({"name": entry["name"], "fileType": "directory"})
             continue
-        url = backend.blob.download_url(account, keys[0], container, prefix + str(entry["name"]),
-                                        expiry_minutes=link_expiry_minutes)
+        url = blob.download_url(account, keys[0], container, prefix + str(entry["name"]),
+                                expiry_minutes=link_expiry_minutes)
         modified = entry["last_modified"]
         items.append({"name": entry["name"], "fileType": "file", "downloadUrl": url,
                       "properties": {"lastModified": modified.strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -1,8 +1,8 @@
-"""What the Batch AI backend asks of whatever runs jobs: the :class:`JobScheduler` protocol.
+"""What the Batch AI provider asks of whatever runs jobs: the :class:`JobScheduler` protocol.
 
-The backend stores clusters and jobs; a scheduler (``runner/scheduler.py`` in a running service)
-moves them afterwards. The backend tells it when something changed and asks it to stop work; a
-backend used without a service holds :class:`NoScheduler`, which has nothing running to tell.
+The provider stores clusters and jobs; a scheduler (``runner/scheduler.py`` in a running service)
+moves them afterwards. The provider tells it when something changed and asks it to stop work; a
+provider used without a service holds :class:`NoScheduler`, which has nothing running to tell.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class JobScheduler(Protocol):
 
 
 class NoScheduler:
-    """The scheduler of a backend that runs nothing."""
+    """The scheduler of a provider that runs nothing."""
 
     def notify(self) -> None:
         pass

@@ -22,8 +22,10 @@ from urllib.parse import urlsplit
 
 from ..storage import accounts
 from ..core.durations import format_duration, parse_duration
-from ..core.arm_errors import ArmError
-from .vm_sizes import VmSize, cluster_size_problem, lookup_vm_size
+from ..core.arm_errors import ArmError, InvalidParameter, InvalidRequestContent, MissingRequiredProperty
+from .errors import UnsupportedToolkit
+from ..runner.output_dirs import STDOUTERR
+from ..runner.vm_sizes import VmSize, cluster_size_problem, lookup_vm_size
 
 __all__ = ["Str", "Int", "Obj", "Arr", "StrMap", "check", "check_name", "check_resource_group_name",
            "WORKSPACE_CREATE", "WORKSPACE_UPDATE", "CLUSTER_CREATE", "CLUSTER_UPDATE", "JOB_CREATE",
@@ -38,8 +40,8 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _DIR_ID = re.compile(r"^[A-Za-z0-9_]+\Z")
 
 
-def _bad(code: str, path: str, message: str) -> ArmError:
-    return ArmError(400, code, message, target=path or None)
+def _bad(error: type[ArmError], path: str, message: str) -> ArmError:
+    return error(message, target=path or None)
 
 
 # -- declarative schema nodes --------------------------------------------------------------------
@@ -123,58 +125,58 @@ def check(value: Any, node: Any, path: str = "") -> Any:
     where = path or "the request body"
     if isinstance(node, Str):
         if not isinstance(value, str):
-            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
+            raise _bad(InvalidRequestContent, path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
         # Every string may reach a process (argument, variable, path) or the store: neither takes a NUL or
         # half a UTF-16 pair. Positions are said, never the text (it may be a secret).
         try:
             size = len(value.encode("utf-8"))
         except UnicodeEncodeError as err:
-            raise _bad("InvalidParameter", path, f"The property '{where}' holds an unpaired surrogate at character "
-                                                 f"{err.start}; it must be Unicode text.") from None
+            raise _bad(InvalidParameter, path, f"The property '{where}' holds an unpaired surrogate at character "
+                                               f"{err.start}; it must be Unicode text.") from None
         for i, char in enumerate(value):
             if char == "\0" or (node.line and (ord(char) < 32 or ord(char) == 127)):
                 what = "a NUL character" if char == "\0" else "a control character"
-                raise _bad("InvalidParameter", path, f"The property '{where}' holds {what} at character {i}; "
-                                                     f"no {'path' if node.line else 'process argument or variable'} "
-                                                     "can hold one.")
+                raise _bad(InvalidParameter, path, f"The property '{where}' holds {what} at character {i}; "
+                                                   f"no {'path' if node.line else 'process argument or variable'} "
+                                                   "can hold one.")
         if node.max_bytes is not None and size > node.max_bytes:
             why = f" ({node.why})" if node.why else ""
-            raise _bad("InvalidParameter", path, f"The property '{where}' must be at most {node.max_bytes} bytes"
-                                                 f"{why}; got {size}.")
+            raise _bad(InvalidParameter, path, f"The property '{where}' must be at most {node.max_bytes} bytes"
+                                               f"{why}; got {size}.")
         if node.enum:
             match = next((e for e in node.enum if e.lower() == value.lower()), None)
             if match is None:
-                raise _bad("InvalidParameter", path, f"The property '{where}' must be {node.form()}; got {value!r}.")
+                raise _bad(InvalidParameter, path, f"The property '{where}' must be {node.form()}; got {value!r}.")
             return match
         if node.nonempty and not value.strip():
-            raise _bad("InvalidParameter", path, f"The property '{where}' must be {node.form()}.")
+            raise _bad(InvalidParameter, path, f"The property '{where}' must be {node.form()}.")
         if node.grammar is not None and not node.grammar(value):
-            raise _bad("InvalidParameter", path, f"The property '{where}' must be {node.form()}; got {value[:200]!r}.")
+            raise _bad(InvalidParameter, path, f"The property '{where}' must be {node.form()}; got {value[:200]!r}.")
         return value
     if isinstance(node, Int):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
+            raise _bad(InvalidRequestContent, path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
         if (node.minimum is not None and value < node.minimum) or (node.maximum is not None and value > node.maximum):
             why = f" ({node.why})" if node.why and node.maximum is not None and value > node.maximum else ""
-            raise _bad("InvalidParameter", path, f"The property '{where}' must be {node.form()}; got {value}{why}.")
+            raise _bad(InvalidParameter, path, f"The property '{where}' must be {node.form()}; got {value}{why}.")
         return value
     if isinstance(node, Arr):
         if not isinstance(value, list):
-            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
+            raise _bad(InvalidRequestContent, path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
         return [check(item, node.item, f"{path}[{i}]") for i, item in enumerate(value)]
     if isinstance(node, StrMap):
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}.")
+            raise _bad(InvalidRequestContent, path, f"The property '{where}' must be {node.form()}.")
         if len(value) > node.max_entries:
-            raise _bad("InvalidParameter", path, f"The property '{where}' must be {node.form()}; got {len(value)}.")
+            raise _bad(InvalidParameter, path, f"The property '{where}' must be {node.form()}; got {len(value)}.")
         return dict(value)
     if isinstance(node, Obj):
         if not isinstance(value, dict):
-            raise _bad("InvalidRequestContent", path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
+            raise _bad(InvalidRequestContent, path, f"The property '{where}' must be {node.form()}; got {_kind(value, path)}.")
         for name in node.required:
             if value.get(name) is None:
                 sub = node.fields[name]
-                raise _bad("MissingRequiredProperty", _join(path, name),
+                raise _bad(MissingRequiredProperty, _join(path, name),
                            f"The property '{_join(path, name)}' is required and must be {sub.form()}.")
         if path.startswith("properties"):
             # Within a resource's properties an unknown name is a mistake (a typo), refused as Azure
@@ -182,7 +184,7 @@ def check(value: Any, node: Any, path: str = "") -> Any:
             unknown = sorted(name for name in value if name not in node.fields and name not in node.ignored)
             if unknown:
                 valid = ", ".join(node.fields)
-                raise _bad("InvalidRequestContent", _join(path, unknown[0]),
+                raise _bad(InvalidRequestContent, _join(path, unknown[0]),
                            f"The property '{_join(path, unknown[0])}' is not known; {where} takes {valid}.")
         out: dict[str, Any] = {}
         for name, sub in node.fields.items():
@@ -367,7 +369,7 @@ WORKSPACE_UPDATE = Obj({"tags": StrMap()})
 def check_name(value: str, what: str, param: str) -> None:
     """A workspace/experiment/cluster/job/file server name: 1-64 of letters, digits, '-' and '_'."""
     if not 1 <= len(value) <= 64 or not NAME_PATTERN.match(value):
-        raise _bad("InvalidParameter", param,
+        raise _bad(InvalidParameter, param,
                    f"The {what} name '{value[:80]}' is invalid: {what} names (parameter '{param}') must be 1 to 64 "
                    "characters long and contain only letters, digits, hyphens (-) and underscores (_).")
 
@@ -375,7 +377,7 @@ def check_name(value: str, what: str, param: str) -> None:
 def check_resource_group_name(value: str) -> None:
     """ARM's rule: 1-90 of letters, digits, '_', '-', '.', '(', ')', not ending in '.'."""
     if not 1 <= len(value) <= 90 or not _RG_PATTERN.match(value) or value.endswith("."):
-        raise _bad("InvalidParameter", "resourceGroupName",
+        raise _bad(InvalidParameter, "resourceGroupName",
                    f"The resource group name '{value[:100]}' is invalid: it must be 1 to 90 characters of letters, "
                    "digits, underscores, hyphens, periods and parentheses, and must not end with a period.")
 
@@ -388,7 +390,7 @@ def check_int_query(raw: Optional[str], name: str, *, minimum: int, maximum: int
     except ValueError:
         value = None  # type: ignore[assignment]
     if value is None or not minimum <= value <= maximum:
-        raise _bad("InvalidParameter", name,
+        raise _bad(InvalidParameter, name,
                    f"The query parameter '{name}' must be an integer between {minimum} and {maximum}; got {raw[:40]!r}.")
     return value
 
@@ -453,7 +455,7 @@ def _no_key_vault(value: Any, path: str) -> None:
         for key, sub in value.items():
             here = _join(path, key)
             if key.endswith("SecretReference"):
-                raise _bad("InvalidParameter", here,
+                raise _bad(InvalidParameter, here,
                            f"The property '{here}' refers to Azure Key Vault, which the local service does not have; "
                            "give the secret value itself instead.")
             _no_key_vault(sub, here)
@@ -471,16 +473,16 @@ def _check_mount_volumes(volumes: Optional[dict[str, Any]], path: str) -> None:
             here = f"{path}.{kind}[{i}]"
             rel = volume["relativeMountPath"]
             if rel.startswith("/") or ".." in rel.split("/"):
-                raise _bad("InvalidParameter", f"{here}.relativeMountPath",
+                raise _bad(InvalidParameter, f"{here}.relativeMountPath",
                            f"The property '{here}.relativeMountPath' must be a relative path inside the mount root "
                            f"(no leading '/', no '..'); got {rel!r}.")
             if rel in seen:
-                raise _bad("InvalidParameter", f"{here}.relativeMountPath",
+                raise _bad(InvalidParameter, f"{here}.relativeMountPath",
                            f"The property '{here}.relativeMountPath' repeats the mount path {rel!r} of {seen[rel]}; "
                            "each volume needs its own relativeMountPath.")
             seen[rel] = here
             if kind in ("azureFileShares", "azureBlobFileSystems") and "accountKey" not in volume["credentials"]:
-                raise _bad("MissingRequiredProperty", f"{here}.credentials.accountKey",
+                raise _bad(MissingRequiredProperty, f"{here}.credentials.accountKey",
                            f"The property '{here}.credentials.accountKey' is required: the storage account key used "
                            "to mount the volume.")
             if kind == "azureFileShares":
@@ -488,7 +490,7 @@ def _check_mount_volumes(volumes: Optional[dict[str, Any]], path: str) -> None:
                 try:
                     accounts.parse_share_url(url)
                 except ValueError:
-                    raise _bad("InvalidParameter", f"{here}.azureFileUrl",
+                    raise _bad(InvalidParameter, f"{here}.azureFileUrl",
                                f"The property '{here}.azureFileUrl' must be the share's URL, "
                                f"{accounts.SHARE_URL_FORMS}; got {url[:200]!r}.") from None
 
@@ -499,15 +501,15 @@ def _check_env(items: list[dict[str, Any]], path: str, taken: dict[str, str]) ->
         name = item["name"]
         here = f"{path}[{i}].name"
         if not _ENV_NAME.match(name):
-            raise _bad("InvalidParameter", here,
+            raise _bad(InvalidParameter, here,
                        f"The property '{here}' must be an environment variable name (letters, digits and '_', "
                        f"not starting with a digit); got {name[:80]!r}.")
         if name in taken:
-            raise _bad("InvalidParameter", here, f"The property '{here}' repeats the variable {name!r} of {taken[name]}.")
+            raise _bad(InvalidParameter, here, f"The property '{here}' repeats the variable {name!r} of {taken[name]}.")
         taken[name] = f"{path}[{i}]"
         size = len(name) + 2 + len((item.get("value") or "").encode("utf-8"))
         if size > MAX_ARGUMENT_BYTES:
-            raise _bad("InvalidParameter", f"{path}[{i}]",
+            raise _bad(InvalidParameter, f"{path}[{i}]",
                        f"The property '{path}[{i}]' must fit in one process variable, at most {MAX_ARGUMENT_BYTES} "
                        f"bytes of NAME=value (Linux's MAX_ARG_STRLEN); got {size}.")
 
@@ -522,16 +524,16 @@ def parse_workspace_update(body: Any) -> dict[str, Any]:
 
 def _check_scale_settings(scale: dict[str, Any], path: str) -> None:
     if ("manual" in scale) == ("autoScale" in scale):
-        raise _bad("InvalidParameter", path,
+        raise _bad(InvalidParameter, path,
                    f"The property '{path}' must have exactly one of 'manual' or 'autoScale'.")
     auto = scale.get("autoScale")
     if auto:
         lo, hi, first = auto["minimumNodeCount"], auto["maximumNodeCount"], auto["initialNodeCount"]
         if lo > hi:
-            raise _bad("InvalidParameter", f"{path}.autoScale.minimumNodeCount",
+            raise _bad(InvalidParameter, f"{path}.autoScale.minimumNodeCount",
                        f"The property '{path}.autoScale.minimumNodeCount' must not exceed maximumNodeCount ({hi}); got {lo}.")
         if first > hi:
-            raise _bad("InvalidParameter", f"{path}.autoScale.initialNodeCount",
+            raise _bad(InvalidParameter, f"{path}.autoScale.initialNodeCount",
                        f"The property '{path}.autoScale.initialNodeCount' must be between 0 and maximumNodeCount ({hi}); got {first}.")
 
 
@@ -539,19 +541,19 @@ def parse_cluster_create(body: Any) -> Parsed:
     props = check(body, CLUSTER_CREATE)["properties"]
     size = lookup_vm_size(props["vmSize"])
     if size is None:
-        raise _bad("InvalidParameter", "properties.vmSize",
+        raise _bad(InvalidParameter, "properties.vmSize",
                    f"The property 'properties.vmSize' must be a known Azure VM size such as Standard_NC6, "
                    f"Standard_NC12, Standard_D1 or Standard_D2_v2; got {props['vmSize'][:80]!r}.")
     problem = cluster_size_problem(size)
     if problem:
-        raise _bad("InvalidParameter", "properties.vmSize", f"The property 'properties.vmSize' is not allowed: {problem}.")
+        raise _bad(InvalidParameter, "properties.vmSize", f"The property 'properties.vmSize' is not allowed: {problem}.")
     props.setdefault("scaleSettings", {"manual": {"targetNodeCount": 0, "nodeDeallocationOption": "requeue"}})
     _check_scale_settings(props["scaleSettings"], "properties.scaleSettings")
     props.setdefault("virtualMachineConfiguration", {"imageReference": dict(DEFAULT_IMAGE)})
     props["virtualMachineConfiguration"].setdefault("imageReference", dict(DEFAULT_IMAGE))
     user = props["userAccountSettings"]
     if not user.get("adminUserPassword") and not user.get("adminUserSshPublicKey"):
-        raise _bad("MissingRequiredProperty", "properties.userAccountSettings",
+        raise _bad(MissingRequiredProperty, "properties.userAccountSettings",
                    "The property 'properties.userAccountSettings' must give adminUserPassword or adminUserSshPublicKey "
                    "(or both) for the administrator account.")
     _no_key_vault(props, "properties")
@@ -565,7 +567,7 @@ def parse_cluster_create(body: Any) -> Parsed:
         variables = setup.get("environmentVariables", []) + setup.get("secrets", [])
         total = sum(len(v["name"]) + 2 + len((v.get("value") or "").encode("utf-8")) for v in variables)
         if total > MAX_ENVIRONMENT_BYTES:
-            raise _bad("InvalidParameter", "properties.nodeSetup.setupTask.secrets",
+            raise _bad(InvalidParameter, "properties.nodeSetup.setupTask.secrets",
                        "The properties 'properties.nodeSetup.setupTask.environmentVariables' and "
                        f"'properties.nodeSetup.setupTask.secrets' must hold at most {MAX_ENVIRONMENT_BYTES} bytes of "
                        f"NAME=value together (half of Linux's ARG_MAX); got {total}.")
@@ -587,7 +589,7 @@ def parse_cluster_update(body: Any) -> Optional[dict[str, Any]]:
 def _require_secret_values(items: list[dict[str, Any]], path: str) -> None:
     for i, item in enumerate(items):
         if item.get("value") is None:
-            raise _bad("MissingRequiredProperty", f"{path}[{i}].value",
+            raise _bad(MissingRequiredProperty, f"{path}[{i}].value",
                        f"The property '{path}[{i}].value' is required (the local service has no Key Vault to read "
                        "valueSecretReference from).")
 
@@ -604,10 +606,10 @@ def check_job_node_count(node_count: int, cluster_name: str, cluster_properties:
     most = max_node_count(cluster_properties)
     if node_count > most:
         if most == 0:
-            raise _bad("InvalidParameter", "properties.nodeCount",
+            raise _bad(InvalidParameter, "properties.nodeCount",
                        f"The property 'properties.nodeCount' asks for {node_count} node(s) but cluster '{cluster_name}' "
                        "is scaled to 0 nodes; resize the cluster (PATCH scaleSettings) before submitting jobs to it.")
-        raise _bad("InvalidParameter", "properties.nodeCount",
+        raise _bad(InvalidParameter, "properties.nodeCount",
                    f"The property 'properties.nodeCount' must be an integer between 1 and {most} (the maximum node count "
                    f"of cluster '{cluster_name}'); got {node_count}.")
 
@@ -619,12 +621,12 @@ def parse_job_create(body: Any) -> Parsed:
     given = [name for name in TOOLKITS if name in props]
     if len(given) != 1:
         found = "none" if not given else ", ".join(given)
-        raise _bad("InvalidParameter" if given else "MissingRequiredProperty", "properties",
+        raise _bad(InvalidParameter if given else MissingRequiredProperty, "properties",
                    "The property 'properties' must have exactly one toolkit setting among "
                    f"{', '.join(TOOLKITS)}; found {found}.")
     toolkit = given[0]
     if toolkit not in RUNNABLE_TOOLKITS:
-        raise _bad("UnsupportedToolkit", f"properties.{toolkit}",
+        raise _bad(UnsupportedToolkit, f"properties.{toolkit}",
                    f"The property 'properties.{toolkit}' names a toolkit the local service cannot run: it has runners "
                    f"only for {', '.join(RUNNABLE_TOOLKITS)}. Use horovodSettings, or customMpiSettings / "
                    "customToolkitSettings with your own command line.")
@@ -641,28 +643,28 @@ def parse_job_create(body: Any) -> Parsed:
     total = sum(len(v["name"]) + 2 + len((v.get("value") or "").encode("utf-8")) for v in variables)
     if total > MAX_ENVIRONMENT_BYTES:
         # half of ARG_MAX: the rest is the command line's and the service's own variables'
-        raise _bad("InvalidParameter", "properties.secrets",
+        raise _bad(InvalidParameter, "properties.secrets",
                    "The properties 'properties.environmentVariables' and 'properties.secrets' must hold at most "
                    f"{MAX_ENVIRONMENT_BYTES} bytes of NAME=value together (half of Linux's ARG_MAX); got {total}.")
     _require_secret_values(props.get("secrets", []), "properties.secrets")
-    for kind, reserved in (("inputDirectories", ()), ("outputDirectories", ("stdouterr",))):
+    for kind, reserved in (("inputDirectories", ()), ("outputDirectories", (STDOUTERR,))):
         ids: set[str] = set()
         for i, directory in enumerate(props.get(kind, [])):
             here = f"properties.{kind}[{i}].id"
             ident = directory["id"]
             if not _DIR_ID.match(ident):
-                raise _bad("InvalidParameter", here,
+                raise _bad(InvalidParameter, here,
                            f"The property '{here}' must contain only letters, digits and '_' (it names the variable "
                            f"AZ_BATCHAI_{'INPUT' if kind == 'inputDirectories' else 'OUTPUT'}_<id>); got {ident[:80]!r}.")
             if ident.upper() in ids or ident.lower() in reserved:
                 why = "is reserved for the job's standard output and error" if ident.lower() in reserved else "is not unique"
-                raise _bad("InvalidParameter", here, f"The property '{here}' {why}: {ident!r}.")
+                raise _bad(InvalidParameter, here, f"The property '{here}' {why}: {ident!r}.")
             ids.add(ident.upper())
     constraints = props.setdefault("constraints", {})
     wall = constraints.get("maxWallClockTime", "P7D")
     seconds = parse_duration(wall)
     if seconds is None or seconds <= 0:
-        raise _bad("InvalidParameter", "properties.constraints.maxWallClockTime",
+        raise _bad(InvalidParameter, "properties.constraints.maxWallClockTime",
                    "The property 'properties.constraints.maxWallClockTime' must be a positive ISO 8601 duration "
                    f"such as 'P7D' or 'PT2H30M'; got {wall[:40]!r}.")
     constraints["maxWallClockTime"] = format_duration(seconds)
@@ -674,12 +676,12 @@ def parse_file_server_create(body: Any) -> Parsed:
     props = check(body, FILE_SERVER_CREATE)["properties"]
     size = lookup_vm_size(props["vmSize"])
     if size is None:
-        raise _bad("InvalidParameter", "properties.vmSize",
+        raise _bad(InvalidParameter, "properties.vmSize",
                    "The property 'properties.vmSize' must be a known Azure VM size such as Standard_D2_v2, "
                    f"Standard_DS2_v2 or Standard_NC6; got {props['vmSize'][:80]!r}.")
     user = props["sshConfiguration"]["userAccountSettings"]
     if not user.get("adminUserPassword") and not user.get("adminUserSshPublicKey"):
-        raise _bad("MissingRequiredProperty", "properties.sshConfiguration.userAccountSettings",
+        raise _bad(MissingRequiredProperty, "properties.sshConfiguration.userAccountSettings",
                    "The property 'properties.sshConfiguration.userAccountSettings' must give adminUserPassword or "
                    "adminUserSshPublicKey (or both).")
     private: dict[str, Any] = {}

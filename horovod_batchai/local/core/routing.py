@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional
 
 from werkzeug.wrappers import Request, Response
 
-from .arm_errors import ArmError
+from .arm_errors import JSON_CONTENT_TYPE, InvalidRequestContent
 
 if TYPE_CHECKING:
-    from .backend import LocalBackend
+    from .context import ServiceContext
 
 __all__ = ["Route", "Router", "Call", "json_response"]
 
@@ -43,7 +43,7 @@ class Call:
 
     #: kept out of repr: a request's repr shows its URL, and a SAS signature travels in the query.
     request: Request = field(repr=False)
-    backend: "LocalBackend"
+    context: "ServiceContext"
     #: scheme://host:port the caller used, for building Location / nextLink / download URLs.
     base_url: str
     route: Optional[Route] = None
@@ -63,13 +63,20 @@ class Call:
                 try:
                     self._json = json.loads(raw)
                 except (ValueError, UnicodeDecodeError) as exc:
-                    raise ArmError(400, "InvalidRequestContent",
-                                   f"The request content was invalid and could not be deserialized: {exc}.")
+                    raise InvalidRequestContent(
+                        f"The request content was invalid and could not be deserialized: {exc}.")
                 except RecursionError:
-                    raise ArmError(400, "InvalidRequestContent",
-                                   "The request content was invalid and could not be deserialized: it nests "
-                                   "objects or arrays too deeply.") from None
+                    raise InvalidRequestContent(
+                        "The request content was invalid and could not be deserialized: it nests "
+                        "objects or arrays too deeply.") from None
         return self._json
+
+    def json_object(self) -> dict[str, Any]:
+        """The request body as a JSON object (an empty body is an empty one)."""
+        body = self.json()
+        if not isinstance(body, dict):
+            raise InvalidRequestContent("The request content was invalid: the body must be a JSON object.")
+        return body
 
     def url(self, path: str, **query: str) -> str:
         from urllib.parse import urlencode
@@ -98,4 +105,4 @@ class Router:
 def json_response(body: Any, status: int = 200, headers: Optional[Mapping[str, str]] = None) -> Response:
     data = "" if body is None else json.dumps(body)
     return Response(data, status=status, headers=dict(headers or {}),
-                    content_type="application/json; charset=utf-8")
+                    content_type=JSON_CONTENT_TYPE)

@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS batchai_operations (
     error        TEXT                -- JSON {"code", "message"} when Failed
 );
 
--- where each job's output directories are (batchai/outputs.py)
+-- where each job's output directories are (runner/output_dirs.py)
 CREATE TABLE IF NOT EXISTS job_output_dirs (
     job        TEXT NOT NULL,     -- job store key
     dir_id     TEXT NOT NULL,     -- 'stdouterr' or an outputDirectories id, as given

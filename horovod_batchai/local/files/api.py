@@ -653,6 +653,26 @@ def _body(ctx: Ctx, expected: int, buffer: bytearray) -> memoryview:
     return data
 
 
+def _request_md5(ctx: Ctx, write: str) -> Optional[str]:
+    """The Content-MD5 a Put Range carries (base64 of 16 bytes), checked before the body is read:
+    one that is not an MD5 is InvalidMd5, and a clear (which has no body) takes none."""
+    sent = ctx.header("content-md5")
+    if sent is None:
+        return None
+    if write == "clear":
+        raise StorageError(400, "InvalidHeaderValue",
+                           "Content-MD5 is not allowed when x-ms-write is 'clear' (a clear has no body).",
+                           HeaderName="Content-MD5")
+    try:
+        raw = base64.b64decode(sent.strip(), validate=True)
+        if len(raw) != 16:
+            raise ValueError
+    except (binascii.Error, ValueError):
+        raise StorageError(400, "InvalidMd5", "The MD5 value specified in the request is invalid. The MD5 value "
+                           "must be 128 bits and Base64-encoded.") from None
+    return base64.b64encode(raw).decode("ascii")  # the canonical form content_md5 gives
+
+
 def put_range(ctx: Ctx) -> Response:
     requested, range_header = _request_range(ctx)
     if requested is None or requested[1] is None:
@@ -675,6 +695,7 @@ def put_range(ctx: Ctx) -> Response:
     if write == "clear" and content_length != 0:
         raise StorageError(400, "InvalidHeaderValue", "Clearing a range takes no body: Content-Length must be 0.",
                            HeaderName="Content-Length")
+    sent_md5 = _request_md5(ctx, write)
     entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
     if end >= entry.size:
         raise StorageError(416, "InvalidRange",
@@ -685,8 +706,8 @@ def put_range(ctx: Ctx) -> Response:
         with _RANGE_BUFFERS.get() as buffer:
             data = _body(ctx, length, buffer)
             digest = content_md5(data)
-            sent = ctx.header("content-md5")
-            if sent is not None and sent.strip() != digest:
+            # Transactional MD5: a range whose bytes changed on the way is refused, and nothing is written.
+            if sent_md5 is not None and sent_md5 != digest:
                 raise StorageError(400, "Md5Mismatch",
                                    "The MD5 value specified in the request did not match the MD5 value calculated "
                                    "by the server.")
@@ -755,7 +776,7 @@ def _rename_source(ctx: Ctx) -> tuple[str, ...]:
             signed = SignedRequest(method=ctx.signed.method, raw_path=raw_path, query=pairs, headers=[],
                                    scheme=ctx.signed.scheme, remote_addr=ctx.signed.remote_addr)
             grant = authenticate(signed, source.account, source.share, source.parts,
-                                 account_keys(ctx.call.backend.store, source.account))
+                                 account_keys(ctx.call.context.store, source.account))
         authorize(grant, level="file", needs="d", share=source.share, parts=source.parts)
     return source.parts
 
@@ -848,7 +869,7 @@ def handle(call: Call) -> Response:
     # A refused body is not read here: the HTTP server reads and drops the rest of it (up to 64 MiB)
     # after the answer, so the client reads the answer and the connection stays usable.
     request = call.request
-    max_body = call.backend.settings.max_body_bytes
+    max_body = call.context.settings.max_body_bytes
     if (request.content_length or 0) > max_body:
         raise StorageError(413, "RequestBodyTooLarge",
                            f"The request body is too large: at most {max_body} bytes are accepted.")
@@ -862,7 +883,7 @@ def handle(call: Call) -> Response:
     query = {k.lower(): v for k, v in pairs if k not in SAS_PARAMS}
     signed = SignedRequest(method=request.method, raw_path=raw_path, query=pairs, headers=_raw_headers(call),
                            scheme=request.scheme, remote_addr=request.remote_addr or "")
-    keys = account_keys(call.backend.store, target.account)
+    keys = account_keys(call.context.store, target.account)
     if not keys:
         raise StorageError(404, "ResourceNotFound",
                            f"The storage account '{target.account}' does not exist in the local service; "
@@ -871,7 +892,7 @@ def handle(call: Call) -> Response:
     level = _level(target, query.get("restype", ""))
     op = _find_operation(level, request.method, query.get("comp", ""))
     authorize(grant, level=level, needs=op.needs, share=target.share, parts=target.parts)
-    ctx = Ctx(call=call, target=target, query=query, signed=signed, grant=grant, shares=shares_for(call.backend))
+    ctx = Ctx(call=call, target=target, query=query, signed=signed, grant=grant, shares=shares_for(call.context))
     if target.share and target.parts and STALE_UPLOAD_RE.match(target.parts[-1]):
         # an upload in progress, however long it reads back: not a leftover (see remove_stale_uploads)
         note_upload_activity(ctx.shares.root / target.account.lower() / target.share / Path(*target.parts))

@@ -39,7 +39,7 @@ from ..core.disk import disk_problem
 from ..core.store import Store
 
 if TYPE_CHECKING:
-    from ..core.backend import LocalBackend
+    from ..core.context import ServiceContext
 
 __all__ = [
     "DEFAULT_QUOTA_GIB", "MAX_QUOTA_GIB", "MAX_FILE_SIZE", "MAX_RANGE_BYTES",
@@ -239,7 +239,7 @@ def _smb_row(smb: dict[str, Any], st: os.stat_result, last_write_ns: int) -> dic
 # -- the store --------------------------------------------------------------------------------
 
 class FileShares:
-    """Shares, directories and files of every account, on disk under ``backend.files_root``."""
+    """Shares, directories and files of every account, on disk under ``context.files_root``."""
 
     def __init__(self, files_root: Path, store: Store) -> None:
         self.root = Path(files_root)
@@ -759,25 +759,25 @@ class FileBody:
 
 # -- what other parts of the service use --------------------------------------------------------
 
-def shares_for(backend: "LocalBackend") -> FileShares:
-    return FileShares(backend.files_root, backend.store)
+def shares_for(context: "ServiceContext") -> FileShares:
+    return FileShares(context.files_root, context.store)
 
 
-def share_path(backend: "LocalBackend", account: str, share: str) -> Optional[Path]:
+def share_path(context: "ServiceContext", account: str, share: str) -> Optional[Path]:
     """The directory holding share ``share`` of ``account`` (what a job mounts), or None if there
     is no such share. Raises ``ValueError`` for names Azure would refuse."""
     try:
-        path = shares_for(backend).share_dir(account, share)
+        path = shares_for(context).share_dir(account, share)
     except StorageError as exc:
         raise ValueError(exc.message) from None
     return path if path.is_dir() and not path.is_symlink() else None
 
 
-def delete_account_data(backend: "LocalBackend", account_name: str) -> None:
+def delete_account_data(context: "ServiceContext", account_name: str) -> None:
     """Remove every share of a storage account and what is kept about them (the account is being
     deleted). Harmless if the account has no shares."""
     try:
-        shares_for(backend).delete_account(account_name)
+        shares_for(context).delete_account(account_name)
     except StorageError:
         return  # a name no account can have holds no data
 

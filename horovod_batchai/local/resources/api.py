@@ -7,7 +7,7 @@ HEAD answers 204 or 404; DELETE answers 202 with a ``Location`` to
 down and 200 once it is gone.
 
 Deleting a group deletes everything in it, in the order that keeps running work from writing into
-freed places: each provider's backend deletes its resources in the group, in the order the service
+freed places: each resource provider deletes its resources in the group, in the order the service
 registered them in ``group_deleters`` (Batch AI first: jobs stopped, then clusters and file servers;
 then storage accounts with their shares, files and containers), then whatever documents are left,
 then the group. This module imports no other provider.
@@ -32,8 +32,12 @@ from typing import Any, Optional
 from werkzeug.wrappers import Response
 
 from ..core.api_versions import RESOURCES
-from ..core.arm_errors import ArmError
-from ..core.backend import LocalBackend
+from ..core.arm_errors import InvalidLocation, InvalidRequestContent, OperationNotFound
+from .records import ResourceGroup
+from .errors import (InvalidResourceGroup, InvalidResourceGroupLocation, InvalidSubscriptionId, InvalidTagCount,
+                     InvalidTagLength, InvalidTagNameCharacters, LocationNotAvailableForResourceGroup, LocationRequired,
+                     ResourceGroupBeingDeleted, ResourceGroupDeletionBlocked, ResourceGroupNotFound)
+from ..core.context import ServiceContext
 from ..core.routing import Call, Route, json_response
 from ..core.store import resource_key
 
@@ -79,23 +83,23 @@ def utc_timestamp() -> str:
 def check_subscription_id(subscription_id: str) -> None:
     """Any well-formed subscription id names a subscription of the local service."""
     if not _SUBSCRIPTION_ID.match(subscription_id):
-        raise ArmError(400, "InvalidSubscriptionId",
-                       f"The provided subscription identifier '{subscription_id}' is malformed or invalid. "
-                       "It must be a GUID such as 00000000-0000-0000-0000-000000000000.")
+        raise InvalidSubscriptionId(
+            f"The provided subscription identifier '{subscription_id}' is malformed or invalid. "
+            "It must be a GUID such as 00000000-0000-0000-0000-000000000000.")
 
 
-def normalize_location(value: Any, backend: LocalBackend, *, field: str = "location") -> str:
+def normalize_location(value: Any, context: ServiceContext, *, field: str = "location") -> str:
     """A region name as ARM stores it ("East US" -> "eastus"); unknown regions are refused."""
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise ArmError(400, "LocationRequired", f"The '{field}' property is required for this definition.")
+        raise LocationRequired(f"The '{field}' property is required for this definition.")
     if not isinstance(value, str):
-        raise ArmError(400, "InvalidRequestContent",
-                       f"The request content was invalid: '{field}' must be a string such as \"eastus\".")
+        raise InvalidRequestContent(
+            f"The request content was invalid: '{field}' must be a string such as \"eastus\".")
     location = value.replace(" ", "").lower()
-    if location not in KNOWN_LOCATIONS and location != backend.settings.location.lower():
-        raise ArmError(400, "LocationNotAvailableForResourceGroup" if field == "location" else "InvalidLocation",
-                       f"The provided location '{value}' is not available. Use an Azure region name such as "
-                       "'eastus', 'westeurope' or 'northeurope'.")
+    if location not in KNOWN_LOCATIONS and location != context.settings.location.lower():
+        unknown = LocationNotAvailableForResourceGroup if field == "location" else InvalidLocation
+        raise unknown(f"The provided location '{value}' is not available. Use an Azure region name such as "
+                      "'eastus', 'westeurope' or 'northeurope'.")
     return location
 
 
@@ -104,18 +108,18 @@ def validate_tags(tags: Any) -> Optional[dict[str, str]]:
     if tags is None:
         return None
     if not isinstance(tags, dict):
-        raise ArmError(400, "InvalidRequestContent",
-                       "The request content was invalid: 'tags' must be an object of string names to string values.")
+        raise InvalidRequestContent(
+            "The request content was invalid: 'tags' must be an object of string names to string values.")
     if len(tags) > _MAX_TAGS:
-        raise ArmError(400, "InvalidTagCount", f"The number of tags ({len(tags)}) exceeds the limit of {_MAX_TAGS}.")
+        raise InvalidTagCount(f"The number of tags ({len(tags)}) exceeds the limit of {_MAX_TAGS}.")
     for name, value in tags.items():
         if not isinstance(value, str):
-            raise ArmError(400, "InvalidRequestContent",
-                           f"The request content was invalid: the value of tag '{name}' must be a string.")
+            raise InvalidRequestContent(
+                f"The request content was invalid: the value of tag '{name}' must be a string.")
         if not name or len(name) > _MAX_TAG_NAME or len(value) > _MAX_TAG_VALUE:
-            raise ArmError(400, "InvalidTagNameCharacters" if not name else "InvalidTagLength",
-                           f"Tag names must have 1 to {_MAX_TAG_NAME} characters and tag values at most "
-                           f"{_MAX_TAG_VALUE}; tag '{name[:40]}' does not.")
+            refused = InvalidTagNameCharacters if not name else InvalidTagLength
+            raise refused(f"Tag names must have 1 to {_MAX_TAG_NAME} characters and tag values at most "
+                          f"{_MAX_TAG_VALUE}; tag '{name[:40]}' does not.")
     return dict(tags)
 
 
@@ -123,28 +127,27 @@ def resource_group_id(subscription_id: str, resource_group_name: str) -> str:
     return f"/subscriptions/{subscription_id}/resourceGroups/{resource_group_name}"
 
 
-def require_resource_group(backend: LocalBackend, subscription_id: str, resource_group_name: str, *,
-                           for_write: bool = False) -> dict[str, Any]:
-    """The group's document, as every group-scoped request needs it first.
+def require_resource_group(context: ServiceContext, subscription_id: str, resource_group_name: str, *,
+                           for_write: bool = False) -> ResourceGroup:
+    """The group, as every group-scoped request needs it first.
 
     Raises 404 ``ResourceGroupNotFound`` when there is no such group and, with ``for_write``,
     409 ``ResourceGroupBeingDeleted`` while it is being deleted (ARM refuses writes into it)."""
     check_subscription_id(subscription_id)
-    group = backend.store.get(resource_group_id(subscription_id, resource_group_name))
-    if group is None:
-        raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{resource_group_name}' could not be found.")
-    if for_write and group["properties"].get("provisioningState") == "Deleting":
-        raise ArmError(409, "ResourceGroupBeingDeleted",
-                       f"The resource group '{group['name']}' is in deprovisioning state and cannot perform "
-                       "this operation.")
+    doc = context.store.get(resource_group_id(subscription_id, resource_group_name))
+    if doc is None:
+        raise ResourceGroupNotFound.named(resource_group_name)
+    group = ResourceGroup(doc)
+    if for_write and group.deleting:
+        raise ResourceGroupBeingDeleted.named(group.name)
     return group
 
 
 def _check_group_name(name: str) -> None:
     if not _RESOURCE_GROUP_NAME.match(name) or name.endswith("."):
-        raise ArmError(400, "InvalidResourceGroup",
-                       f"The provided resource group name '{name}' is invalid. The name must have 1 to 90 "
-                       "characters, each a letter, digit, '-', '.', '(', ')' or '_', and must not end in '.'.")
+        raise InvalidResourceGroup(
+            f"The provided resource group name '{name}' is invalid. The name must have 1 to 90 "
+            "characters, each a letter, digit, '-', '.', '(', ')' or '_', and must not end in '.'.")
 
 
 # -- resource groups ----------------------------------------------------------------------------
@@ -161,35 +164,24 @@ def _group_body(group_id: str, name: str, location: str, tags: Optional[dict[str
     return body
 
 
-def _request_object(call: Call) -> dict[str, Any]:
-    body = call.json()
-    if not isinstance(body, dict):
-        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: the body must be a JSON object.")
-    return body
-
-
 def put_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
     check_subscription_id(subscriptionId)
     _check_group_name(resourceGroupName)
-    request = _request_object(call)
-    location = normalize_location(request.get("location"), call.backend)
+    request = call.json_object()
+    location = normalize_location(request.get("location"), call.context)
     tags = validate_tags(request.get("tags"))
     managed_by = request.get("managedBy")
     if managed_by is not None and not isinstance(managed_by, str):
-        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: 'managedBy' must be a string.")
-    store = call.backend.store
+        raise InvalidRequestContent("The request content was invalid: 'managedBy' must be a string.")
+    store = call.context.store
     group_id = resource_group_id(subscriptionId, resourceGroupName)
-    with call.backend.lock:
+    with call.context.lock:
         existing = store.get(group_id)
         if existing is not None:
             if existing["properties"].get("provisioningState") == "Deleting":
-                raise ArmError(409, "ResourceGroupBeingDeleted",
-                               f"The resource group '{existing['name']}' is in deprovisioning state and cannot "
-                               "perform this operation.")
+                raise ResourceGroupBeingDeleted.named(existing["name"])
             if existing["location"] != location:
-                raise ArmError(409, "InvalidResourceGroupLocation",
-                               f"Invalid resource group location '{location}'. The Resource group already exists "
-                               f"in location '{existing['location']}'.")
+                raise InvalidResourceGroupLocation.moving(location, existing["location"])
             # The group keeps the casing it was created with; a PUT replaces tags (absent: cleared).
             body = _group_body(existing["id"], existing["name"], location, tags,
                                managed_by if managed_by is not None else existing.get("managedBy"))
@@ -201,48 +193,44 @@ def put_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) 
 
 
 def get_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    return json_response(require_resource_group(call.backend, subscriptionId, resourceGroupName))
+    return json_response(require_resource_group(call.context, subscriptionId, resourceGroupName).doc)
 
 
 def head_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
     check_subscription_id(subscriptionId)
-    exists = call.backend.store.get(resource_group_id(subscriptionId, resourceGroupName)) is not None
+    exists = call.context.store.get(resource_group_id(subscriptionId, resourceGroupName)) is not None
     return Response(b"", status=204 if exists else 404)
 
 
 def patch_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    group = require_resource_group(call.backend, subscriptionId, resourceGroupName, for_write=True)
-    request = _request_object(call)
+    group = require_resource_group(call.context, subscriptionId, resourceGroupName, for_write=True)
+    request = call.json_object()
     if "location" in request and request["location"] is not None:
-        location = normalize_location(request["location"], call.backend)
-        if location != group["location"]:
-            raise ArmError(409, "InvalidResourceGroupLocation",
-                           f"Invalid resource group location '{location}'. The Resource group already exists "
-                           f"in location '{group['location']}'.")
+        location = normalize_location(request["location"], call.context)
+        if location != group.location:
+            raise InvalidResourceGroupLocation.moving(location, group.location)
     tags = validate_tags(request.get("tags"))
     managed_by = request.get("managedBy")
     if managed_by is not None and not isinstance(managed_by, str):
-        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: 'managedBy' must be a string.")
+        raise InvalidRequestContent("The request content was invalid: 'managedBy' must be a string.")
 
     def change(body: dict[str, Any]) -> None:
         if body["properties"].get("provisioningState") == "Deleting":
-            raise ArmError(409, "ResourceGroupBeingDeleted",
-                           f"The resource group '{body['name']}' is in deprovisioning state and cannot perform "
-                           "this operation.")
+            raise ResourceGroupBeingDeleted.named(body["name"])
         if tags is not None:  # PATCH replaces the tags it names the way ARM does: as a whole
             body["tags"] = tags
         if managed_by is not None:
             body["managedBy"] = managed_by
 
-    updated = call.backend.store.update(group["id"], change)
+    updated = call.context.store.update(group.id, change)
     if updated is None:
-        raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{resourceGroupName}' could not be found.")
+        raise ResourceGroupNotFound.named(resourceGroupName)
     return json_response(updated)
 
 
 def list_resource_groups(call: Call, subscriptionId: str) -> Response:
     check_subscription_id(subscriptionId)
-    groups = call.backend.store.list(RESOURCE_GROUP_TYPE, parent=f"/subscriptions/{subscriptionId}")
+    groups = call.context.store.list(RESOURCE_GROUP_TYPE, parent=f"/subscriptions/{subscriptionId}")
     return json_response({"value": groups})
 
 
@@ -255,18 +243,18 @@ class _Deletions:
     _running: dict[str, set[str]] = {}
 
     @classmethod
-    def claim(cls, backend: LocalBackend, group_key: str) -> bool:
+    def claim(cls, context: ServiceContext, group_key: str) -> bool:
         with cls._lock:
-            running = cls._running.setdefault(str(backend.state_dir.resolve()), set())
+            running = cls._running.setdefault(str(context.state_dir.resolve()), set())
             if group_key in running:
                 return False
             running.add(group_key)
             return True
 
     @classmethod
-    def release(cls, backend: LocalBackend, group_key: str) -> None:
+    def release(cls, context: ServiceContext, group_key: str) -> None:
         with cls._lock:
-            cls._running.get(str(backend.state_dir.resolve()), set()).discard(group_key)
+            cls._running.get(str(context.state_dir.resolve()), set()).discard(group_key)
 
 
 def _operation_token(operation_id: str, group_name: str, location: str) -> str:
@@ -284,65 +272,65 @@ def _operation_id(token: str) -> Optional[str]:
 
 
 def delete_resource_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    group = require_resource_group(call.backend, subscriptionId, resourceGroupName)
-    backend = call.backend
+    group = require_resource_group(call.context, subscriptionId, resourceGroupName)
+    context = call.context
     operation_id = uuid.uuid4().hex
 
     def mark_deleting(body: dict[str, Any]) -> None:
         body["properties"]["provisioningState"] = "Deleting"
 
-    with backend.store.transaction() as db:
+    with context.store.transaction() as db:
         db.execute("INSERT INTO resource_group_deletions (id, resource_group, status, started) VALUES (?, ?, ?, ?)",
-                   (operation_id, resource_key(group["id"]), "InProgress", time.time()))
-    backend.store.update(group["id"], mark_deleting)
-    _start_teardown(backend, group["id"])
+                   (operation_id, resource_key(group.id), "InProgress", time.time()))
+    context.store.update(group.id, mark_deleting)
+    _start_teardown(context, group.id)
     location = call.url(f"/subscriptions/{subscriptionId}/operationresults/"
-                        f"{_operation_token(operation_id, group['name'], group['location'])}",
+                        f"{_operation_token(operation_id, group.name, group.location)}",
                         **{"api-version": call.api_version})
     return Response(b"", status=202, headers={"Location": location, "Retry-After": _POLL_RETRY_AFTER})
 
 
 def get_deletion_result(call: Call, subscriptionId: str, operationToken: str) -> Response:
     check_subscription_id(subscriptionId)
-    backend = call.backend
+    context = call.context
     operation_id = _operation_id(operationToken)
-    rows = backend.store.query("SELECT * FROM resource_group_deletions WHERE id = ?", (operation_id or "",))
+    rows = context.store.query("SELECT * FROM resource_group_deletions WHERE id = ?", (operation_id or "",))
     if not rows:
-        raise ArmError(404, "OperationNotFound", "The operation could not be found; it may have expired.")
+        raise OperationNotFound("The operation could not be found; it may have expired.")
     row = rows[0]
     if row["status"] == "Succeeded":
         return Response(b"", status=200)
     if row["status"] == "Failed":
-        raise ArmError(409, "ResourceGroupDeletionBlocked",
-                       f"Deletion of the resource group failed: {row['error']}")
-    group = backend.store.get(row["resource_group"])
+        raise ResourceGroupDeletionBlocked(
+            f"Deletion of the resource group failed: {row['error']}")
+    group = context.store.get(row["resource_group"])
     if group is None:  # gone already; the thread is about to record it
         return Response(b"", status=200)
-    _start_teardown(backend, group["id"])  # no-op unless a restart interrupted it
+    _start_teardown(context, group["id"])  # no-op unless a restart interrupted it
     return Response(b"", status=202, headers={"Location": call.request.url, "Retry-After": _POLL_RETRY_AFTER})
 
 
-def resume_deletions(backend: LocalBackend) -> None:
+def resume_deletions(context: ServiceContext) -> None:
     """Tear down again every group a stopped service left ``Deleting``; called when a service starts."""
-    for group in backend.store.list(RESOURCE_GROUP_TYPE):
+    for group in context.store.list(RESOURCE_GROUP_TYPE):
         if group["properties"].get("provisioningState") == "Deleting":
             log.info("resuming deletion of resource group %s", group["name"])
-            _start_teardown(backend, group["id"])
+            _start_teardown(context, group["id"])
 
 
-def _start_teardown(backend: LocalBackend, group_id: str) -> None:
+def _start_teardown(context: ServiceContext, group_id: str) -> None:
     key = resource_key(group_id)
-    if not _Deletions.claim(backend, key):
+    if not _Deletions.claim(context, key):
         return
-    threading.Thread(target=_teardown, args=(backend, group_id), name=f"delete-{key.rsplit('/', 1)[-1]}",
+    threading.Thread(target=_teardown, args=(context, group_id), name=f"delete-{key.rsplit('/', 1)[-1]}",
                      daemon=True).start()
 
 
-def _teardown(backend: LocalBackend, group_id: str) -> None:
+def _teardown(context: ServiceContext, group_id: str) -> None:
     key = resource_key(group_id)
-    store = backend.store
+    store = context.store
     try:
-        for delete_resources_in in backend.group_deleters:
+        for delete_resources_in in context.group_deleters:
             delete_resources_in(group_id)
         store.delete(group_id, recursive=True)
         with store.transaction() as db:
@@ -361,7 +349,7 @@ def _teardown(backend: LocalBackend, group_id: str) -> None:
         except Exception:  # noqa: BLE001 - the store is closing (service stopping): resumed at next start
             log.warning("could not record the failed deletion of %s; it resumes when the service starts", group_id)
     finally:
-        _Deletions.release(backend, key)
+        _Deletions.release(context, key)
 
 
 _RG = "/subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}"

@@ -73,7 +73,7 @@ def tenant_body(api_version: str) -> dict[str, Any]:
 
 def _subscription_ids(call: Call) -> list[str]:
     ids = {DEFAULT_SUBSCRIPTION_ID}
-    for group in call.backend.store.list(RESOURCE_GROUP_TYPE):
+    for group in call.context.store.list(RESOURCE_GROUP_TYPE):
         ids.add(group["id"].split("/")[2].lower())
     return sorted(ids)
 

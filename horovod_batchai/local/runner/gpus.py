@@ -5,6 +5,8 @@ import subprocess
 import threading
 from typing import Optional
 
+from .vm_sizes import lookup_vm_size
+
 __all__ = ["detect_gpus", "vm_gpus"]
 
 _gpu_count: Optional[int] = None
@@ -25,7 +27,6 @@ def detect_gpus() -> int:
 
 
 def vm_gpus(vm_size: str) -> Optional[int]:
-    from ..batchai.vm_sizes import lookup_vm_size
     size = lookup_vm_size(vm_size)
     return size.gpus if size is not None else None
 

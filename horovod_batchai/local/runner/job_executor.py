@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..batchai.outputs import record_output_dirs
-from ..core.backend import LocalBackend
+from ..core.context import ServiceContext
 from ..core.disk import disk_problem
 from .gpus import detect_gpus, vm_gpus
 from .environment import base_environment
@@ -35,9 +34,10 @@ from .job_plan import EXECUTION_LOG_ENV, RANK_SECRETS_FILE, JobPlan, JobStartErr
 from .node_runtime import NodeRuntime, NodeRuntimeError, check, require_interpreter, resolve
 from .mounts import Mount, MountError, apply_mounts, hold_mirrors, plan_mounts, release_mirrors, remove_mounts
 from .node_setup import NodeSlot
+from .output_dirs import record_output_dirs
 from .paths import cluster_dir, digest, job_dir, job_mount_root, job_prep_log_names
 from .processes import RUN_TAG_ENV, STOP_GRACE_S, signal_tagged, stop_tagged, tagged_pids
-from .states import ExecutionState, job_error, utc_now
+from .states import JOB_TERMINATED, ExecutionState, job_error, utc_now
 from .supervisor import EXIT_FILE, PID_FILE, RUN_FILE, STARTED_FILE, write_json_atomically
 
 __all__ = ["StopReason", "RunResult", "JobRun", "RUN_DIR_ENV", "run_dir_of", "run_has_started",
@@ -56,9 +56,9 @@ RANK_EXEC = Path(__file__).with_name("rank_exec.py")
 SUPERVISOR_EXTRA_S = 10.0
 
 
-def run_dir_of(backend: LocalBackend, job_id: str, tag: str) -> Path:
+def run_dir_of(context: ServiceContext, job_id: str, tag: str) -> Path:
     """The private directory of one run of a job (``JobPlan.run_dir``)."""
-    return job_dir(backend, job_id) / "runs" / tag
+    return job_dir(context, job_id) / "runs" / tag
 
 
 def discard_run_secrets(run_dir: Path) -> None:
@@ -129,16 +129,16 @@ class JobRun:
     run is gone. :meth:`stop` asks the run to end early for a :class:`StopReason`.
     """
 
-    def __init__(self, backend: LocalBackend, job_id: str, nodes: list[NodeSlot],
+    def __init__(self, context: ServiceContext, job_id: str, nodes: list[NodeSlot],
                  on_done: Callable[["JobRun", RunResult], None], *, reattach_tag: Optional[str] = None) -> None:
-        self.backend = backend
+        self.context = context
         self.job_id = job_id
         self.nodes = nodes
         self.on_done = on_done
         #: a run a previous service started, whose supervisor this one waits for
         self.reattached = reattach_tag is not None
         self.tag = reattach_tag or f"{digest(job_id)}-{uuid.uuid4().hex[:12]}"
-        self.run_dir = run_dir_of(backend, job_id, self.tag)
+        self.run_dir = run_dir_of(context, job_id, self.tag)
         self.stop_reason: Optional[StopReason] = None
         self._stop_event = threading.Event()
         self._lock = threading.Lock()
@@ -150,11 +150,11 @@ class JobRun:
         self._job_mounts: list[Mount] = []  # unmounted when the run ends
 
     @classmethod
-    def reattach(cls, backend: LocalBackend, job_id: str, nodes: list[NodeSlot], tag: str,
+    def reattach(cls, context: ServiceContext, job_id: str, nodes: list[NodeSlot], tag: str,
                  on_done: Callable[["JobRun", RunResult], None]) -> "JobRun":
         """The run ``tag`` of a job that a service which is gone started: waits for its supervisor
         (or reads what it recorded) instead of starting anything."""
-        return cls(backend, job_id, nodes, on_done, reattach_tag=tag)
+        return cls(context, job_id, nodes, on_done, reattach_tag=tag)
 
     # -- control ------------------------------------------------------------------------------
 
@@ -187,7 +187,7 @@ class JobRun:
             self._log_all(f"the job could not start: {exc}")
             result = RunResult(ExecutionState.FAILED, errors=[exc.error])
         except Exception as exc:
-            problem = disk_problem(exc, self.backend.state_dir)
+            problem = disk_problem(exc, self.context.state_dir)
             if problem is not None:  # a full or read-only disk: the job fails saying so
                 log.warning("job run %s failed: %s", self.job_id, problem.describe())
                 message = f"The local service could not run the job: {problem.describe()}"
@@ -209,7 +209,7 @@ class JobRun:
                 self._log_all(f"stopped: {self.stop_reason.value}")
                 result = self._stopped_result(result.exit_code)
             # Everything the job wrote to a mounted container is there before it is reported finished.
-            release_mirrors(self.backend, self._held_mirrors, self._log_all)
+            release_mirrors(self.context, self._held_mirrors, self._log_all)
             # The job's own volumes are unmounted when it ends, as Batch AI did; the cluster's stay.
             remove_mounts(self._job_mounts)
             for node_log in self._logs.values():
@@ -225,7 +225,7 @@ class JobRun:
             error = job_error("MaxWallClockTimeExceeded",
                               f"The job reached its maximum wall-clock time ({limit}) and was stopped.")
         elif reason is StopReason.TERMINATED:
-            error = job_error("JobTerminated", "The job was terminated by the user.")
+            error = JOB_TERMINATED
         elif reason is StopReason.NODES_REMOVED:
             error = job_error("JobTerminated", "The job was terminated because its nodes were removed from the "
                                                "cluster (nodeDeallocationOption=terminate).")
@@ -237,7 +237,7 @@ class JobRun:
         return RunResult(ExecutionState.FAILED, exit_code=exit_code, errors=[error], stop_reason=reason)
 
     def _job_props(self) -> dict[str, Any]:
-        body = self.backend.store.get(self.job_id) or {}
+        body = self.context.store.get(self.job_id) or {}
         return body.get("properties", {})
 
     def _open_logs_to_say_why(self) -> None:
@@ -257,7 +257,7 @@ class JobRun:
             node_log.write(message)
 
     def _run(self) -> RunResult:
-        store = self.backend.store
+        store = self.context.store
         job = store.get(self.job_id)
         if job is None:
             raise JobStartError("JobNotFound", "The job was deleted before it started.")
@@ -268,15 +268,15 @@ class JobRun:
         if cluster is None:
             raise JobStartError("ClusterNotFound", f"The job's cluster {cluster_id!r} does not exist.")
         cluster_props = cluster.get("properties", {})
-        root = job_dir(self.backend, self.job_id)
-        mount_root = cluster_dir(self.backend, cluster_id) / "mounts"
+        root = job_dir(self.context, self.job_id)
+        mount_root = cluster_dir(self.context, cluster_id) / "mounts"
 
         # Mounts: the cluster's (again: they are idempotent) and the job's, checked before planning.
         try:
-            cluster_mounts = plan_mounts(self.backend, (cluster_props.get("nodeSetup") or {}).get("mountVolumes"),
+            cluster_mounts = plan_mounts(self.context, (cluster_props.get("nodeSetup") or {}).get("mountVolumes"),
                                          store.get_private(cluster_id), mount_root,
                                          where="cluster nodeSetup.mountVolumes")
-            job_mounts = plan_mounts(self.backend, props.get("mountVolumes"), job_private, job_mount_root(root),
+            job_mounts = plan_mounts(self.context, props.get("mountVolumes"), job_private, job_mount_root(root),
                                      where="mountVolumes")
         except MountError as exc:
             if self.reattached:  # the job runs already; what it mounted stays until it ends
@@ -308,14 +308,14 @@ class JobRun:
         except MountError as exc:
             raise JobStartError("MountFailed", f"Mounting volumes failed: {exc}") from None
         self._job_mounts = list(plan.job_mounts)
-        self._held_mirrors = hold_mirrors(self.backend, [*plan.cluster_mounts, *plan.job_mounts])
+        self._held_mirrors = hold_mirrors(self.context, [*plan.cluster_mounts, *plan.job_mounts])
         try:
             for path in plan.directories:
                 path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise JobStartError("OutputDirectoryFailed",
                                 f"Creating the output directory {exc.filename} failed: {exc.strerror}") from None
-        record_output_dirs(self.backend, self.job_id, list(plan.outputs))
+        record_output_dirs(self.context, self.job_id, list(plan.outputs))
         plan.host_file.write_text(plan.host_file_text)
         self._open_logs(plan)
         for node_plan in plan.nodes:
@@ -330,7 +330,7 @@ class JobRun:
     @property
     def runtime(self) -> NodeRuntime:
         """The node runtime this run's processes use (the service's; see node_runtime.py)."""
-        runtime = self.backend.node_runtime
+        runtime = self.context.node_runtime
         return runtime if isinstance(runtime, NodeRuntime) else resolve()
 
     def _check_runtime(self, machine: Machine, *, horovod: bool) -> None:
@@ -433,7 +433,7 @@ class JobRun:
         except MountError as exc:
             log.warning("job %s: the restarted service could not mount the job's volumes again: %s", self.job_id, exc)
         self._job_mounts = list(plan.job_mounts)
-        self._held_mirrors = hold_mirrors(self.backend, [*plan.cluster_mounts, *plan.job_mounts])
+        self._held_mirrors = hold_mirrors(self.context, [*plan.cluster_mounts, *plan.job_mounts])
         self._open_logs(plan)
         self._logs[plan.nodes[0].node.node_id].write("the local service started again and re-attached to the job")
         return self._wait_supervisor(plan)

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Optional, Sequence
 from ..core.durations import parse_duration
 from .mounts import Mount
 from .node_setup import NodeSlot
+from .output_dirs import STDOUTERR
 from .paths import execution_log_name, expand_vars, job_prep_log_names
 from .paths import job_mount_root as mount_root_of_job
 from .processes import RUN_TAG_ENV
@@ -195,9 +196,9 @@ def _directories(props: Mapping[str, Any], env: Mapping[str, str],
         return Path(os.path.normpath(master_root / "wd" / Path(*(expand_vars(p, expansion_env) for p in parts))))
 
     stdouterr = node_path(str(props.get("stdOutErrPathPrefix") or "$AZ_BATCHAI_SHARED_JOB_TEMP"), segment,
-                          "stdouterr")
+                          STDOUTERR)
     variables = {"AZ_BATCHAI_STDOUTERR_DIR": str(stdouterr)}
-    outputs: list[tuple[str, Path]] = [("stdouterr", stdouterr)]
+    outputs: list[tuple[str, Path]] = [(STDOUTERR, stdouterr)]
     for directory in props.get("outputDirectories") or []:
         path = node_path(str(directory["pathPrefix"]), segment, "outputs", str(directory.get("pathSuffix") or ""))
         variables[f"AZ_BATCHAI_OUTPUT_{directory['id']}"] = str(path)

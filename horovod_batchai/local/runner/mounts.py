@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from ..core.backend import LocalBackend
+from ..core.context import ServiceContext
 from ..storage import accounts
 
 __all__ = ["MountError", "Mount", "parse_share_url", "plan_mounts", "apply_mounts", "remove_mounts", "hold_mirrors",
@@ -45,10 +45,10 @@ def _relative_mount_path(entry: dict[str, Any], where: str) -> str:
     return rel
 
 
-def _share_dir(backend: LocalBackend, account: str, share: str) -> Optional[Path]:
+def _share_dir(context: ServiceContext, account: str, share: str) -> Optional[Path]:
     from ..files import store as files_store
     try:
-        found = files_store.share_path(backend, account, share)
+        found = files_store.share_path(context, account, share)
     except ValueError as exc:  # a name Azure would refuse
         raise MountError(f"file share {account}/{share}: {exc}") from None
     return Path(found) if found is not None and Path(found).is_dir() else None
@@ -62,7 +62,7 @@ def _mount_key(private: dict[str, Any], account: str, name: str) -> Optional[str
     return None
 
 
-def plan_mounts(backend: LocalBackend, volumes: Optional[dict[str, Any]], private: dict[str, Any], root: Path,
+def plan_mounts(context: ServiceContext, volumes: Optional[dict[str, Any]], private: dict[str, Any], root: Path,
                 *, where: str) -> list[Mount]:
     """Check every volume of a ``mountVolumes`` and say where each would appear under ``root``.
 
@@ -80,17 +80,17 @@ def plan_mounts(backend: LocalBackend, volumes: Optional[dict[str, Any]], privat
         if "<" in url:
             raise MountError(f"{field_name}.azureFileUrl {url!r} still holds a placeholder; put the storage "
                              "account name in it")
-        account, share = parse_share_url(url, backend.base_url)
-        if accounts.find_account(backend.store, account) is None:
+        account, share = parse_share_url(url, context.base_url)
+        if accounts.find_account(context.store, account) is None:
             raise MountError(f"{field_name}: storage account {account!r} does not exist")
         key = _mount_key(private, entry.get("accountName") or account, share) or _mount_key(private, account, share)
         if key is None:
             raise MountError(f"{field_name}: no account key was given for {account}/{share} "
                              "(credentials.accountKey)")
-        if key not in accounts.account_keys(backend.store, account):
+        if key not in accounts.account_keys(context.store, account):
             raise MountError(f"{field_name}: the account key given for {account}/{share} is not a current "
                              f"key of storage account {account!r}; mount error (access denied)")
-        target = _share_dir(backend, account, share)
+        target = _share_dir(context, account, share)
         if target is None:
             raise MountError(f"{field_name}: file share {share!r} does not exist in storage account {account!r}")
         mounts.append(Mount("azureFileShare", root / rel, target, f"Azure file share {account}/{share}"))
@@ -100,25 +100,25 @@ def plan_mounts(backend: LocalBackend, volumes: Optional[dict[str, Any]], privat
         account, container = str(entry.get("accountName") or ""), str(entry.get("containerName") or "")
         if not account or not container or "/" in account + container or ".." in account + container:
             raise MountError(f"{field_name} needs accountName and containerName")
-        if accounts.find_account(backend.store, account) is None:
+        if accounts.find_account(context.store, account) is None:
             raise MountError(f"{field_name}: storage account {account!r} does not exist")
         key = _mount_key(private, account, container)
         if key is None:
             raise MountError(f"{field_name}: no account key was given for {account}/{container} "
                              "(credentials.accountKey)")
-        if key not in accounts.account_keys(backend.store, account):
+        if key not in accounts.account_keys(context.store, account):
             raise MountError(f"{field_name}: the account key given for {account}/{container} is not a current "
                              f"key of storage account {account!r}; mount error (access denied)")
-        mirror = _blob_mirror(backend, field_name, account, key, container)
+        mirror = _blob_mirror(context, field_name, account, key, container)
         mounts.append(Mount("azureBlobFileSystem", root / rel, mirror.directory,
                             f"blob container {account}/{container}", mirror))
     for i, entry in enumerate(volumes.get("fileServers") or []):
         field_name = f"{where}.fileServers[{i}]"
         rel = _relative_mount_path(entry, field_name)
         server_id = str((entry.get("fileServer") or {}).get("id") or "")
-        if not server_id or backend.store.get(server_id) is None:
+        if not server_id or context.store.get(server_id) is None:
             raise MountError(f"{field_name}.fileServer.id: file server {server_id!r} does not exist")
-        data = Path(backend.fileserver_dir(server_id))
+        data = Path(context.fileserver_dir(server_id))
         source = str(entry.get("sourceDirectory") or "").strip("/")
         if ".." in source.split("/"):
             raise MountError(f"{field_name}.sourceDirectory must stay inside the file server, got {source!r}")
@@ -134,15 +134,15 @@ def plan_mounts(backend: LocalBackend, volumes: Optional[dict[str, Any]], privat
     return mounts
 
 
-def _blob_mirror(backend: LocalBackend, field_name: str, account: str, key: str, container: str) -> Any:
+def _blob_mirror(context: ServiceContext, field_name: str, account: str, key: str, container: str) -> Any:
     """The mirror of a container that exists and opens with ``key``, as blobfuse would have found it."""
     from ..blob.azurite import AzuriteError
     from ..blob.endpoint import BlobCheckFailed
-    if backend.blob is None:
+    if context.blob is None:
         raise MountError(f"{field_name}: the local service has no blob endpoint")
     try:
-        backend.blob.check_container(account, key, container)
-        return backend.blob.mirror(account, key, container)
+        context.blob.check_container(account, key, container)
+        return context.blob.mirror(account, key, container)
     except BlobCheckFailed as exc:
         raise MountError(f"{field_name}: {exc}") from None
     except AzuriteError as exc:
@@ -202,21 +202,21 @@ def _fill_mirror(mount: Mount) -> None:
                          f"({type(exc).__name__}: {getattr(exc, 'reason', None) or 'see the service log'})") from None
 
 
-def hold_mirrors(backend: LocalBackend, mounts: Iterable[Mount]) -> list[Any]:
+def hold_mirrors(context: ServiceContext, mounts: Iterable[Mount]) -> list[Any]:
     """Keep the mounted containers in step while a job or a setup task uses them; returns what to release."""
     held = [m.mirror for m in mounts if m.mirror is not None]
     for mirror in held:
-        assert backend.blob is not None  # only the blob endpoint makes mirrors
-        backend.blob.sync.hold(mirror)
+        assert context.blob is not None  # only the blob endpoint makes mirrors
+        context.blob.sync.hold(mirror)
     return held
 
 
-def release_mirrors(backend: LocalBackend, held: Iterable[Any], report: Callable[[str], None]) -> None:
+def release_mirrors(context: ServiceContext, held: Iterable[Any], report: Callable[[str], None]) -> None:
     """The last upload of each held mirror; a failure is reported, never raised (the job is over)."""
     for mirror in held:
         try:
-            assert backend.blob is not None  # only the blob endpoint makes mirrors
-            backend.blob.sync.release(mirror)
+            assert context.blob is not None  # only the blob endpoint makes mirrors
+            context.blob.sync.release(mirror)
         except Exception as exc:
             report(f"uploading the job's changes to blob container {mirror.container.container_name} failed: "
                    f"{type(exc).__name__}")

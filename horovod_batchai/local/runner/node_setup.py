@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Optional
 
-from ..core.backend import LocalBackend
+from ..core.context import ServiceContext
 from .mounts import MountError, apply_mounts, hold_mirrors, plan_mounts, release_mirrors
 from .environment import base_environment
 from .node_runtime import NodeRuntime, resolve
@@ -27,22 +27,22 @@ class NodeSlot:
     node_id: str
 
 
-def prepare_node(backend: LocalBackend, cluster_id: str, node: NodeSlot, tag: str) -> Optional[dict[str, Any]]:
+def prepare_node(context: ServiceContext, cluster_id: str, node: NodeSlot, tag: str) -> Optional[dict[str, Any]]:
     """Mount the cluster's volumes and run its setup task (``nodeSetup.setupTask``) on one node.
 
     Returns the cluster error to report (the node is then unusable), or None when the node is
     ready. The setup task's processes carry ``tag`` so that the scheduler can stop them.
     """
-    cluster = backend.store.get(cluster_id)
+    cluster = context.store.get(cluster_id)
     if cluster is None:
         return None
     props = cluster.get("properties", {})
-    private = backend.store.get_private(cluster_id)
+    private = context.store.get_private(cluster_id)
     node_setup = props.get("nodeSetup") or {}
-    mount_root = cluster_dir(backend, cluster_id) / "mounts"
+    mount_root = cluster_dir(context, cluster_id) / "mounts"
     mount_root.mkdir(parents=True, exist_ok=True)
     try:
-        mounts = plan_mounts(backend, node_setup.get("mountVolumes"), private, mount_root,
+        mounts = plan_mounts(context, node_setup.get("mountVolumes"), private, mount_root,
                              where="nodeSetup.mountVolumes")
         apply_mounts(mounts)
     except MountError as exc:
@@ -51,16 +51,16 @@ def prepare_node(backend: LocalBackend, cluster_id: str, node: NodeSlot, tag: st
     task = node_setup.get("setupTask")
     if not task or not task.get("commandLine"):
         return None
-    held = hold_mirrors(backend, mounts)
+    held = hold_mirrors(context, mounts)
     try:
-        return _run_setup_task(backend, cluster_id, node, tag, task, private, mount_root)
+        return _run_setup_task(context, cluster_id, node, tag, task, private, mount_root)
     finally:
-        release_mirrors(backend, held, lambda message: log.warning("node %s: %s", node.node_id, message))
+        release_mirrors(context, held, lambda message: log.warning("node %s: %s", node.node_id, message))
 
 
-def _run_setup_task(backend: LocalBackend, cluster_id: str, node: NodeSlot, tag: str, task: dict[str, Any],
+def _run_setup_task(context: ServiceContext, cluster_id: str, node: NodeSlot, tag: str, task: dict[str, Any],
                     private: dict[str, Any], mount_root: Path) -> Optional[dict[str, Any]]:
-    runtime = backend.node_runtime if isinstance(backend.node_runtime, NodeRuntime) else resolve()
+    runtime = context.node_runtime if isinstance(context.node_runtime, NodeRuntime) else resolve()
     # never the service's own environment; the node runtime's interpreter first, as for jobs
     env = base_environment(carry_python_path=runtime.is_service_python)
     env["PATH"] = os.pathsep.join([str(Path(runtime.python).parent), env.get("PATH", "")])
@@ -71,7 +71,7 @@ def _run_setup_task(backend: LocalBackend, cluster_id: str, node: NodeSlot, tag:
     for variable in task.get("secrets") or []:
         if str(variable["name"]) in secrets:
             env[str(variable["name"])] = str(secrets[str(variable["name"])])
-    node_root = cluster_dir(backend, cluster_id) / "nodes" / node.node_id
+    node_root = cluster_dir(context, cluster_id) / "nodes" / node.node_id
     (node_root / "wd").mkdir(parents=True, exist_ok=True)
     env.update({"AZ_BATCHAI_MOUNT_ROOT": str(mount_root), "AZ_BATCHAI_JOB_TEMP": str(node_root / "wd"),
                 "AZ_BATCHAI_NUM_GPUS": "0", RUN_TAG_ENV: tag})

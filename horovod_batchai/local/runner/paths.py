@@ -6,7 +6,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from ..core.backend import LocalBackend
+from ..core.context import ServiceContext
 from ..core.store import resource_key
 
 __all__ = ["job_dir", "job_mount_root", "cluster_dir", "node_id_for", "execution_log_name", "job_prep_log_names",
@@ -17,14 +17,14 @@ def digest(resource_id: str) -> str:
     return hashlib.sha256(resource_key(resource_id).encode()).hexdigest()[:16]
 
 
-def job_dir(backend: LocalBackend, job_id: str) -> Path:
+def job_dir(context: ServiceContext, job_id: str) -> Path:
     """The job's scratch directory: its mount root, shared temp and per-node working dirs."""
-    return Path(backend.jobs_root) / digest(job_id)
+    return Path(context.jobs_root) / digest(job_id)
 
 
-def cluster_dir(backend: LocalBackend, cluster_id: str) -> Path:
+def cluster_dir(context: ServiceContext, cluster_id: str) -> Path:
     """The cluster's directory; ``mounts/`` under it is the cluster's ``$AZ_BATCHAI_MOUNT_ROOT``."""
-    return Path(backend.state_dir) / "clusters" / digest(cluster_id)
+    return Path(context.state_dir) / "clusters" / digest(cluster_id)
 
 
 def node_id_for(cluster_id: str, index: int, created: float) -> str:

@@ -26,10 +26,11 @@ each cluster's nodes match its scale settings and starts queued jobs:
   never fit the cluster's size (more nodes than its target, or than its auto-scale maximum)
   waits without holding up the others.
 
-The scheduler is the only writer of a cluster's ``allocationState``,
+Once the Batch AI provider has stored a cluster (``resizing``, with no nodes) or a job
+(``queued``), the scheduler is the only writer of the cluster's ``allocationState``,
 ``allocationStateTransitionTime``, ``currentNodeCount``, ``nodeStateCounts`` and ``errors``, and of
-a job's execution state (through ``states.transition_job``) and of node states (through
-``nodes.NodeTable``). Runs are tagged (see ``processes.py``) and the tags of live runs kept in
+the job's execution state (through ``states.transition_job``); it is the only writer of node
+states (through ``nodes.NodeTable``). Runs are tagged (see ``processes.py``) and the tags of live runs kept in
 the ``run_tags`` table, so that a service started again after it was killed finds what its
 predecessor left (:meth:`Scheduler._recover`):
 
@@ -53,24 +54,23 @@ import time
 import uuid
 from typing import Any, Optional
 
-from .states import (AllocationState, ExecutionState, IllegalTransition, JobGone, NodeState, job_error,
-                         transition_job, utc_now)
+from .states import (JOB_TERMINATED, AllocationState, ExecutionState, IllegalTransition, JobGone, NodeState,
+                     job_error, node_state_counts, transition_job, utc_now)
 from .nodes import NodeTable
 from .job_executor import JobRun, RunResult, StopReason, discard_run_secrets, run_dir_of, run_has_started
 from .node_setup import NodeSlot, prepare_node
+from .output_dirs import forget_output_dirs
+from .resource_types import CLUSTER_TYPE, JOB_TYPE, stored_type
 from .paths import cluster_dir, job_dir, node_id_for
 from .processes import stop_tagged, tagged_pids
 from .supervisor import EXIT_FILE
-from ..batchai.outputs import forget_output_dirs
-from ..core.backend import LocalBackend
+from ..core.context import ServiceContext
 from ..core.store import resource_key
 
-__all__ = ["Scheduler", "CLUSTER_TYPE", "JOB_TYPE"]
+__all__ = ["Scheduler"]
 
 log = logging.getLogger(__name__)
 
-CLUSTER_TYPE = "microsoft.batchai/workspaces/clusters"
-JOB_TYPE = "microsoft.batchai/workspaces/experiments/jobs"
 #: how often the loop looks at provisioning and deallocation timers while nodes wait on them.
 TICK_S = 0.2
 #: how often it looks when nothing waits on a timer (notify() wakes it at once anyway).
@@ -101,13 +101,13 @@ def _node_count(job: dict[str, Any]) -> int:
 
 
 class Scheduler:
-    """Runs the jobs of one service (see the module docstring); the Batch AI backend holds it as its
+    """Runs the jobs of one service (see the module docstring); the Batch AI provider holds it as its
     :class:`~..batchai.scheduling.JobScheduler`."""
 
-    def __init__(self, backend: LocalBackend) -> None:
-        self.backend = backend
-        self.store = backend.store
-        self.nodes = NodeTable(backend.store)
+    def __init__(self, context: ServiceContext) -> None:
+        self.context = context
+        self.store = context.store
+        self.nodes = NodeTable(context.store)
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -155,11 +155,11 @@ class Scheduler:
                 continue
             key = resource_key(job["id"])
             tag = tags.get(key)
-            run_dir = run_dir_of(self.backend, job["id"], tag) if tag else None
+            run_dir = run_dir_of(self.context, job["id"], tag) if tag else None
             nodes = [NodeSlot(r["idx"], r["node_id"]) for r in self.store.query(
                 "SELECT idx, node_id FROM nodes WHERE job = ? ORDER BY cluster, idx", (key,))]
             if tag and run_dir and nodes and (tagged_pids(tag) or (run_dir / EXIT_FILE).exists()):
-                run = JobRun.reattach(self.backend, job["id"], nodes, tag, self._run_done)
+                run = JobRun.reattach(self.context, job["id"], nodes, tag, self._run_done)
                 self._runs[key] = run
                 reattached.append(run)
                 if state == ExecutionState.TERMINATING.value:
@@ -173,8 +173,7 @@ class Scheduler:
                 if tag and run_dir and run_has_started(run_dir):
                     transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[SERVICE_KILLED])
                 elif state == ExecutionState.TERMINATING.value:
-                    transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[
-                        job_error("JobTerminated", "The job was terminated by the user.")])
+                    transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[JOB_TERMINATED])
                 else:  # nothing of it ran: it runs from the start, once
                     transition_job(self.store, job["id"], ExecutionState.QUEUED)
             except (IllegalTransition, JobGone):
@@ -187,11 +186,10 @@ class Scheduler:
         for run in reattached:
             run.start()
 
-    # -- what the Batch AI backend asks (JobScheduler) ------------------------------------------------------------------------
+    # -- what the Batch AI provider asks (JobScheduler) ----------------------------------------
 
     def terminate_job(self, job_id: str, *, wait: bool = True) -> None:
         """Stop a job for the user: ``terminating``, its processes stopped, then ``failed``."""
-        terminated = job_error("JobTerminated", "The job was terminated by the user.")
         with self._lock:
             job = self.store.get(job_id)
             if job is None:
@@ -201,14 +199,14 @@ class Scheduler:
             try:
                 if state == ExecutionState.QUEUED.value:
                     transition_job(self.store, job_id, ExecutionState.TERMINATING)
-                    transition_job(self.store, job_id, ExecutionState.FAILED, errors=[terminated])
+                    transition_job(self.store, job_id, ExecutionState.FAILED, errors=[JOB_TERMINATED])
                     return
                 if state == ExecutionState.RUNNING.value:
                     transition_job(self.store, job_id, ExecutionState.TERMINATING)
                 if run is not None:
                     run.stop(StopReason.TERMINATED)
                 elif state in (ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value):
-                    transition_job(self.store, job_id, ExecutionState.FAILED, errors=[terminated])
+                    transition_job(self.store, job_id, ExecutionState.FAILED, errors=[JOB_TERMINATED])
             except (IllegalTransition, JobGone):
                 return
         if wait and run is not None:
@@ -228,8 +226,8 @@ class Scheduler:
             self._free_nodes(key)
             with self.store.transaction() as db:
                 db.execute("DELETE FROM run_tags WHERE owner = ?", (key,))
-        forget_output_dirs(self.backend, job_id)
-        shutil.rmtree(job_dir(self.backend, job_id), ignore_errors=True)  # mounts are symlinks: not followed
+        forget_output_dirs(self.context, job_id)
+        shutil.rmtree(job_dir(self.context, job_id), ignore_errors=True)  # mounts are symlinks: not followed
         self.notify()
 
     def forget_cluster(self, cluster_id: str) -> None:
@@ -245,7 +243,7 @@ class Scheduler:
             with self.store.transaction() as db:
                 db.execute("DELETE FROM run_tags WHERE substr(owner, 1, ?) = ?",
                            (len(f"setup:{key}:"), f"setup:{key}:"))
-        shutil.rmtree(cluster_dir(self.backend, cluster_id), ignore_errors=True)
+        shutil.rmtree(cluster_dir(self.context, cluster_id), ignore_errors=True)
 
     def running_jobs(self, cluster_id: str) -> list[str]:
         """Ids of the jobs running or terminating on a cluster."""
@@ -276,14 +274,14 @@ class Scheduler:
         rows = self.store.query(
             "SELECT body FROM resources WHERE type = ? AND json_extract(body, '$.properties.executionState')"
             " IN (?, ?, ?) ORDER BY created",
-            (JOB_TYPE, ExecutionState.QUEUED.value, ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value))
+            (stored_type(JOB_TYPE), ExecutionState.QUEUED.value, ExecutionState.RUNNING.value, ExecutionState.TERMINATING.value))
         return [json.loads(r["body"]) for r in rows]
 
     def _has_jobs(self, cluster_key: str) -> bool:
         """Whether any job, finished or not, names the cluster (auto-scale's initialNodeCount ends then)."""
         rows = self.store.query(
             "SELECT 1 FROM resources WHERE type = ? AND lower(json_extract(body, '$.properties.cluster.id')) = ?"
-            " LIMIT 1", (JOB_TYPE, cluster_key))
+            " LIMIT 1", (stored_type(JOB_TYPE), cluster_key))
         return bool(rows)
 
     def _pass(self) -> bool:
@@ -331,7 +329,7 @@ class Scheduler:
             if not jobs and not self._has_jobs(cluster_key):
                 needed = int(auto.get("initialNodeCount") or 0)
             # A node that became idle lately stays for the scale-down delay, as Batch AI kept one.
-            recent = now - self.backend.settings.scale_down_delay_s
+            recent = now - self.context.settings.scale_down_delay_s
             kept = sum(1 for r in rows if r["state"] == NodeState.RUNNING.value
                        or (r["state"] == NodeState.IDLE.value and (r["since"] or 0) > recent))
             return min(max(needed, low, kept), high), high, "waitforjobcompletion"
@@ -344,7 +342,7 @@ class Scheduler:
         if str(props.get("provisioningState", "succeeded")).lower() in ("creating", "deleting", "failed"):
             return
         cluster_id, key = cluster["id"], resource_key(cluster["id"])
-        settings = self.backend.settings
+        settings = self.context.settings
         now = time.time()
 
         # Timers: leaving nodes go, prepared nodes get mounted and set up.
@@ -385,7 +383,7 @@ class Scheduler:
         self._publish(cluster_id, key, jobs)
 
     def _shrink(self, key: str, live: list[dict[str, Any]], excess: int, deallocation: str, now: float) -> None:
-        leave_at = now + self.backend.settings.deallocation_delay_s
+        leave_at = now + self.context.settings.deallocation_delay_s
         order = {NodeState.UNUSABLE.value: 0, NodeState.PREPARING.value: 1, NodeState.IDLE.value: 2,
                  NodeState.RUNNING.value: 3}
         # Idle nodes go longest-idle first (the others may be inside an auto-scale delay).
@@ -417,7 +415,7 @@ class Scheduler:
 
         def work() -> None:
             try:
-                error = prepare_node(self.backend, cluster_id, node, tag)
+                error = prepare_node(self.context, cluster_id, node, tag)
             except Exception as exc:
                 log.exception("preparing node %s failed", node.node_id)
                 error = job_error("NodeSetupFailed", f"Preparing node {node.node_id} failed: {type(exc).__name__}")
@@ -462,11 +460,7 @@ class Scheduler:
             target, _, _ = self._target(key, props, jobs, rows, now)
             steady = live == target and not settling
             counted = rows if steady else [r for r in rows if r["state"] != NodeState.PREPARING.value]
-            counts = {state.count_field: 0 for state in NodeState}
-            for row in counted:
-                counts[NodeState(row["state"]).count_field] += 1
-            ordered = {name: counts[name] for name in ("runningNodeCount", "idleNodeCount", "unusableNodeCount",
-                                                       "preparingNodeCount", "leavingNodeCount")}
+            ordered = node_state_counts(NodeState(row["state"]) for row in counted)
             allocation = (AllocationState.STEADY if steady else AllocationState.RESIZING).value
             if (props.get("allocationState") == allocation and props.get("currentNodeCount") == len(counted)
                     and props.get("nodeStateCounts") == ordered):
@@ -487,7 +481,7 @@ class Scheduler:
     def _start_job(self, job: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
         job_id, key = job["id"], resource_key(job["id"])
         cluster_key = nodes[0]["cluster"]
-        run = JobRun(self.backend, job_id, [NodeSlot(r["idx"], r["node_id"]) for r in nodes], self._run_done)
+        run = JobRun(self.context, job_id, [NodeSlot(r["idx"], r["node_id"]) for r in nodes], self._run_done)
         # The tag is stored before anything starts, so a service killed at any point after this
         # finds the run when it starts again (and knows from the run's directory whether it ran).
         with self.store.transaction() as db:
@@ -528,8 +522,7 @@ class Scheduler:
         try:
             if state == ExecutionState.TERMINATING.value:
                 # The user's terminate wins over however the processes ended.
-                errors = result.errors if result.stop_reason is StopReason.TERMINATED else [
-                    job_error("JobTerminated", "The job was terminated by the user.")]
+                errors = result.errors if result.stop_reason is StopReason.TERMINATED else [JOB_TERMINATED]
                 transition_job(self.store, job_id, ExecutionState.FAILED, exit_code=result.exit_code, errors=errors)
             elif result.state is ExecutionState.QUEUED:
                 transition_job(self.store, job_id, ExecutionState.QUEUED, allowed_from=[ExecutionState.RUNNING])

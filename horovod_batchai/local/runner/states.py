@@ -19,7 +19,8 @@ from typing import Any, Iterable, Optional
 from ..core.store import Store
 
 __all__ = ["ExecutionState", "AllocationState", "NodeState", "IllegalTransition", "JobGone",
-           "ALLOWED_TRANSITIONS", "transition_job", "job_error", "utc_now"]
+           "ALLOWED_TRANSITIONS", "transition_job", "job_error", "utc_now", "JOB_TERMINATED", "NODE_COUNT_FIELDS",
+           "node_state_counts"]
 
 
 class ExecutionState(str, enum.Enum):
@@ -49,6 +50,19 @@ class NodeState(str, enum.Enum):
     def count_field(self) -> str:
         """The ``nodeStateCounts`` field that counts nodes in this state."""
         return f"{self.value}NodeCount"
+
+
+#: the fields of a cluster's ``nodeStateCounts``, in the order the service answered them.
+NODE_COUNT_FIELDS = ("runningNodeCount", "idleNodeCount", "unusableNodeCount", "preparingNodeCount",
+                     "leavingNodeCount")
+
+
+def node_state_counts(states: Iterable[NodeState] = ()) -> dict[str, int]:
+    """A cluster's ``nodeStateCounts`` for nodes in ``states`` (all zero for none)."""
+    counts = dict.fromkeys(NODE_COUNT_FIELDS, 0)
+    for state in states:
+        counts[state.count_field] += 1
+    return counts
 
 
 ALLOWED_TRANSITIONS: dict[ExecutionState, frozenset[ExecutionState]] = {
@@ -87,6 +101,10 @@ def job_error(code: str, message: str, details: Optional[Iterable[tuple[str, str
     if details:
         error["details"] = [{"name": name, "value": value} for name, value in details]
     return error
+
+
+#: the error a job the user terminated ends with.
+JOB_TERMINATED = job_error("JobTerminated", "The job was terminated by the user.")
 
 
 def transition_job(store: Store, job_id: str, to: ExecutionState, *,

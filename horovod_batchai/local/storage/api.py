@@ -32,8 +32,11 @@ from werkzeug.wrappers import Response
 from .accounts import ACCOUNT_TYPE, find_account, new_key
 from ..blob.azurite import AzuriteError
 from ..core.api_versions import STORAGE
-from ..core.arm_errors import ArmError
-from ..core.backend import LocalBackend
+from ..core.arm_errors import (InvalidRequestContent, InvalidRequestPropertyValue, InvalidResourceLocation,
+                               ResourceNotFound)
+from .records import StorageAccount
+from .errors import AccountNameInvalid, StorageAccountAlreadyTaken, StorageAccountKindChangeNotAllowed
+from ..core.context import ServiceContext
 from ..core.routing import Call, Route, json_response
 from ..core.store import resource_key
 from ..files.store import delete_account_data
@@ -80,36 +83,29 @@ def _account_id(subscription_id: str, group_name: str, account_name: str) -> str
             f"/providers/Microsoft.Storage/storageAccounts/{account_name}")
 
 
-def _not_found(account_name: str, group_name: str) -> ArmError:
-    return ArmError(404, "ResourceNotFound",
-                    f"The Resource 'Microsoft.Storage/storageAccounts/{account_name}' under resource group "
-                    f"'{group_name}' was not found.")
+def _not_found(account_name: str, group_name: str) -> ResourceNotFound:
+    return ResourceNotFound(
+        f"The Resource 'Microsoft.Storage/storageAccounts/{account_name}' under resource group "
+        f"'{group_name}' was not found.")
 
 
-def _published(backend: LocalBackend, account: dict[str, Any]) -> dict[str, Any]:
-    """The account as answered: with the blob endpoint where Azurite runs."""
-    blob = backend.blob.account_url(account["name"]) if backend.blob is not None else None
+def _published(context: ServiceContext, doc: dict[str, Any]) -> dict[str, Any]:
+    """An account's document as answered: with the blob endpoint where Azurite runs."""
+    blob = context.blob.account_url(doc["name"]) if context.blob is not None else None
     if blob is None:
-        return account
-    endpoints = {**account["properties"].get("primaryEndpoints", {}), "blob": blob}
-    return {**account, "properties": {**account["properties"], "primaryEndpoints": endpoints}}
+        return doc
+    endpoints = {**doc["properties"].get("primaryEndpoints", {}), "blob": blob}
+    return {**doc, "properties": {**doc["properties"], "primaryEndpoints": endpoints}}
 
 
-def _tell_blob_endpoint(backend: LocalBackend) -> None:
+def _tell_blob_endpoint(context: ServiceContext) -> None:
     """Azurite learns the accounts and keys as they are now; a failure there fails no ARM request."""
-    if backend.blob is None:
+    if context.blob is None:
         return
     try:
-        backend.blob.refresh_accounts()
+        context.blob.refresh_accounts()
     except AzuriteError as exc:
         log.warning("the blob endpoint could not take the new account set: %s", exc)
-
-
-def _request_object(call: Call) -> dict[str, Any]:
-    body = call.json()
-    if not isinstance(body, dict):
-        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: the body must be a JSON object.")
-    return body
 
 
 def _enum(value: Any, field: str, allowed: tuple[str, ...]) -> str:
@@ -118,18 +114,18 @@ def _enum(value: Any, field: str, allowed: tuple[str, ...]) -> str:
         for member in allowed:
             if member.lower() == value.lower():
                 return member
-    raise ArmError(400, "InvalidRequestPropertyValue",
-                   f"The value '{value}' is not allowed for property '{field}'. Valid values are: "
-                   f"{', '.join(allowed)}.")
+    raise InvalidRequestPropertyValue(
+        f"The value '{value}' is not allowed for property '{field}'. Valid values are: "
+        f"{', '.join(allowed)}.")
 
 
 def _sku(value: Any) -> dict[str, str]:
     if value is None:
-        raise ArmError(400, "InvalidRequestContent",
-                       "The request content was invalid: 'sku' is required, e.g. {\"name\": \"Standard_LRS\"}.")
+        raise InvalidRequestContent(
+            "The request content was invalid: 'sku' is required, e.g. {\"name\": \"Standard_LRS\"}.")
     if not isinstance(value, dict):
-        raise ArmError(400, "InvalidRequestContent",
-                       "The request content was invalid: 'sku' must be an object such as {\"name\": \"Standard_LRS\"}.")
+        raise InvalidRequestContent(
+            "The request content was invalid: 'sku' must be an object such as {\"name\": \"Standard_LRS\"}.")
     name = _enum(value.get("name"), "sku.name", SKU_NAMES)
     return {"name": name, "tier": name.split("_", 1)[0]}
 
@@ -138,16 +134,16 @@ def _settable_properties(properties: Any) -> dict[str, Any]:
     if properties is None:
         return {}
     if not isinstance(properties, dict):
-        raise ArmError(400, "InvalidRequestContent", "The request content was invalid: 'properties' must be an object.")
+        raise InvalidRequestContent("The request content was invalid: 'properties' must be an object.")
     chosen: dict[str, Any] = {}
     for field, (kind, allowed) in _SETTABLE.items():
         if field not in properties or properties[field] is None:
             continue
         value = properties[field]
         if not isinstance(value, kind):
-            raise ArmError(400, "InvalidRequestContent",
-                           f"The request content was invalid: 'properties.{field}' must be a "
-                           f"{'boolean' if kind is bool else 'string'}.")
+            raise InvalidRequestContent(
+                f"The request content was invalid: 'properties.{field}' must be a "
+                f"{'boolean' if kind is bool else 'string'}.")
         chosen[field] = _enum(value, f"properties.{field}", allowed) if allowed else value
     return chosen
 
@@ -182,52 +178,52 @@ def _keys_body(private: dict[str, Any]) -> dict[str, Any]:
 # -- handlers -----------------------------------------------------------------------------------
 
 def put_account(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
-    group = require_resource_group(call.backend, subscriptionId, resourceGroupName, for_write=True)
+    group = require_resource_group(call.context, subscriptionId, resourceGroupName, for_write=True)
     problem = check_account_name(accountName)
     if problem:
-        raise ArmError(400, "AccountNameInvalid", problem)
-    request = _request_object(call)
+        raise AccountNameInvalid(problem)
+    request = call.json_object()
     if is_classic(call.api_version):
         request = request_from_classic(request, for_create=True)
     sku = _sku(request.get("sku"))
     kind = _enum(request.get("kind", "StorageV2"), "kind", KINDS)
-    location = normalize_location(request.get("location"), call.backend)
+    location = normalize_location(request.get("location"), call.context)
     tags = validate_tags(request.get("tags"))
     settable = _settable_properties(request.get("properties"))
-    backend = call.backend
-    account_id = _account_id(subscriptionId, group["name"], accountName)
-    # Check-then-create under the backend lock: account names are global, and two groups may race.
-    with backend.lock:
-        holder = find_account(backend.store, accountName)
+    context = call.context
+    account_id = _account_id(subscriptionId, group.name, accountName)
+    # Check-then-create under the context lock: account names are global, and two groups may race.
+    with context.lock:
+        holder = find_account(context.store, accountName)
         if holder is not None and resource_key(holder["id"]) != resource_key(account_id):
-            raise ArmError(409, "StorageAccountAlreadyTaken", f"The storage account named {accountName} is already taken.")
+            raise StorageAccountAlreadyTaken(f"The storage account named {accountName} is already taken.")
         if holder is not None:
             if holder["location"] != location:
-                raise ArmError(409, "InvalidResourceLocation",
-                               f"The resource '{accountName}' already exists in location '{holder['location']}' in "
-                               f"resource group '{group['name']}'. A resource with the same name cannot be created "
-                               f"in location '{location}'. Please select a new resource name.")
+                raise InvalidResourceLocation(
+                    f"The resource '{accountName}' already exists in location '{holder['location']}' in "
+                    f"resource group '{group.name}'. A resource with the same name cannot be created "
+                    f"in location '{location}'. Please select a new resource name.")
             if holder["kind"] != kind:
-                raise ArmError(409, "StorageAccountKindChangeNotAllowed",
-                               f"The kind of storage account {accountName} is '{holder['kind']}' and cannot be changed "
-                               f"to '{kind}' by a PUT; create a new account instead.")
+                raise StorageAccountKindChangeNotAllowed(
+                    f"The kind of storage account {accountName} is '{holder['kind']}' and cannot be changed "
+                    f"to '{kind}' by a PUT; create a new account instead.")
             # An existing account of the caller's: PUT updates it and answers at once, as Azure does.
             body = _account_body(holder["id"], holder["name"], location, sku, kind,
                                  tags if tags is not None else holder.get("tags", {}), settable,
                                  call.base_url, holder["properties"]["creationTime"])
-            backend.store.put(holder["id"], ACCOUNT_TYPE, group["id"], body)
-            return json_response(account_for_version(_published(backend, body), call.api_version), 200)
+            context.store.put(holder["id"], ACCOUNT_TYPE, group.id, body)
+            return json_response(account_for_version(_published(context, body), call.api_version), 200)
         created = utc_timestamp()
         body = _account_body(account_id, accountName, location, sku, kind, tags or {}, settable,
                              call.base_url, created)
         # key1 is derived, so a client configured before the account exists knows it (keys.py).
-        first = initial_key1(backend.token_secret, accountName)
+        first = initial_key1(context.token_secret, accountName)
         keys = [{"keyName": name, "value": first if name == "key1" else new_key(), "permissions": "FULL",
                  "creationTime": created} for name in _KEY_NAMES]
-        backend.store.put(account_id, ACCOUNT_TYPE, group["id"], body, private={"keys": keys})
-    _tell_blob_endpoint(backend)
+        context.store.put(account_id, ACCOUNT_TYPE, group.id, body, private={"keys": keys})
+    _tell_blob_endpoint(context)
     operation_id = str(uuid.uuid4())
-    with backend.store.transaction() as db:
+    with context.store.transaction() as db:
         db.execute("INSERT INTO storage_async_operations (id, account, created) VALUES (?, ?, ?)",
                    (operation_id, resource_key(account_id), time.time()))
     location_url = call.url(f"/subscriptions/{subscriptionId}/providers/Microsoft.Storage/locations/{location}"
@@ -238,34 +234,34 @@ def put_account(call: Call, subscriptionId: str, resourceGroupName: str, account
 
 def get_async_operation(call: Call, subscriptionId: str, location: str, operationId: str) -> Response:
     check_subscription_id(subscriptionId)
-    store = call.backend.store
+    store = call.context.store
     rows = store.query("SELECT account FROM storage_async_operations WHERE id = ?", (operationId,))
     if not rows:
-        raise ArmError(404, "ResourceNotFound", f"The async operation '{operationId}' was not found.")
+        raise ResourceNotFound(f"The async operation '{operationId}' was not found.")
     account = store.get(rows[0]["account"])
     if account is None:
-        raise ArmError(404, "ResourceNotFound",
-                       "The storage account this operation created no longer exists.")
-    return json_response(account_for_version(_published(call.backend, account), call.api_version))
+        raise ResourceNotFound(
+            "The storage account this operation created no longer exists.")
+    return json_response(account_for_version(_published(call.context, account), call.api_version))
 
 
 def get_account(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
-    account = _existing(call.backend, subscriptionId, resourceGroupName, accountName)
-    return json_response(account_for_version(_published(call.backend, account), call.api_version))
+    account = _existing(call.context, subscriptionId, resourceGroupName, accountName)
+    return json_response(account_for_version(_published(call.context, account.doc), call.api_version))
 
 
-def _existing(backend: LocalBackend, subscription_id: str, group_name: str, account_name: str, *,
-              for_write: bool = False) -> dict[str, Any]:
-    group = require_resource_group(backend, subscription_id, group_name, for_write=for_write)
-    account = backend.store.get(_account_id(subscription_id, group["name"], account_name))
-    if account is None:
-        raise _not_found(account_name, group["name"])
-    return account
+def _existing(context: ServiceContext, subscription_id: str, group_name: str, account_name: str, *,
+              for_write: bool = False) -> StorageAccount:
+    group = require_resource_group(context, subscription_id, group_name, for_write=for_write)
+    doc = context.store.get(_account_id(subscription_id, group.name, account_name))
+    if doc is None:
+        raise _not_found(account_name, group.name)
+    return StorageAccount(doc)
 
 
 def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
-    account = _existing(call.backend, subscriptionId, resourceGroupName, accountName, for_write=True)
-    request = _request_object(call)
+    account = _existing(call.context, subscriptionId, resourceGroupName, accountName, for_write=True)
+    request = call.json_object()
     if is_classic(call.api_version):
         request = request_from_classic(request, for_create=False)
     sku = _sku(request["sku"]) if request.get("sku") is not None else None
@@ -273,9 +269,9 @@ def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accou
     settable = _settable_properties(request.get("properties"))
     if request.get("kind") is not None:
         kind = _enum(request["kind"], "kind", KINDS)
-        if kind != account["kind"] and not (account["kind"] == "Storage" and kind == "StorageV2"):
-            raise ArmError(409, "StorageAccountKindChangeNotAllowed",
-                           f"A storage account of kind '{account['kind']}' can only be upgraded to 'StorageV2'.")
+        if kind != account.kind and not (account.kind == "Storage" and kind == "StorageV2"):
+            raise StorageAccountKindChangeNotAllowed(
+                f"A storage account of kind '{account.kind}' can only be upgraded to 'StorageV2'.")
     else:
         kind = None
 
@@ -290,97 +286,97 @@ def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accou
             body["tags"] = tags
         body["properties"].update(settable)
 
-    updated = call.backend.store.update(account["id"], change)
+    updated = call.context.store.update(account.id, change)
     if updated is None:
         raise _not_found(accountName, resourceGroupName)
-    return json_response(account_for_version(_published(call.backend, updated), call.api_version))
+    return json_response(account_for_version(_published(call.context, updated), call.api_version))
 
 
-def delete_accounts_in_group(backend: LocalBackend, group_id: str) -> None:
+def delete_accounts_in_group(context: ServiceContext, group_id: str) -> None:
     """Every storage account of a resource group, with its data (resource group deletion)."""
-    for account in backend.store.list_under(group_id, ACCOUNT_TYPE):
-        delete_account(backend, account)
+    for doc in context.store.list_under(group_id, ACCOUNT_TYPE):
+        delete_account(context, StorageAccount(doc))
 
 
-def delete_account(backend: LocalBackend, account: dict[str, Any]) -> None:
+def delete_account(context: ServiceContext, account: StorageAccount) -> None:
     """Delete an account document, its shares and files, and its blob containers."""
-    delete_account_data(backend, account["name"])
-    keys = [k["value"] for k in backend.store.get_private(account["id"]).get("keys", [])]
-    if backend.blob is not None and keys:
+    delete_account_data(context, account.name)
+    keys = [k["value"] for k in context.store.get_private(account.id).get("keys", [])]
+    if context.blob is not None and keys:
         try:
             # While Azurite still knows the account: its key is what opens the containers.
-            backend.blob.delete_account_data(account["name"], keys[0])
+            context.blob.delete_account_data(account.name, keys[0])
         except AzuriteError as exc:
-            log.warning("the blob containers of account %s could not be deleted: %s", account["name"], exc)
-    backend.store.delete(account["id"])
-    _tell_blob_endpoint(backend)
+            log.warning("the blob containers of account %s could not be deleted: %s", account.name, exc)
+    context.store.delete(account.id)
+    _tell_blob_endpoint(context)
 
 
 
 
 def delete_account_handler(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
-    group = require_resource_group(call.backend, subscriptionId, resourceGroupName)
-    account = call.backend.store.get(_account_id(subscriptionId, group["name"], accountName))
-    if account is None:
+    group = require_resource_group(call.context, subscriptionId, resourceGroupName)
+    doc = call.context.store.get(_account_id(subscriptionId, group.name, accountName))
+    if doc is None:
         return Response(b"", status=204)  # already gone: Azure answers 204
-    delete_account(call.backend, account)
+    delete_account(call.context, StorageAccount(doc))
     return Response(b"", status=200)
 
 
 def list_accounts_in_group(call: Call, subscriptionId: str, resourceGroupName: str) -> Response:
-    group = require_resource_group(call.backend, subscriptionId, resourceGroupName)
-    accounts = call.backend.store.list(ACCOUNT_TYPE, parent=group["id"])
-    return json_response({"value": [account_for_version(_published(call.backend, a), call.api_version)
+    group = require_resource_group(call.context, subscriptionId, resourceGroupName)
+    accounts = call.context.store.list(ACCOUNT_TYPE, parent=group.id)
+    return json_response({"value": [account_for_version(_published(call.context, a), call.api_version)
                                     for a in accounts]})
 
 
 def list_accounts(call: Call, subscriptionId: str) -> Response:
     check_subscription_id(subscriptionId)
     prefix = f"/subscriptions/{subscriptionId}/".lower()
-    accounts = [a for a in call.backend.store.list(ACCOUNT_TYPE) if a["id"].lower().startswith(prefix)]
-    return json_response({"value": [account_for_version(_published(call.backend, a), call.api_version)
+    accounts = [a for a in call.context.store.list(ACCOUNT_TYPE) if a["id"].lower().startswith(prefix)]
+    return json_response({"value": [account_for_version(_published(call.context, a), call.api_version)
                                     for a in accounts]})
 
 
 def list_keys(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
-    account = _existing(call.backend, subscriptionId, resourceGroupName, accountName)
-    return json_response(keys_for_version(_keys_body(call.backend.store.get_private(account["id"])), call.api_version))
+    account = _existing(call.context, subscriptionId, resourceGroupName, accountName)
+    return json_response(keys_for_version(_keys_body(call.context.store.get_private(account.id)), call.api_version))
 
 
 def regenerate_key(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
-    account = _existing(call.backend, subscriptionId, resourceGroupName, accountName, for_write=True)
-    request = _request_object(call)
+    account = _existing(call.context, subscriptionId, resourceGroupName, accountName, for_write=True)
+    request = call.json_object()
     key_name = request.get("keyName")
     if not isinstance(key_name, str) or key_name.lower() not in _KEY_NAMES:
-        raise ArmError(400, "InvalidRequestPropertyValue",
-                       f"The value '{key_name}' is not allowed for property 'keyName'. Valid values are: key1, key2.")
-    store = call.backend.store
-    with call.backend.lock:
-        private = store.get_private(account["id"])
+        raise InvalidRequestPropertyValue(
+            f"The value '{key_name}' is not allowed for property 'keyName'. Valid values are: key1, key2.")
+    store = call.context.store
+    with call.context.lock:
+        private = store.get_private(account.id)
         for key in private.get("keys", []):
             if key["keyName"] == key_name.lower():
                 key["value"] = new_key()
                 key["creationTime"] = utc_timestamp()
-        store.update_private(account["id"], private)
-    _tell_blob_endpoint(call.backend)
+        store.update_private(account.id, private)
+    _tell_blob_endpoint(call.context)
     return json_response(keys_for_version(_keys_body(private), call.api_version))
 
 
 def check_name_availability(call: Call, subscriptionId: str) -> Response:
     check_subscription_id(subscriptionId)
-    request = _request_object(call)
+    request = call.json_object()
     name, rtype = request.get("name"), request.get("type", "Microsoft.Storage/storageAccounts")
     if not isinstance(name, str):
-        raise ArmError(400, "InvalidRequestContent",
-                       "The request content was invalid: 'name' must be a string, the account name to check.")
-    if not isinstance(rtype, str) or rtype.lower() != "microsoft.storage/storageaccounts":
-        raise ArmError(400, "InvalidRequestPropertyValue",
-                       f"The value '{rtype}' is not allowed for property 'type'. Valid values are: "
-                       "Microsoft.Storage/storageAccounts.")
+        raise InvalidRequestContent(
+            "The request content was invalid: 'name' must be a string, the account name to check.")
+    if not isinstance(rtype, str) or rtype.lower() != ACCOUNT_TYPE:
+        raise InvalidRequestPropertyValue(
+            f"The value '{rtype}' is not allowed for property 'type'. Valid values are: "
+            "Microsoft.Storage/storageAccounts.")
     problem = check_account_name(name)
     if problem:
         return json_response({"nameAvailable": False, "reason": "AccountNameInvalid", "message": problem})
-    if find_account(call.backend.store, name) is not None:
+    if find_account(call.context.store, name) is not None:
         return json_response({"nameAvailable": False, "reason": "AlreadyExists",
                               "message": f"The storage account named {name} is already taken."})
     return json_response({"nameAvailable": True})

@@ -12,7 +12,7 @@ import copy
 from typing import Any
 
 from ..core.api_versions import STORAGE_CLASSIC
-from ..core.arm_errors import ArmError
+from ..core.arm_errors import InvalidRequestContent
 
 __all__ = ["is_classic", "request_from_classic", "account_for_version", "keys_for_version"]
 
@@ -33,13 +33,13 @@ def request_from_classic(request: dict[str, Any], *, for_create: bool) -> dict[s
     account_type = properties.pop("accountType", None) if isinstance(properties, dict) else None
     if account_type is None:
         if for_create:
-            raise ArmError(400, "InvalidRequestContent", "The request content was invalid: 'properties.accountType' "
-                                                         "is required, e.g. \"Standard_LRS\".")
+            raise InvalidRequestContent("The request content was invalid: 'properties.accountType' "
+                                        "is required, e.g. \"Standard_LRS\".")
         return converted
     if account_type not in CLASSIC_ACCOUNT_TYPES:
-        raise ArmError(400, "InvalidRequestContent",
-                       f"The value '{account_type}' is not allowed for property 'properties.accountType'. Valid values "
-                       f"are: {', '.join(CLASSIC_ACCOUNT_TYPES)}.")
+        raise InvalidRequestContent(
+            f"The value '{account_type}' is not allowed for property 'properties.accountType'. Valid values "
+            f"are: {', '.join(CLASSIC_ACCOUNT_TYPES)}.")
     converted["sku"] = {"name": account_type}
     if for_create:
         converted["kind"] = "Storage"

@@ -61,10 +61,10 @@ def test_cluster_create_is_202_then_poll_then_the_recorded_body(resources, batch
 def test_secrets_stay_private_in_the_store(service, resources, batchai):
     make_workspace(resources, batchai, experiment=None)
     cluster = make_cluster(batchai)
-    private = service.backend.store.get_private(cluster.id)
+    private = service.context.store.get_private(cluster.id)
     assert private["mountKeys"] == {"clitest000002/share": ACCOUNT_KEY}
     assert private["adminUserPassword"] == "DemoPa$$w0rd"
-    assert ACCOUNT_KEY not in str(service.backend.store.get(cluster.id))
+    assert ACCOUNT_KEY not in str(service.context.store.get(cluster.id))
 
 
 def test_cluster_reaches_steady_with_idle_nodes_and_lists_login_information(resources, batchai):

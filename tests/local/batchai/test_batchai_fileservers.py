@@ -31,7 +31,7 @@ def test_create_get_list_delete(service, resources, batchai):
     assert body["type"] == "Microsoft.BatchAI/workspaces/fileservers"
     assert body["properties"]["sshConfiguration"] == {"userAccountSettings": {"adminUserName": "admin_user_name"}}
     assert "fs-Pa55word" not in str(body)
-    data_dir = service.backend.fileserver_dir(server.id)
+    data_dir = service.context.fileserver_dir(server.id)
     assert data_dir.is_dir()
     assert [s.name for s in batchai.file_servers.list_by_workspace(RG, WS)] == ["nfs"]
     deleted = raw(batchai, "DELETE", FS_PATH)

@@ -75,7 +75,7 @@ def test_secret_values_are_never_answered(service, cluster, batchai):
     assert [s.name for s in job.secrets] == ["TOKEN"] and job.secrets[0].value is None
     assert job.environment_variables[0].value == "visible"
     assert "s3cr3t-value" not in raw(batchai, "GET", JOB_PATH + "/secretive").text()
-    assert service.backend.store.get_private(job.id)["secrets"] == {"TOKEN": "s3cr3t-value"}
+    assert service.context.store.get_private(job.id)["secrets"] == {"TOKEN": "s3cr3t-value"}
     batchai.jobs.begin_terminate(RG, WS, EXP, "secretive").result()
 
 

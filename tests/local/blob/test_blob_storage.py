@@ -114,8 +114,8 @@ def test_azurite_starts_with_the_first_storage_account(service, storage, group) 
 @needs_node
 def test_a_service_stopped_while_azurite_starts_leaves_no_azurite(tmp_path: Path) -> None:
     with LocalService(tmp_path / "state", settings=FAST) as service:
-        assert service.backend is not None and service.backend.blob is not None
-        service.backend.blob.start(lambda: {}, wait=False)
+        assert service.context is not None and service.context.blob is not None
+        service.context.blob.start(lambda: {}, wait=False)
         wait_for(lambda: _azurite_pids(tmp_path / "state"), 30, interval=0.01, what="Azurite's process")
     assert _azurite_pids(tmp_path / "state") == []
 
@@ -123,8 +123,8 @@ def test_a_service_stopped_while_azurite_starts_leaves_no_azurite(tmp_path: Path
 @needs_node
 def test_azurite_starts_and_stops_with_the_service(tmp_path: Path) -> None:
     with LocalService(tmp_path / "state", settings=FAST) as service:
-        assert service.backend is not None and service.backend.blob is not None
-        pid = service.backend.blob.require().pid
+        assert service.context is not None and service.context.blob is not None
+        pid = service.context.blob.require().pid
         assert pid is not None and Path(f"/proc/{pid}").exists()
         assert oct((tmp_path / "state" / "blob").stat().st_mode & 0o777) == "0o700"
     deadline = time.monotonic() + 10

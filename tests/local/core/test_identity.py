@@ -41,7 +41,7 @@ def test_azure_identity_gets_a_token_that_opens_the_management_plane(service: Lo
     from azure.mgmt.resource.resources import ResourceManagementClient
     credential = ManagedIdentityCredential()
     token = credential.get_token("https://management.azure.com/.default")
-    claims = verify_token(service.backend.token_secret, token.token)
+    claims = verify_token(service.context.token_secret, token.token)
     assert claims is not None and claims["tid"] == TENANT_ID and claims["aud"] == "https://management.azure.com/"
     with ResourceManagementClient(credential, SUBSCRIPTION, **client_kwargs(service)) as resources:
         resources.resource_groups.create_or_update("mi-rg", {"location": "eastus"})
@@ -53,7 +53,7 @@ def test_msal_gets_a_token_as_az_login_identity_does(service: LocalService, iden
     client = msal.ManagedIdentityClient(msal.SystemAssignedManagedIdentity(), http_client=requests.Session())
     result = client.acquire_token_for_client(resource=ARM)
     assert "access_token" in result, result
-    assert verify_token(service.backend.token_secret, result["access_token"])["aud"] == ARM
+    assert verify_token(service.context.token_secret, result["access_token"])["aud"] == ARM
 
 
 def _ask(service: LocalService, *, header: str, **params: str) -> requests.Response:

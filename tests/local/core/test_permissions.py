@@ -22,7 +22,7 @@ def test_a_new_state_directory_and_what_is_written_in_it_are_private(tmp_path: P
         share.create_directory("cifar")
         share.get_file_client("cifar/model.h5").upload_file(b"weights")
         state = service.state_dir
-        share_dir = service.backend.files_root / account.name / "share"
+        share_dir = service.context.files_root / account.name / "share"
         assert _mode(state) == 0o700
         for name in ("state.db", "state.db-wal", "state.db-shm", "token-secret", "tls-key.pem", "service.json",
                      "service.lock"):

@@ -62,9 +62,9 @@ def test_both_current_keys_sign_and_a_forged_key_is_refused(service, account, sh
         forged.get_share_client("share").get_file_client("dir/data.txt").upload_file(b"overwritten")
     with pytest.raises(ClientAuthenticationError):
         forged.create_share("forgedshare")
-    assert (service.backend.files_root / account.name / "share" / "dir" / "data.txt").read_bytes() \
+    assert (service.context.files_root / account.name / "share" / "dir" / "data.txt").read_bytes() \
         == b"secret-free payload"
-    assert not (service.backend.files_root / account.name / "forgedshare").exists()
+    assert not (service.context.files_root / account.name / "forgedshare").exists()
 
 
 def test_regenerated_key_takes_effect_at_once(service, account, share, storage):
@@ -147,7 +147,7 @@ def test_missing_permission_is_refused_and_nothing_changes(service, account, sha
     with pytest.raises(HttpResponseError) as err:
         client.delete_file()
     assert err.value.error_code == "AuthorizationPermissionMismatch"
-    assert (service.backend.files_root / account.name / "share" / "dir" / "data.txt").read_bytes() \
+    assert (service.context.files_root / account.name / "share" / "dir" / "data.txt").read_bytes() \
         == b"secret-free payload"
     # With the permissions, the same operations succeed.
     writer = _file_client(service, account, "dir/data.txt", _file_sas(account, "dir/data.txt", permission="rcwd"))
@@ -182,7 +182,7 @@ def test_share_sas_lists_and_reads_but_cannot_manage_the_share(service, account,
     with pytest.raises(HttpResponseError) as err:
         client.create_directory("new")
     assert err.value.error_code == "AuthorizationPermissionMismatch"
-    assert not (service.backend.files_root / account.name / "share" / "new").exists()
+    assert not (service.context.files_root / account.name / "share" / "new").exists()
     # A share SAS does not reach another share of the account.
     share_service(service, account).create_share("second")
     other = ShareServiceClient(f"{service.endpoint}/{account.name}", credential=sas,
@@ -285,6 +285,6 @@ def test_reprs_of_what_handlers_hold_carry_no_secret(service, account, share):
     grant = authenticate(SignedRequest("GET", path, parse_qsl(sas), ()), account.name, "share", ("dir", "data.txt"),
                          [account.key])
     call = Call(request=Request(EnvironBuilder(path=path, query_string=sas).get_environ()),
-                backend=service.backend, base_url=service.endpoint)
+                context=service.context, base_url=service.endpoint)
     for shown in (repr(request), repr(grant), repr(call)):
         assert signature not in shown and account.key not in shown

@@ -68,7 +68,7 @@ CREATE_FILE = {"x-ms-type": "file", "x-ms-content-length": "10", "x-ms-version":
 ])
 def test_traversal_and_bad_names_are_refused_before_anything_is_touched(service, account, share, tmp_path,
                                                                        target, code):
-    root = service.backend.state_dir.parent
+    root = service.context.state_dir.parent
     before = _tree(root)
     status, headers, body = raw_request(service, "PUT", target.format(a=account.name), CREATE_FILE)
     assert status == 400, body
@@ -85,7 +85,7 @@ def test_symlinks_out_of_a_share_are_not_followed(service, account, share, tmp_p
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_bytes(b"outside the share")
-    share_dir = service.backend.files_root / account.name / "share"
+    share_dir = service.context.files_root / account.name / "share"
     # A job could leave such links behind in a share it mounted.
     os.symlink(outside, share_dir / "escape")
     os.symlink(outside / "secret.txt", share_dir / "leak.txt")
@@ -108,7 +108,7 @@ def test_symlinks_out_of_a_share_are_not_followed(service, account, share, tmp_p
 
 
 def test_oversized_body_is_refused_with_413_and_the_service_keeps_answering(service, account, share):
-    too_big = b"x" * (service.backend.settings.max_body_bytes + 4096)
+    too_big = b"x" * (service.context.settings.max_body_bytes + 4096)
     headers = {"x-ms-version": "2025-11-05", "x-ms-range": f"bytes=0-{len(too_big) - 1}", "x-ms-write": "update"}
     status, answer, _ = raw_request(service, "PUT", f"/{account.name}/share/kept.txt?comp=range", headers, too_big)
     assert status == 413 and answer["x-ms-error-code"] == "RequestBodyTooLarge"
@@ -131,7 +131,7 @@ def test_bad_sizes_and_headers_are_refused(service, account, share):
         share.get_file_client("huge.bin").create_file(5 * 1024 ** 4)
     assert err.value.status_code == 400 and err.value.error_code == "InvalidHeaderValue"
     assert "x-ms-content-length" in err.value.message
-    assert not (service.backend.files_root / account.name / "share" / "huge.bin").exists()
+    assert not (service.context.files_root / account.name / "share" / "huge.bin").exists()
     sas = generate_file_sas(account.name, "share", ["kept.txt"], account_key=account.key, permission="r",
                             expiry=datetime.now(timezone.utc) + timedelta(hours=1))
     url = f"{service.endpoint}/{account.name}/share/kept.txt?{sas}"
@@ -172,11 +172,11 @@ def test_bad_metadata_on_create_leaves_no_file(service, account, share):
     with pytest.raises(HttpResponseError) as err:
         share.get_file_client("meta.txt").upload_file(b"x", metadata={"1starts_with_digit": "v"})
     assert err.value.error_code == "InvalidMetadata"
-    assert not (service.backend.files_root / account.name / "share" / "meta.txt").exists()
+    assert not (service.context.files_root / account.name / "share" / "meta.txt").exists()
     with pytest.raises(HttpResponseError) as err:
         share.create_directory("metadir", metadata={"bad-name": "v"})
     assert err.value.error_code == "InvalidMetadata"
-    assert not (service.backend.files_root / account.name / "share" / "metadir").exists()
+    assert not (service.context.files_root / account.name / "share" / "metadir").exists()
 
 
 def test_a_stalled_body_is_refused_instead_of_holding_a_thread(service, account, share, monkeypatch):
@@ -200,7 +200,7 @@ def test_a_stalled_body_is_refused_instead_of_holding_a_thread(service, account,
             while chunk := tls.recv(65536):
                 answer += chunk
     assert answer.startswith(b"HTTP/1.1 400") and b"InvalidInput" in answer
-    assert (service.backend.files_root / account.name / "share" / "slow.bin").read_bytes() == bytes(1024)
+    assert (service.context.files_root / account.name / "share" / "slow.bin").read_bytes() == bytes(1024)
     _still_answers(share)
 
 

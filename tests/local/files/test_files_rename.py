@@ -26,7 +26,7 @@ def share(service, account):
 
 @pytest.fixture
 def share_dir(service, account, share):
-    return service.backend.files_root / account.name / "share"
+    return service.context.files_root / account.name / "share"
 
 
 def _upload(share, path: str, data: bytes, **kwargs):

@@ -22,8 +22,8 @@ def client(service, account):
 
 def test_create_share_makes_a_directory_and_answers_its_properties(service, account, client):
     client.create_share("share1", metadata={"Owner": "tutorial", "run_id": "42"}, quota=10)
-    assert share_path(service.backend, account.name, "share1") == service.backend.files_root / account.name / "share1"
-    assert share_path(service.backend, account.name, "share1").is_dir()
+    assert share_path(service.context, account.name, "share1") == service.context.files_root / account.name / "share1"
+    assert share_path(service.context, account.name, "share1").is_dir()
     props = client.get_share_client("share1").get_share_properties()
     assert props.name == "share1"
     assert props.quota == 10
@@ -93,7 +93,7 @@ def test_share_stats_count_the_bytes_on_disk(service, account, client):
     share = client.create_share("share1")
     share.get_file_client("a.bin").upload_file(b"x" * 1000)
     # A file a job wrote straight into the share counts too.
-    (share_path(service.backend, account.name, "share1") / "job-output.txt").write_bytes(b"y" * 24)
+    (share_path(service.context, account.name, "share1") / "job-output.txt").write_bytes(b"y" * 24)
     assert share.get_share_stats() == 1024
 
 
@@ -102,8 +102,8 @@ def test_delete_share_removes_its_files_and_answers_not_found_after(service, acc
     share.create_directory("dir")
     share.get_file_client("dir/f.txt").upload_file(b"data")
     share.delete_share()
-    assert share_path(service.backend, account.name, "share1") is None
-    assert not (service.backend.files_root / account.name / "share1").exists()
+    assert share_path(service.context, account.name, "share1") is None
+    assert not (service.context.files_root / account.name / "share1").exists()
     with pytest.raises(ResourceNotFoundError) as err:
         share.get_share_properties()
     assert err.value.error_code == "ShareNotFound"
@@ -117,12 +117,12 @@ def test_delete_share_removes_its_files_and_answers_not_found_after(service, acc
 
 def test_a_share_exists_exactly_when_its_directory_does(service, account, client):
     client.create_share("share1", metadata={"a": "b"})
-    shutil.rmtree(service.backend.files_root / account.name / "share1")
+    shutil.rmtree(service.context.files_root / account.name / "share1")
     with pytest.raises(ResourceNotFoundError):
         client.get_share_client("share1").get_share_properties()
     assert [s.name for s in client.list_shares()] == []
     # A share directory made by hand is a share, answered with defaults.
-    (service.backend.files_root / account.name / "byhand").mkdir()
+    (service.context.files_root / account.name / "byhand").mkdir()
     props = client.get_share_client("byhand").get_share_properties()
     assert props.quota == 5120 and props.metadata == {}
     assert [s.name for s in client.list_shares()] == ["byhand"]
@@ -133,7 +133,7 @@ def test_invalid_share_names_are_refused(service, account, client, name):
     with pytest.raises(HttpResponseError) as err:
         client.create_share(name)
     assert err.value.status_code == 400 and err.value.error_code == "InvalidResourceName"
-    assert not (service.backend.files_root / account.name / name).exists()
+    assert not (service.context.files_root / account.name / name).exists()
 
 
 def test_unknown_account_is_a_clear_not_found(service, account):
@@ -148,17 +148,17 @@ def test_unknown_account_is_a_clear_not_found(service, account):
 def test_deleting_the_storage_account_removes_its_shares(service, account, client, storage):
     client.create_share("share1").get_file_client("f.txt").upload_file(b"data")
     storage.storage_accounts.delete("files-rg", account.name)
-    assert not (service.backend.files_root / account.name).exists()
-    rows = service.backend.store.query("SELECT count(*) AS n FROM files_shares WHERE account = ?", (account.name,))
+    assert not (service.context.files_root / account.name).exists()
+    rows = service.context.store.query("SELECT count(*) AS n FROM files_shares WHERE account = ?", (account.name,))
     assert rows[0]["n"] == 0
 
 
 def test_delete_account_data_and_share_path_seams(service, account, client):
     client.create_share("share1")
-    assert share_path(service.backend, account.name, "nosuch") is None
+    assert share_path(service.context, account.name, "nosuch") is None
     with pytest.raises(ValueError):
-        share_path(service.backend, account.name, "../etc")
-    delete_account_data(service.backend, account.name)
-    assert share_path(service.backend, account.name, "share1") is None
-    delete_account_data(service.backend, account.name)  # twice is harmless
-    delete_account_data(service.backend, "neverexisted")
+        share_path(service.context, account.name, "../etc")
+    delete_account_data(service.context, account.name)
+    assert share_path(service.context, account.name, "share1") is None
+    delete_account_data(service.context, account.name)  # twice is harmless
+    delete_account_data(service.context, "neverexisted")

@@ -29,7 +29,7 @@ def test_start_up_removes_stale_temporary_uploads_only(tmp_path) -> None:
         for path in ("d/.model.h5.uploading-0123456789ab", "d/.fresh.h5.uploading-ba9876543210",
                      "d/model.h5", "d/.model.h5.uploading-notours"):
             share.get_file_client(path).upload_file(b"partial")
-        root = service.backend.files_root / account.name / "share" / "d"
+        root = service.context.files_root / account.name / "share" / "d"
     old = time.time() - STALE_UPLOAD_AGE_S - 60
     for name in (".model.h5.uploading-0123456789ab", "model.h5", ".model.h5.uploading-notours"):
         os.utime(root / name, (old, old))
@@ -48,7 +48,7 @@ def test_a_running_service_sweeps_leftovers_but_not_uploads_in_progress(tmp_path
         busy = share.get_file_client(".busy.h5.uploading-ba9876543210")
         for name in (".left.h5.uploading-0123456789ab", ".busy.h5.uploading-ba9876543210"):
             share.get_file_client(name).upload_file(b"partial")
-        root = service.backend.files_root / account.name / "share"
+        root = service.context.files_root / account.name / "share"
         deadline = time.monotonic() + 30
         while (root / ".left.h5.uploading-0123456789ab").exists():
             assert time.monotonic() < deadline, "the sweep never removed the leftover"

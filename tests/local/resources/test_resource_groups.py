@@ -185,24 +185,24 @@ def test_delete_removes_storage_accounts_their_files_and_other_documents(service
         storage.storage_accounts.begin_create(group, account, {"sku": {"name": "Standard_LRS"}, "kind": "StorageV2",
                                                                "location": "eastus"}).result()
         # A share's contents are ordinary files under the files root (see files_store).
-        share = service.backend.files_root / account / "share"
+        share = service.context.files_root / account / "share"
         (share / "dir").mkdir(parents=True)
         (share / "dir" / "train.py").write_text("print('hi')\n")
     # A workspace document with a child, as BATCHAI stores them, must go with the group.
     workspace_id = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/rg/providers/Microsoft.BatchAI/workspaces/ws"
     group_id = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/rg"
-    service.backend.store.put(workspace_id, "microsoft.batchai/workspaces", group_id,
+    service.context.store.put(workspace_id, "microsoft.batchai/workspaces", group_id,
                               {"id": workspace_id, "name": "ws", "properties": {"provisioningState": "succeeded"}})
-    service.backend.store.put(workspace_id + "/experiments/exp", "microsoft.batchai/workspaces/experiments",
+    service.context.store.put(workspace_id + "/experiments/exp", "microsoft.batchai/workspaces/experiments",
                               workspace_id, {"id": workspace_id + "/experiments/exp", "name": "exp"})
 
     resources.resource_groups.begin_delete("rg", polling_interval=0.1).result(timeout=60)
 
     assert resources.resource_groups.check_existence("rg") is False
     assert [a.name for a in storage.storage_accounts.list()] == ["survivor1"]
-    assert not (service.backend.files_root / "doomed1").exists()
-    assert (service.backend.files_root / "survivor1" / "share" / "dir" / "train.py").exists()
-    assert service.backend.store.list_under(group_id) == []
+    assert not (service.context.files_root / "doomed1").exists()
+    assert (service.context.files_root / "survivor1" / "share" / "dir" / "train.py").exists()
+    assert service.context.store.list_under(group_id) == []
     with pytest.raises(ResourceNotFoundError):
         storage.storage_accounts.get_properties("rg", "doomed1")
 
@@ -214,7 +214,7 @@ def test_a_failed_teardown_is_reported_and_the_group_stays_usable(service, resou
     storage.storage_accounts.begin_create("rg", "stuck1", {"sku": {"name": "Standard_LRS"}, "kind": "StorageV2",
                                                            "location": "eastus"}).result()
 
-    def refuse(backend, account):  # a data-plane cleanup that fails, e.g. a file held open elsewhere
+    def refuse(context, account):  # a data-plane cleanup that fails, e.g. a file held open elsewhere
         raise PermissionError("share directory is busy")
 
     monkeypatch.setattr(storage_api, "delete_account", refuse)
@@ -240,7 +240,7 @@ def test_a_deletion_interrupted_by_a_restart_finishes_when_the_service_starts(tm
         with ResourceManagementClient(svc.credential(), SUBSCRIPTION, **client_kwargs(svc)) as resources:
             resources.resource_groups.create_or_update("rg", {"location": "eastus"})
         # What a service killed mid-teardown leaves behind: the group marked Deleting.
-        svc.backend.store.update(group_id, lambda b: b["properties"].update(provisioningState="Deleting"))
+        svc.context.store.update(group_id, lambda b: b["properties"].update(provisioningState="Deleting"))
     with LocalService(state, settings=FAST) as svc:
         with ResourceManagementClient(svc.credential(), SUBSCRIPTION, **client_kwargs(svc)) as resources:
             _wait_gone(resources, "rg")
@@ -250,7 +250,7 @@ def test_writes_into_a_group_being_deleted_are_refused(service, raw, resources):
     resources.resource_groups.create_or_update("rg", {"location": "eastus"})
     group_id = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/rg"
     # Hold the group in Deleting without a teardown thread (as between a restart and the resume).
-    service.backend.store.update(group_id, lambda b: b["properties"].update(provisioningState="Deleting"))
+    service.context.store.update(group_id, lambda b: b["properties"].update(provisioningState="Deleting"))
     assert resources.resource_groups.get("rg").properties.provisioning_state == "Deleting"
     response = raw.request("PUT", f"{RG_PATH}/rg", json={"location": "eastus"})
     assert response.status_code == 409 and response.json()["error"]["code"] == "ResourceGroupBeingDeleted"
@@ -297,7 +297,7 @@ def test_delete_stops_running_jobs_and_removes_the_whole_tree(service, resources
             command_line="echo $$ > $AZ_BATCHAI_JOB_MOUNT_ROOT/afs/job.pid && exec sleep 600"),
     )).result()
 
-    pid_file = service.backend.files_root / "treeacct1" / "share" / "job.pid"
+    pid_file = service.context.files_root / "treeacct1" / "share" / "job.pid"
     deadline = time.monotonic() + 120
     while not (pid_file.exists() and pid_file.read_text().strip()):
         state = batchai.jobs.get("rg", "ws", "exp", "job").execution_state
@@ -313,7 +313,7 @@ def test_delete_stops_running_jobs_and_removes_the_whole_tree(service, resources
         batchai.workspaces.get("rg", "ws")
     with pytest.raises(ResourceNotFoundError):
         storage.storage_accounts.get_properties("rg", "treeacct1")
-    assert not (service.backend.files_root / "treeacct1").exists()
+    assert not (service.context.files_root / "treeacct1").exists()
     assert _process_gone(pid), f"job process {pid} still runs after its resource group was deleted"
 
 

@@ -216,6 +216,6 @@ def test_deleting_a_cluster_drops_its_nodes_and_leaves_its_shares_alone(service,
                                    "credentials": {"accountKey": lab.key}, "relativeMountPath": "azfiles"}]}
     lab.create_cluster(nodes=2, nodeSetup={"mountVolumes": mounts})
     lab.batchai.clusters.begin_delete(RG, WS, "cluster").result()
-    assert service.backend.store.query("SELECT * FROM nodes") == []
+    assert service.context.store.query("SELECT * FROM nodes") == []
     share = lab.shares().get_share_client("myshare")
     assert share.get_file_client("keep.txt").download_file().readall() == b"kept\n"

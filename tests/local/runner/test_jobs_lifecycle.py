@@ -269,7 +269,7 @@ def test_file_servers_and_blob_containers_are_mounted_as_local_directories(lab):
         "echo on-nfs > $AZ_BATCHAI_JOB_MOUNT_ROOT/nfs/note.txt; echo on-blob > $AZ_BATCHAI_JOB_MOUNT_ROOT/bfs/b.txt"}})
     job = lab.wait_state("job")
     assert job.execution_state == "succeeded", job.execution_info.errors
-    assert (lab.service.backend.fileserver_dir(server.id) / "note.txt").read_text() == "on-nfs\n"
+    assert (lab.service.context.fileserver_dir(server.id) / "note.txt").read_text() == "on-nfs\n"
     assert lab.blobs().get_container_client("data").download_blob("b.txt").readall() == b"on-blob\n"
     log = lab.read("job", "execution.log")
     assert "file server nfs" in log and f"blob container {lab.account}/data" in log

@@ -139,7 +139,7 @@ def test_list_keys_gives_two_random_full_keys_kept_where_the_data_plane_reads_th
     other = [k.value for k in storage.storage_accounts.list_keys("rg", "acct2").keys_property]
     assert len(set(values + other)) == 4
     assert [k.value for k in storage.storage_accounts.list_keys("rg", "acct1").keys_property] == values
-    assert account_keys(service.backend.store, "acct1") == values
+    assert account_keys(service.context.store, "acct1") == values
 
 
 def test_regenerate_key_replaces_only_the_named_key(service, storage, rg):
@@ -149,9 +149,9 @@ def test_regenerate_key_replaces_only_the_named_key(service, storage, rg):
     new1, same2 = (k.value for k in answer.keys_property)
     assert new1 != key1 and same2 == key2
     assert [k.value for k in storage.storage_accounts.list_keys("rg", "acct1").keys_property] == [new1, key2]
-    assert account_keys(service.backend.store, "acct1") == [new1, key2]  # the data plane sees it at once
+    assert account_keys(service.context.store, "acct1") == [new1, key2]  # the data plane sees it at once
     storage.storage_accounts.regenerate_key("rg", "acct1", {"keyName": "key2"})
-    assert account_keys(service.backend.store, "acct1")[1] != key2
+    assert account_keys(service.context.store, "acct1")[1] != key2
 
 
 def test_regenerate_key_refuses_unknown_key_names(raw, storage, rg):
@@ -275,15 +275,15 @@ def test_get_of_a_missing_account(storage, rg):
 def test_delete_removes_the_account_its_keys_and_its_files(raw, service, storage, rg):
     _create(storage, "acct1")
     _create(storage, "acct2")
-    share = service.backend.files_root / "acct1" / "share"
+    share = service.context.files_root / "acct1" / "share"
     share.mkdir(parents=True)
     (share / "model.h5").write_bytes(b"\0" * 16)
     response = raw.request("DELETE", f"{ACCOUNTS}/acct1", api_version=STORAGE_VERSION)
     assert response.status_code == 200
     with pytest.raises(ResourceNotFoundError):
         storage.storage_accounts.get_properties("rg", "acct1")
-    assert not (service.backend.files_root / "acct1").exists()
-    assert account_keys(service.backend.store, "acct1") == []
+    assert not (service.context.files_root / "acct1").exists()
+    assert account_keys(service.context.store, "acct1") == []
     assert [a.name for a in storage.storage_accounts.list()] == ["acct2"]
     # Deleting again is not an error: 204, as Azure answers.
     assert raw.request("DELETE", f"{ACCOUNTS}/acct1", api_version=STORAGE_VERSION).status_code == 204

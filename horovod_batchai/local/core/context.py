@@ -1,4 +1,4 @@
-"""The local service's backend: settings, state directory layout, and the parts handlers share."""
+"""The local service's context: settings, state directory layout, and the parts handlers share."""
 from __future__ import annotations
 
 import hashlib
@@ -6,15 +6,17 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from .permissions import private_dir, secure_state_dir
 from .tokens import ensure_secret
 from .store import Store, resource_key
 
-__all__ = ["ServiceSettings", "LocalBackend", "default_state_dir", "STATE_DIR_ENV"]
+__all__ = ["ServiceSettings", "ServiceContext", "default_state_dir", "STATE_DIR_ENV"]
 
 STATE_DIR_ENV = "HOROVOD_BATCHAI_STATE_DIR"
+
+P = TypeVar("P")
 
 
 def default_state_dir() -> Path:
@@ -64,7 +66,7 @@ class ServiceSettings:
 
 
 @dataclass
-class LocalBackend:
+class ServiceContext:
     """State shared by every handler and by the job scheduler.
 
     Layout of the state directory (0700; what the service writes in it is this user's only, see
@@ -87,8 +89,8 @@ class LocalBackend:
     token_secret: bytes = field(init=False, repr=False)
     #: set by the server once it listens: ``https://127.0.0.1:PORT``.
     base_url: str = ""
-    #: each provider's backend, by provider ("batchai"), created on first use (see BatchAIBackend.of).
-    planes: dict[str, object] = field(default_factory=dict)
+    #: each resource provider, by its class, made on first use (see :meth:`provider`).
+    _providers: dict[Callable[["ServiceContext"], Any], Any] = field(default_factory=dict, repr=False)
     #: what deleting a resource group calls, in order, with the group's id: each deletes its provider's
     #: resources in the group. The service registers them when it wires the planes.
     group_deleters: list[Callable[[str], None]] = field(default_factory=list)
@@ -119,6 +121,14 @@ class LocalBackend:
         """Where a local file server keeps its exported data (its NFS export, on Azure)."""
         digest = hashlib.sha256(resource_key(fileserver_id).encode()).hexdigest()[:16]
         return self.state_dir / "fileservers" / digest
+
+    def provider(self, kind: Callable[["ServiceContext"], P]) -> P:
+        """The service's one provider of class ``kind`` (``kind(self)``, made on first use)."""
+        with self.lock:
+            found = self._providers.get(kind)
+            if found is None:
+                found = self._providers[kind] = kind(self)
+            return found  # stored under its own class: a P
 
     def close(self) -> None:
         self.store.close()

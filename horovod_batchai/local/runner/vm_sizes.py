@@ -1,4 +1,5 @@
-"""Azure VM sizes the local service knows: vCPUs, GPUs and memory per node.
+"""Azure VM sizes the local service knows: vCPUs, GPUs and memory per node (the runner's nodes
+report them; Batch AI's validation, quotas and usages read them).
 
 A local cluster node is a slot on this machine, but it reports the resources of the size it was
 asked for: ``AZ_BATCHAI_NUM_GPUS`` and the usage counters come from this table. The figures are

@@ -1,0 +1,453 @@
+"""Sweeps: one ordinary trial job per configuration of hyper-parameters, run a few at a time.
+
+A sweep has no resource of its own on any of the services: its trials are jobs of the experiment
+named ``<sweep>-000``, ``<sweep>-001``, ..., each carrying the sweep's definition (every trial's
+parameters, the metric and how it is judged) in its environment. So another process finds the
+sweep again from the service alone (:meth:`Experiment.get_sweep`), on every place to run.
+
+The process that created the sweep submits trials as others end (at most ``max_concurrent_trials``
+at once) while it waits, and applies the early-stopping rule. Submitting needs the spec with its
+storage keys, which no service gives back, so another process continues a sweep with
+:meth:`Sweep.resume` and the same spec.
+"""
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ._errors import ConflictError, InvalidSpecError, NotFoundError, WaitTimeoutError
+from ._html import html_table
+from ._metrics import MetricsTable, best_of, check_mode, format_number, text_table
+from ._polling import Polling
+from ._states import ExecutionState
+from ._sweep_spec import SWEEP_VARIABLE, TRIAL_VARIABLE, SweepDefinition, trial_arguments, trial_name
+
+if TYPE_CHECKING:
+    from ._experiment import Experiment
+    from ._job import Job
+    from ._job_spec import HorovodJob
+
+__all__ = ["Sweep", "SweepState", "Trial", "TrialResult", "SweepResults", "trial_spec", "sweeps_in",
+           "check_no_sweep_variables"]
+
+log = logging.getLogger(__name__)
+
+_TERMINATED = "JobTerminated"  # the error code a terminated job ends with
+
+
+class SweepState(str, enum.Enum):
+    """Where a sweep stands."""
+
+    RUNNING = "running"        #: trials run, or wait for this process to submit them
+    STOPPED = "stopped"        #: trials not submitted yet and none running: continue with resume(spec)
+    SUCCEEDED = "succeeded"    #: every trial ended, none failed (trials stopped early or terminated count as ended)
+    FAILED = "failed"          #: every trial ended, and at least one failed
+    CANCELLED = "cancelled"    #: cancel() ended it
+
+    def is_terminal(self) -> bool:
+        return self is not SweepState.RUNNING
+
+
+def trial_spec(base: "HorovodJob", definition: SweepDefinition, index: int) -> "HorovodJob":
+    """The job of trial ``index``: ``base`` with the trial's options after its arguments and the
+    sweep's definition in its environment."""
+    variables = {**base.environment_variables, SWEEP_VARIABLE: definition.to_json(), TRIAL_VARIABLE: str(index)}
+    return base.replace(arguments=trial_arguments(base.arguments, definition.trials[index]),
+                        environment_variables=variables)
+
+
+def _definition_of(job: "Job") -> Optional[Tuple[SweepDefinition, int]]:
+    record = job._record
+    if record is None:
+        return None
+    try:
+        variables = record.read_spec().environment_variables
+        text, index = variables.get(SWEEP_VARIABLE), variables.get(TRIAL_VARIABLE)
+        if text is None or index is None:
+            return None
+        return SweepDefinition.from_json(text), int(index)
+    except (ValueError, KeyError, TypeError):  # another program's variable of the same name
+        return None
+
+
+def sweeps_in(jobs: Sequence["Job"]) -> Dict[str, Tuple[SweepDefinition, Dict[int, "Job"]]]:
+    """The sweeps whose trials are among ``jobs``: name -> (definition, trial jobs by index)."""
+    found: Dict[str, Tuple[SweepDefinition, Dict[int, "Job"]]] = {}
+    for job in jobs:
+        carried = _definition_of(job)
+        if carried is None:
+            continue
+        definition, index = carried
+        if not 0 <= index < len(definition.trials) or job.name != trial_name(definition.name, index):
+            continue
+        known = found.setdefault(definition.name, (definition, {}))
+        known[1][index] = job
+    return found
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One configuration of a sweep and its job (None until submitted)."""
+
+    index: int
+    name: str
+    parameters: Mapping[str, Any]
+    #: pending (not submitted yet), queued, running, terminating, succeeded, failed, terminated,
+    #: stopped early (by the stopping rule) or cancelled (never submitted, the sweep was cancelled)
+    status: str
+    job: Optional["Job"]
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    trial: Trial
+    epochs: int
+    final: Optional[float]
+    best: Optional[float]
+    metrics: Optional[MetricsTable]
+
+
+class SweepResults:
+    """A sweep's results: one row per trial -- its parameters, status, epochs, and the final and
+    best value of the sweep's metric. In Jupyter it shows as a table."""
+
+    def __init__(self, sweep: str, metric: str, mode: str, state: SweepState, parameters: Sequence[str],
+                 results: Sequence[TrialResult]) -> None:
+        self.sweep = sweep
+        self.metric = metric
+        self.mode = mode
+        self.state = state
+        self.parameters = tuple(parameters)
+        self.results = tuple(results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __iter__(self):
+        return iter(self.results)
+
+    @property
+    def columns(self) -> Tuple[str, ...]:
+        return ("trial", *self.parameters, "status", "epochs", f"final_{self.metric}", f"best_{self.metric}")
+
+    def to_records(self) -> List[Dict[str, Any]]:
+        return [{"trial": r.trial.name, **{p: r.trial.parameters.get(p) for p in self.parameters},
+                 "status": r.trial.status, "epochs": r.epochs, f"final_{self.metric}": r.final,
+                 f"best_{self.metric}": r.best} for r in self.results]
+
+    def best(self) -> Optional[TrialResult]:
+        """The trial with the best value of the metric (None when no trial recorded it)."""
+        scored = [r for r in self.results if r.best is not None]
+        if not scored:
+            return None
+        pick = max if self.mode == "max" else min
+        return pick(scored, key=lambda r: r.best)  # type: ignore[arg-type,return-value]
+
+    def to_pandas(self) -> Any:
+        from ._errors import import_optional
+        pandas = import_optional("pandas", "SweepResults.to_pandas()")
+        return pandas.DataFrame.from_records(self.to_records(), columns=list(self.columns)).set_index("trial")
+
+    def to_json(self) -> str:
+        import json
+        best = self.best()
+        return json.dumps({"sweep": self.sweep, "state": self.state.value, "metric": self.metric, "mode": self.mode,
+                           "best_trial": best.trial.name if best else None, "trials": self.to_records()})
+
+    def to_csv(self) -> str:
+        import csv
+        import io
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(self.columns)
+        for record in self.to_records():
+            writer.writerow(["" if v is None else v for v in record.values()])
+        return out.getvalue()
+
+    def _cells(self) -> Tuple[List[str], List[List[str]], frozenset]:
+        headers = list(self.columns)
+        rows = [[str("" if v is None else format_number(v) if isinstance(v, float) else v) for v in rec.values()]
+                for rec in self.to_records()]
+        numeric = frozenset(i for i, h in enumerate(headers) if h not in ("trial", "status")
+                            and all(isinstance(rec[h], (int, float)) or rec[h] is None for rec in self.to_records()))
+        return headers, rows, numeric
+
+    def __str__(self) -> str:
+        headers, rows, numeric = self._cells()
+        best = self.best()
+        tail = f"\nbest: {best.trial.name} ({self.metric} {format_number(best.best)})" if best else ""
+        return f"sweep {self.sweep}: {self.state.value}\n" + text_table(headers, rows, numeric=numeric) + tail
+
+    def __repr__(self) -> str:
+        return f"SweepResults(sweep={self.sweep!r}, state={self.state.value!r}, trials={len(self.results)})"
+
+    def _repr_html_(self) -> str:
+        import html
+        headers, rows, numeric = self._cells()
+        best = self.best()
+        caption = f"<p>Sweep <code>{html.escape(self.sweep)}</code>: {html.escape(self.state.value)}"
+        if best is not None:
+            caption += (f"; best trial <code>{html.escape(best.trial.name)}</code> "
+                        f"({html.escape(self.metric)} {html.escape(format_number(best.best))})")
+        return caption + "</p>" + html_table(headers, rows, numeric=numeric)
+
+
+class Sweep:
+    """A sweep of trial jobs in an :class:`Experiment`; made by :meth:`Experiment.sweep`, found
+    again by :meth:`Experiment.get_sweep`."""
+
+    def __init__(self, experiment: "Experiment", definition: SweepDefinition, *,
+                 spec: Optional["HorovodJob"] = None, jobs: Optional[Dict[int, "Job"]] = None) -> None:
+        self.experiment = experiment
+        self.definition = definition
+        self._spec = spec  # with its keys: only the process that submits trials holds it
+        self._jobs: Dict[int, "Job"] = dict(jobs or {})
+        self._stopped_early: set[int] = set()
+        self._judged: Dict[int, int] = {}
+        self._cancelled = False
+        self._finished: Dict[int, MetricsTable] = {}
+
+    def __repr__(self) -> str:
+        return (f"Sweep(experiment={self.experiment.name!r}, name={self.name!r}, trials={len(self.definition.trials)}, "
+                f"state={self.state.value!r})")
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def metric(self) -> str:
+        return self.definition.metric
+
+    @property
+    def mode(self) -> str:
+        return self.definition.mode
+
+    @property
+    def driving(self) -> bool:
+        """Whether this object submits the sweep's remaining trials (it holds the spec)."""
+        return self._spec is not None and not self._cancelled
+
+    # -- state ----------------------------------------------------------------------------------
+    def refresh(self) -> "Sweep":
+        """Fetch the trial jobs' states (one listing of the experiment's jobs)."""
+        found = sweeps_in(self.experiment.list_jobs()).get(self.name)
+        if found is not None:
+            if found[0] != self.definition:
+                raise ConflictError(f"sweep {self.name!r} of experiment {self.experiment.name!r} exists with other "
+                                    f"settings ({', '.join(_differences(found[0], self.definition))}); choose "
+                                    "another name, or get it with experiment.get_sweep()",
+                                    resource=f"{self.experiment.id}/sweeps/{self.name}")
+            self._jobs.update(found[1])
+        return self
+
+    def _trial_status(self, index: int) -> str:
+        job = self._jobs.get(index)
+        if job is None:
+            return "cancelled" if self._cancelled else "pending"
+        status = job.status
+        if index in self._stopped_early and status.execution_state.is_terminal():
+            return "stopped early"
+        if status.execution_state is ExecutionState.FAILED and any(e.code == _TERMINATED for e in status.errors):
+            return "terminated"
+        return status.execution_state.value
+
+    @property
+    def trials(self) -> List[Trial]:
+        """Every trial, as last fetched."""
+        return [Trial(i, trial_name(self.name, i), dict(p), self._trial_status(i), self._jobs.get(i))
+                for i, p in enumerate(self.definition.trials)]
+
+    def _active(self) -> List[int]:
+        return [i for i, job in self._jobs.items() if not job.status.execution_state.is_terminal()]
+
+    @property
+    def state(self) -> SweepState:
+        """The sweep's state as last fetched."""
+        if self._cancelled:
+            return SweepState.CANCELLED
+        pending = len(self._jobs) < len(self.definition.trials)
+        if self._active() or (pending and self._spec is not None):
+            return SweepState.RUNNING
+        if pending:
+            return SweepState.STOPPED
+        return SweepState.FAILED if any(t.status == "failed" for t in self.trials) else SweepState.SUCCEEDED
+
+    # -- driving --------------------------------------------------------------------------------
+    def _submit_ready(self) -> None:
+        if not self.driving:
+            return
+        assert self._spec is not None
+        free = self.definition.max_concurrent_trials - len(self._active())
+        for index in range(len(self.definition.trials)):
+            if free <= 0:
+                break
+            if index in self._jobs:
+                continue
+            spec = trial_spec(self._spec, self.definition, index)
+            job = self.experiment.submit(trial_name(self.name, index), spec, cluster=self.definition.cluster)
+            log.info("sweep %s: submitted trial %s %s", self.name, job.name, dict(self.definition.trials[index]))
+            self._jobs[index] = job
+            free -= 1
+
+    def _notice_cancel(self) -> None:
+        """A trial terminated by someone else means the sweep was cancelled elsewhere (e.g. the CLI)."""
+        if self._spec is None or self._cancelled:
+            return
+        for index, job in self._jobs.items():
+            if (index not in self._stopped_early and job.status.execution_state is ExecutionState.FAILED
+                    and any(e.code == _TERMINATED for e in job.status.errors)):
+                log.info("sweep %s: trial %s was terminated elsewhere; submitting no more trials", self.name, job.name)
+                self._cancelled = True
+                return
+
+    def _metrics_of(self, index: int) -> Optional[MetricsTable]:
+        if index in self._finished:
+            return self._finished[index]
+        job = self._jobs.get(index)
+        if job is None:
+            return None
+        table = job.metrics()
+        if job.status.execution_state.is_terminal():
+            self._finished[index] = table
+        return table
+
+    def _apply_stopping_rule(self) -> None:
+        rule = self.definition.median_stopping
+        if rule is None or self._cancelled:
+            return
+        tables = {i: self._metrics_of(i) for i in self._jobs}
+        values: Dict[int, Dict[int, float]] = {}
+        for index, table in tables.items():
+            if table is not None and self.metric in table.columns:
+                values[index] = {e: v for e, v in zip(table.epochs, table.column(self.metric)) if v is not None}
+        for index in self._active():
+            mine = values.get(index)
+            if not mine:
+                continue
+            epoch = max(mine)
+            if self._judged.get(index) == epoch:
+                continue
+            self._judged[index] = epoch
+            others = [v[epoch] for i, v in values.items() if i != index and epoch in v]
+            if rule.should_stop(mine[epoch], epoch, others, self.mode):
+                job = self._jobs[index]
+                log.info("sweep %s: stopping trial %s early: %s %.4g at epoch %d is worse than the median of %d "
+                         "other trial(s)", self.name, job.name, self.metric, mine[epoch], epoch, len(others))
+                self._stopped_early.add(index)
+                job.begin_terminate().result()
+
+    def step(self) -> SweepState:
+        """One round: fetch the trials, apply the stopping rule, submit what may start. ``wait``
+        calls it until the sweep ends."""
+        self.refresh()
+        self._notice_cancel()
+        self._apply_stopping_rule()
+        self._submit_ready()
+        return self.state
+
+    def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
+             on_step: Optional[Callable[["Sweep"], None]] = None,
+             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+             ) -> "SweepResults":
+        """Run the sweep to its end -- submitting trials as others end, when this process drives it --
+        and return :meth:`results`. Trials that fail do not stop the sweep (see :attr:`state`);
+        :class:`WaitTimeoutError` after ``timeout`` seconds (None: no limit) leaves the trials running."""
+        backend_interval = self.experiment._backend.default_poll_interval
+        polling = Polling(timeout=timeout, clock=clock, sleep=sleep,
+                          poll_interval=poll_interval if poll_interval is not None else max(1.0, backend_interval))
+        while True:
+            state = self.step()
+            if on_step is not None:
+                on_step(self)
+            if state.is_terminal():
+                return self.results()
+            if polling.expired():
+                raise WaitTimeoutError(f"sweep {self.name!r} was still running after {timeout:g}s "
+                                       f"({len(self._active())} trial(s) running)", last_state=None)
+            polling.pause()
+
+    def resume(self, spec: "HorovodJob") -> "Sweep":
+        """Take over submitting the remaining trials, with the spec the sweep was made from (its
+        storage keys are needed, and no service returns them). Then call :meth:`wait`."""
+        from ._job_spec import HorovodJob
+        if not isinstance(spec, HorovodJob):
+            raise InvalidSpecError("spec", f"{type(spec).__name__} is not a HorovodJob", "the spec the sweep was made from")
+        spec.check_resolved()
+        if spec.arguments != self.definition.base_arguments:
+            raise InvalidSpecError("spec", f"its arguments {spec.arguments!r} are not the sweep's "
+                                   f"{self.definition.base_arguments!r}", "the spec the sweep was made from")
+        self._spec = spec
+        self._cancelled = False
+        return self
+
+    def cancel(self) -> None:
+        """Terminate the running trials and submit no more; trials that ended keep their results."""
+        self.refresh()
+        self._cancelled = True
+        pollers = [job.begin_terminate() for index, job in self._jobs.items() if index in self._active()]
+        for poller in pollers:
+            poller.result()
+        self.refresh()
+
+    # -- results --------------------------------------------------------------------------------
+    def results(self) -> SweepResults:
+        """One row per trial: parameters, status, epochs, the final and best value of the metric."""
+        self.refresh()
+        parameters = list(self.definition.space)
+        rows = []
+        for trial in self.trials:
+            table = self._metrics_of(trial.index) if trial.job is not None else None
+            values = table.column(self.metric) if table is not None and self.metric in table.columns else []
+            present = [v for v in values if v is not None]
+            rows.append(TrialResult(trial, len(table) if table is not None else 0, present[-1] if present else None,
+                                    best_of(values, self.mode), table))
+        return SweepResults(self.name, self.metric, self.mode, self.state, parameters, rows)
+
+    def best(self, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
+        """The trial with the best value of ``metric`` (default: the sweep's) over its epochs;
+        ``mode`` 'max' or 'min' (default: the sweep's). :class:`NotFoundError` when no trial has
+        recorded it yet."""
+        metric = self.metric if metric is None else metric
+        mode = self.mode if mode is None else check_mode(mode)
+        if not isinstance(metric, str) or not metric:
+            raise InvalidSpecError("metric", f"{metric!r} is not a metric name", "e.g. 'val_accuracy'")
+        results = self.results()
+        scored: List[Tuple[float, Trial]] = []
+        for row in results:
+            table = row.metrics
+            if table is not None and metric in table.columns:
+                value = best_of(table.column(metric), mode)
+                if value is not None and not math.isnan(value):
+                    scored.append((value, row.trial))
+        if not scored:
+            raise NotFoundError(f"no trial of sweep {self.name!r} has recorded {metric!r} yet",
+                                resource=f"{self.experiment.id}/sweeps/{self.name}")
+        pick = max if mode == "max" else min
+        return pick(scored, key=lambda pair: pair[0])[1]
+
+
+#: a definition's fields as the caller of Experiment.sweep() names them
+_ARGUMENTS = (("cluster", "cluster"), ("base_arguments", "spec.arguments"), ("space", "parameters"),
+              ("trials", "parameters"), ("sampling", "sampling"), ("seed", "seed"), ("metric", "metric"),
+              ("mode", "mode"), ("max_concurrent_trials", "max_concurrent_trials"),
+              ("median_stopping", "early_stopping"))
+
+
+def _differences(old: SweepDefinition, new: SweepDefinition) -> List[str]:
+    names: List[str] = []
+    for attribute, argument in _ARGUMENTS:
+        if getattr(old, attribute) != getattr(new, attribute) and argument not in names:
+            names.append(argument)
+    return names
+
+
+def check_no_sweep_variables(spec: "HorovodJob") -> None:
+    for name in (SWEEP_VARIABLE, TRIAL_VARIABLE):
+        if name in spec.environment_variables:
+            raise InvalidSpecError(f"environment_variables[{name!r}]", "is set, and the sweep sets it for each trial",
+                                   "a spec without it")

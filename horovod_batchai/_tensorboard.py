@@ -1,0 +1,167 @@
+"""A job's TensorBoard event files, synced to a local folder, and TensorBoard started on them.
+
+The event files are under ``tensorboard/`` in the job's output directory (``stdouterr``), where the
+``training`` package writes them on rank 0. A sync fetches the files that are new or have grown
+since the last one, so it can be repeated while the job runs. TensorBoard ships with TensorFlow;
+where it is not installed, the command to run is given instead of starting it.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path, PurePosixPath
+import tempfile
+from typing import IO, TYPE_CHECKING, List, Optional
+
+from ._errors import HorovodBatchAIError, WaitTimeoutError
+from ._names import local_directory
+from ._paths import local_path_under
+
+if TYPE_CHECKING:
+    from ._job import Job
+
+__all__ = ["TensorBoard", "EVENTS_DIR", "sync_event_files", "tensorboard_installed"]
+
+log = logging.getLogger(__name__)
+
+#: the directory of event files in a job's output directory
+EVENTS_DIR = "tensorboard"
+
+
+def tensorboard_installed() -> bool:
+    return importlib.util.find_spec("tensorboard") is not None
+
+
+def sync_event_files(job: "Job", logdir: Path) -> int:
+    """Fetch the job's event files that are missing from ``logdir`` or smaller there; returns
+    how many were fetched. A job without event files fetches none."""
+    fetched = 0
+    pending: List[str] = [EVENTS_DIR]
+    top = next((f for f in job.list_output_files() if f.name == EVENTS_DIR and f.is_directory), None)
+    if top is None:
+        return 0
+    while pending:
+        directory = pending.pop()
+        for item in job.list_output_files(directory=directory):
+            remote = f"{directory}/{item.name}"
+            if item.is_directory:
+                pending.append(remote)
+                continue
+            relative = PurePosixPath(remote).relative_to(EVENTS_DIR)
+            local = local_path_under(logdir, str(relative))
+            if local.exists() and item.size is not None and local.stat().st_size >= int(item.size):
+                continue
+            local.parent.mkdir(parents=True, exist_ok=True)
+            job.download(remote, local)
+            fetched += 1
+    return fetched
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class TensorBoard:
+    """A job's event files in a local folder, and TensorBoard on them when it is installed.
+
+    :meth:`sync` fetches what the job wrote since; :attr:`url` is where TensorBoard listens (None
+    when it is not running); :attr:`command` is the command that starts it; :meth:`stop` ends it.
+    """
+
+    def __init__(self, job: "Job", logdir: Path, port: int) -> None:
+        self.job = job
+        self.logdir = logdir
+        self.port = port
+        self.process: Optional[subprocess.Popen] = None
+        self._stderr: Optional[IO[bytes]] = None
+        self.command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1",
+                        "--port", str(port)]
+
+    def __repr__(self) -> str:
+        return f"TensorBoard(job={self.job.name!r}, logdir={str(self.logdir)!r}, url={self.url!r})"
+
+    def _repr_html_(self) -> str:
+        import html
+        if self.url is None:
+            return (f"<p>Event files of job <code>{html.escape(self.job.name)}</code> are in "
+                    f"<code>{html.escape(str(self.logdir))}</code>; start TensorBoard with "
+                    f"<code>{html.escape(self.command_line)}</code></p>")
+        return f'<p>TensorBoard of job <code>{html.escape(self.job.name)}</code>: <a href="{self.url}">{self.url}</a></p>'
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(["tensorboard", *self.command[3:]])
+
+    @property
+    def url(self) -> Optional[str]:
+        if self.process is None or self.process.poll() is not None:
+            return None
+        return f"http://127.0.0.1:{self.port}/"
+
+    def sync(self) -> int:
+        """Fetch the event files the job wrote since the last sync; returns how many."""
+        return sync_event_files(self.job, self.logdir)
+
+    def start(self, *, timeout: float = 120.0) -> "TensorBoard":
+        """Start TensorBoard on :attr:`logdir` and wait until it answers; when TensorBoard is not
+        installed, log the command and return without starting anything."""
+        if self.url is not None:
+            return self
+        if not tensorboard_installed():
+            log.warning("TensorBoard is not installed (it comes with TensorFlow); run: %s", self.command_line)
+            return self
+        # its log goes to a file: a pipe nobody reads would block it once full
+        self._stderr = tempfile.TemporaryFile()
+        # a session of its own: Ctrl-C in the notebook or terminal that started it does not end it
+        self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=self._stderr,
+                                        start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self._stderr.seek(0)
+                error = self._stderr.read().decode(errors="replace")
+                self.stop()
+                raise HorovodBatchAIError(f"TensorBoard exited at start: {error.strip()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.25)
+        self.stop()
+        raise WaitTimeoutError(f"TensorBoard did not listen on port {self.port} within {timeout:g}s")
+
+    def stop(self) -> None:
+        """End TensorBoard if this object started it."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def __enter__(self) -> "TensorBoard":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def open_tensorboard(job: "Job", logdir: Optional[Path], *, port: Optional[int], start: bool) -> TensorBoard:
+    folder = local_directory(logdir if logdir is not None else Path("tensorboard") / job.name, "logdir")
+    board = TensorBoard(job, folder, port if port is not None else _free_port())
+    board.sync()
+    if start:
+        board.start()
+    return board

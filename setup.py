@@ -45,6 +45,12 @@ AZUREML_REQUIRES = [
     "azure-storage-blob>=12.20,<13",
 ]
 
+# horovod_batchai.aio: aiohttp is azure-core's asynchronous transport, which every aio client of
+# Microsoft's (azure.mgmt.*.aio, azure.storage.fileshare.aio, azure.identity.aio) sends through.
+AIO_REQUIRES = [
+    "aiohttp>=3.9,<4",
+]
+
 SDK_REQUIRES = [
     "azure-mgmt-batchai==7.0.0",     # last release; Batch AI api-version 2018-05-01
     "msrest>=0.7.1",                 # imported by azure-mgmt-batchai 7.0.0 without declaring it
@@ -92,6 +98,7 @@ setup(
         "docs": ["sphinx>=7"],
         "azureml": AZUREML_REQUIRES,
         "notebook": NOTEBOOK_REQUIRES,
+        "aio": AIO_REQUIRES,
     },
     entry_points={"console_scripts": ["horovod-batchai = horovod_batchai.cli:main"]},
     classifiers=[

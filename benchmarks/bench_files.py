@@ -1,21 +1,29 @@
-"""Throughput of the local Azure Files data plane against the practical limit of this machine.
+"""Throughput of the local Azure Files data plane: the SDK's FileShare against Microsoft's own
+ShareFileClient, and both against the practical limit of this machine.
 
 Starts the local service daemon on a temporary state directory, creates a storage account and a share the
 way a user does (ARM through StorageManagementClient, then ShareServiceClient), and measures:
 
 * a large file (1 GiB by default) uploaded with ``ShareFileClient.upload_file(max_concurrency=8)``
-  and downloaded with ``download_file(max_concurrency=8).readinto(...)``, and the same through the
-  SDK's ``FileShare.upload_file(verify=False)`` / ``FileShare.download_file`` (which checks the
-  MD5 the share holds), each with its default concurrency (4);
+  and downloaded with ``download_file(max_concurrency=8).readinto(...)`` (Microsoft's client as
+  it comes, no checksums), the upload once more with ``validate_content=True`` (Microsoft's client
+  sending each range's MD5), and the same file through the SDK's ``FileShare.upload_file`` /
+  ``FileShare.download_file`` with their defaults: each range's MD5 sent and checked by the
+  service, the file's MD5 stored, and checked on download;
 * two baselines measured in the same run, each the best of three: the same bytes sent from the
   file through one bare loopback TLS connection to another process, which receives and drops
   them (the service's own certificate and TLS settings: the practical limit of moving bytes over
   TLS in Python here), and ``cp`` of the file on the same disk;
 * many small files (4 KiB) uploaded and downloaded one by one, as files per second.
 
-Every transfer is timed three times and the best kept, as the baselines are: this VM hands back
+The clients take turns, ``--repeats`` rounds (so a burst of load on the shared machine falls on
+all of them alike), and each one's best run is kept, as for the baselines: this VM hands back
 freed memory to its host within about a second (free page reporting), and the first touch of such
 memory costs ~1 CPU-s per GiB, so a single run measures the VM's memory as much as the service.
+For the same reason every run starts with its destination deleted (outside the timed part): a
+transfer that replaced an existing file would free its pages just before writing new ones (as
+ShareFileClient's Create File does when it truncates) or just after (as FileShare's rename and a
+download's ``.partial`` do), and the two would be measured on different memory.
 
 Where the time goes, measured in the same run: the CPU seconds of the client process and of the
 service daemon for each transfer (and of both ends of the socket pair); the CPU seconds of the
@@ -26,16 +34,20 @@ the write on an upload) and both cores were busy all the time, a transfer could 
 than (client CPU + that work) / cores seconds; the best ratio this machine allows is the socket
 pair's time over that.
 
-Printed: MB/s of each, and the ratios the project tracks, ShareServiceClient upload and download /
-the TLS socket pair (target >= 0.5), with the same against ``cp``; then the CPU table and the
-ceilings. Every upload and download is checked byte for byte (SHA-256) outside the timed parts.
+Printed: MB/s of each, the ratios FileShare / ShareFileClient for upload and download (target
+>= 0.9; best runs, and the median of the rounds' ratios), and ShareServiceClient upload and
+download / the TLS socket pair (target >= 0.5), with the same against ``cp``; then the CPU table
+and the ceilings. Every upload and download is checked byte for byte (SHA-256) outside the timed
+parts.
 
     python benchmarks/bench_files.py [--size-mib 1024] [--small-files 200] [--dir DIR] [--repeats 3]
+        [--file-share-concurrency N]
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
+import statistics
 import multiprocessing
 import os
 import resource
@@ -48,13 +60,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from azure.mgmt.resource.resources import ResourceManagementClient
 from azure.mgmt.storage import StorageManagementClient
 from azure.storage.fileshare import ShareServiceClient
 
 from horovod_batchai import FileShare, Target
+from horovod_batchai._fileshare import DEFAULT_RANGE_CONCURRENCY
 from horovod_batchai.local import ServiceInfo, ensure_running, stop_daemon
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
@@ -102,14 +115,34 @@ class Run(NamedTuple):
     service_cpu: float
 
 
-def _best_run(fn, service_pid: int, repeats: int) -> Run:
-    """The fastest of ``repeats`` runs of ``fn``, with the CPU seconds each side used in it."""
-    runs = []
-    for _ in range(repeats):
-        client, service = _own_cpu(), _process_cpu(service_pid)
-        seconds = _timed(fn)
-        runs.append(Run(seconds, _own_cpu() - client, _process_cpu(service_pid) - service))
-    return min(runs)
+class Transfer(NamedTuple):
+    prepare: Callable[[], None]   # untimed: delete the destination
+    run: Callable[[], None]       # timed
+    check: Callable[[], None]     # untimed: the bytes arrived whole
+
+
+def _measured(fn: Callable[[], None], service_pid: int) -> Run:
+    client, service = _own_cpu(), _process_cpu(service_pid)
+    seconds = _timed(fn)
+    return Run(seconds, _own_cpu() - client, _process_cpu(service_pid) - service)
+
+
+def _take_turns(transfers: dict[str, Transfer], service_pid: int, rounds: int) -> dict[str, list[Run]]:
+    """Every run of every transfer, ``rounds`` rounds in which each takes its turn."""
+    runs: dict[str, list[Run]] = {name: [] for name in transfers}
+    for _ in range(rounds):
+        for name, transfer in transfers.items():
+            transfer.prepare()
+            runs[name].append(_measured(transfer.run, service_pid))
+            transfer.check()
+    return runs
+
+
+def _ratios(runs: dict[str, list[Run]], ours: str, theirs: str) -> tuple[float, float]:
+    """``theirs`` time / ``ours`` time (so throughput ours / theirs): best against best, and the
+    median of the rounds' ratios (each round's two runs were taken next to each other)."""
+    best = min(runs[theirs]).seconds / min(runs[ours]).seconds
+    return best, statistics.median(t.seconds / o.seconds for o, t in zip(runs[ours], runs[theirs]))
 
 
 def _md5_cpu(size: int) -> float:
@@ -190,7 +223,10 @@ def main() -> int:
     parser.add_argument("--small-files", type=int, default=200, help="number of 4 KiB files (default 200)")
     parser.add_argument("--dir", type=Path, default=None, help="where to work (default: a temp dir)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each transfer, the best kept (default 3)")
+    parser.add_argument("--file-share-concurrency", type=int, default=None,
+                        help="FileShare's max_concurrency (default: its own default)")
     args = parser.parse_args()
+    fs_options = {} if args.file_share_concurrency is None else {"max_concurrency": args.file_share_concurrency}
 
     work = Path(tempfile.mkdtemp(prefix="bench-files-", dir=args.dir))
     try:
@@ -219,32 +255,57 @@ def main() -> int:
             md5_cpu = min(_md5_cpu(size) for _ in range(3))
             write_cpu = min(_new_file_write_cpu(copied, size) for _ in range(3))
 
-            def upload() -> None:
-                with open(source, "rb") as fh:
-                    big.upload_file(fh, length=size, max_concurrency=8)
+            stored = state / "files" / account / "bench"
+
+            def upload(**options: object) -> Callable[[], None]:
+                def run() -> None:
+                    with open(source, "rb") as fh:
+                        big.upload_file(fh, length=size, max_concurrency=8, **options)
+                return run
 
             def download() -> None:
                 with open(downloaded, "wb") as fh:
                     big.download_file(max_concurrency=8).readinto(fh)
 
-            runs: dict[str, Run] = {}
-            runs["ShareFileClient.upload_file   (8)"] = _best_run(upload, service.pid, args.repeats)
-            stored = state / "files" / account / "bench" / "large.bin"
-            assert _sha256(stored) == expected, "the uploaded file differs from the source"
-            runs["ShareFileClient.download_file (8)"] = _best_run(download, service.pid, args.repeats)
-            assert _sha256(downloaded) == expected, "the downloaded file differs from the source"
-            downloaded.unlink()
+            def absent(name: str) -> Callable[[], None]:
+                return lambda: share.get_file_client(name).delete_file() if (stored / name).exists() else None
 
-            # The SDK's own FileShare: the same file, its defaults (concurrency 4; download checks the MD5).
+            def arrived(path: Path, what: str) -> Callable[[], None]:
+                def check() -> None:
+                    assert _sha256(path) == expected, f"{what} differs from the source"
+                return check
+
+            def no_download() -> None:
+                downloaded.unlink(missing_ok=True)
+
+            # The SDK's own FileShare: the same file, its defaults (integrity checks on).
             with Target.local(service) as target:
                 sdk_share = FileShare.get(target, "bench", account, "bench")
-                runs["FileShare.upload_file         (4)"] = _best_run(
-                    lambda: sdk_share.upload_file(source, "sdk.bin", verify=False, progress=False), service.pid,
-                    args.repeats)
-                assert _sha256(stored.with_name("sdk.bin")) == expected, "FileShare's upload differs from the source"
-                runs["FileShare.download_file       (4)"] = _best_run(
-                    lambda: sdk_share.download_file("sdk.bin", downloaded, progress=False), service.pid, args.repeats)
-                assert _sha256(downloaded) == expected, "FileShare's download differs from the source"
+                fs_concurrency = fs_options.get("max_concurrency", DEFAULT_RANGE_CONCURRENCY)
+                uploads = {
+                    "ShareFileClient.upload_file   (8)": Transfer(absent("large.bin"), upload(),
+                                                                  arrived(stored / "large.bin", "the upload")),
+                    "  with validate_content=True  (8)": Transfer(absent("large.bin"), upload(validate_content=True),
+                                                                  arrived(stored / "large.bin", "the upload")),
+                    f"FileShare.upload_file        ({fs_concurrency:>2})": Transfer(
+                        absent("sdk.bin"), lambda: sdk_share.upload_file(source, "sdk.bin", progress=False, **fs_options),
+                        arrived(stored / "sdk.bin", "FileShare's upload")),
+                }
+                downloads = {
+                    "ShareFileClient.download_file (8)": Transfer(no_download, download,
+                                                                  arrived(downloaded, "the download")),
+                    f"FileShare.download_file      ({fs_concurrency:>2})": Transfer(
+                        no_download, lambda: sdk_share.download_file("sdk.bin", downloaded, progress=False, **fs_options),
+                        arrived(downloaded, "FileShare's download")),
+                }
+                all_runs = _take_turns(uploads, service.pid, args.repeats)
+                all_runs.update(_take_turns(downloads, service.pid, args.repeats))
+            runs = {name: min(each) for name, each in all_runs.items()}
+            fs_up, fs_down = list(uploads)[2], list(downloads)[1]
+            up_ratio = _ratios(all_runs, fs_up, "ShareFileClient.upload_file   (8)")
+            up_checked_ratio = _ratios(all_runs, fs_up, "  with validate_content=True  (8)")
+            down_ratio = _ratios(all_runs, fs_down, "ShareFileClient.download_file (8)")
+            downloaded.unlink(missing_ok=True)
 
             small = os.urandom(4096)
             names = [f"small/{i:05d}.bin" for i in range(args.small_files)]
@@ -260,7 +321,7 @@ def main() -> int:
         print(f"  TLS socket pair (baseline)          {tls_s:7.2f} s  {mb / tls_s:8.1f} MB/s")
         print(f"  cp (baseline)                       {cp_s:7.2f} s  {mb / cp_s:8.1f} MB/s")
         for name, run in runs.items():
-            print(f"  {name}   {run.seconds:7.2f} s  {mb / run.seconds:8.1f} MB/s  = {tls_s / run.seconds:.2f} x TLS pair, "
+            print(f"  {name:34}   {run.seconds:7.2f} s  {mb / run.seconds:8.1f} MB/s  = {tls_s / run.seconds:.2f} x TLS pair, "
                   f"{cp_s / run.seconds:.2f} x cp")
         cores = os.cpu_count() or 1
         print(f"where the time goes (CPU seconds; {cores} cores): MD5 of the file {md5_cpu:.2f}, writing it into a "
@@ -270,14 +331,18 @@ def main() -> int:
         for name, run in runs.items():
             # What the service cannot skip: its end of the TLS connection, and on an upload the
             # MD5 of each range and the write into the file.
-            upload = "upload" in name
+            upload = name in uploads
             unavoidable = pair.service_cpu + md5_cpu + write_cpu if upload else pair.client_cpu
             ceiling = tls_s / ((run.client_cpu + unavoidable) / cores)
-            print(f"  {name}   {run.client_cpu:6.2f}  {run.service_cpu:7.2f}  {unavoidable:11.2f}  {ceiling:6.2f}x")
+            print(f"  {name:34}   {run.client_cpu:6.2f}  {run.service_cpu:7.2f}  {unavoidable:11.2f}  {ceiling:6.2f}x")
         up_s = runs["ShareFileClient.upload_file   (8)"].seconds
         down_s = runs["ShareFileClient.download_file (8)"].seconds
         print(f"data plane, ShareServiceClient / TLS socket pair: upload {tls_s / up_s:.2f}x, download "
               f"{tls_s / down_s:.2f}x (target >= 0.5)")
+        print(f"FileShare / ShareFileClient (best runs; median of {args.repeats} rounds): upload {up_ratio[0]:.2f}x "
+              f"({up_ratio[1]:.2f}x), download {down_ratio[0]:.2f}x ({down_ratio[1]:.2f}x) (target >= 0.9); upload "
+              f"against ShareFileClient with validate_content=True {up_checked_ratio[0]:.2f}x "
+              f"({up_checked_ratio[1]:.2f}x)")
         if args.small_files:
             print(f"small files: {args.small_files} x 4 KiB, one request each (create + range), sequential")
             print(f"  upload          {small_up_s:7.2f} s  {args.small_files / small_up_s:8.1f} files/s")

@@ -30,14 +30,108 @@ if TYPE_CHECKING:
     from ._target import Target
     from ._workspace import Workspace
 
-__all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS"]
+__all__ = ["GpuCluster", "RemoteLogin", "DEALLOCATION_OPTIONS", "ReadyWatch", "check_resize", "GpuClusterBase"]
 
 log = logging.getLogger(__name__)
 
 DEALLOCATION_OPTIONS = ("requeue", "terminate", "waitforjobcompletion")
 
 
-class GpuCluster:
+def check_resize(target_node_count: object, deallocation_option: Optional[str]) -> None:
+    """Refuse a resize's arguments before anything is sent."""
+    if not isinstance(target_node_count, int) or isinstance(target_node_count, bool) or target_node_count < 0:
+        raise InvalidSpecError("target_node_count", f"{target_node_count!r} is not a node count", "an integer >= 0")
+    if deallocation_option is not None and deallocation_option not in DEALLOCATION_OPTIONS:
+        raise InvalidSpecError("deallocation_option", f"{deallocation_option!r} is not an option",
+                               " | ".join(DEALLOCATION_OPTIONS))
+
+
+class ReadyWatch:
+    """What waiting for a cluster to be ready decides on each snapshot (the sync and async waits
+    share it): ``on_status`` sees each new one, errors or unusable nodes end the wait."""
+
+    def __init__(self, name: str, polling: Polling,
+                 on_status: Optional[Callable[[ClusterStatus], None]] = None) -> None:
+        self._name = name
+        self._polling = polling
+        self._on_status = on_status
+        self._last: Optional[ClusterStatus] = None
+
+    def check(self, status: ClusterStatus) -> None:
+        if self._on_status is not None and status != self._last:
+            self._on_status(status)
+        self._last = status
+        if status.errors:
+            raise ClusterNotReadyError(f"cluster {self._name!r} reports errors: "
+                                       + "; ".join(str(e) for e in status.errors), errors=status.errors)
+        if status.node_state_counts.unusable:
+            raise ClusterNotReadyError(f"cluster {self._name!r} has {status.node_state_counts.unusable} "
+                                       "unusable node(s)")
+
+    @staticmethod
+    def done(status: ClusterStatus) -> bool:
+        return status.is_ready
+
+    def timeout_error(self, status: ClusterStatus) -> WaitTimeoutError:
+        return WaitTimeoutError(f"cluster {self._name!r} was not ready after {self._polling.timeout:g}s: "
+                                f"{status.allocation_state.value}, {status.node_state_counts}", last_state=status)
+
+
+class GpuClusterBase:
+    """What a cluster is, as last fetched, with no request: the sync and the aio GpuCluster share it."""
+
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
+
+    def __init__(self, workspace: Any, name: str, *, _record: Optional[ClusterRecord] = None) -> None:
+        self.workspace = workspace
+        self.name = check_batchai_name(name, "cluster")
+        self._record = _record
+
+    def __repr__(self) -> str:
+        return f"GpuCluster(workspace={self.workspace.name!r}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
+
+    def __hash__(self) -> int:
+        return hash(self.id.lower())
+
+    @property
+    def _ref(self) -> ClusterRef:
+        return ClusterRef(self.workspace.resource_group, self.workspace.name, self.name)
+
+    @property
+    def id(self) -> str:
+        return self._backend.cluster_id(self._ref)
+
+    def _known(self) -> ClusterRecord:
+        if self._record is None:
+            raise HorovodBatchAIError(f"cluster {self.name!r} has not been fetched yet; refresh() it first")
+        return self._record
+
+    @property
+    def vm_size(self) -> str:
+        return self._known().vm_size
+
+    @property
+    def maximum_node_count(self) -> Optional[int]:
+        """The most nodes a job can get: the manual target, or the auto-scale maximum."""
+        return self._known().maximum_node_count
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        """Cluster-level mounts (under ``$AZ_BATCHAI_MOUNT_ROOT``), without keys."""
+        return self._known().mounts
+
+    @property
+    def ssh_public_key(self) -> Optional[str]:
+        """The admin user's public key, as the service reports it."""
+        return self._known().ssh_public_key
+
+
+class GpuCluster(GpuClusterBase):
     """A GPU cluster in a :class:`Workspace` (see :meth:`Workspace.create_cluster`).
 
     Properties describe the cluster as last fetched (by the call that returned it, or
@@ -48,19 +142,7 @@ class GpuCluster:
     fetched: call :meth:`refresh` in the receiving process. :meth:`from_id` rebuilds it from its id.
     """
 
-    def __init__(self, workspace: "Workspace", name: str, *, _record: Optional[ClusterRecord] = None) -> None:
-        self.workspace = workspace
-        self.name = check_batchai_name(name, "cluster")
-        self._record = _record
-
-    def __repr__(self) -> str:
-        return f"GpuCluster(workspace={self.workspace.name!r}, name={self.name!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, GpuCluster) and self.id.lower() == other.id.lower()
-
-    def __hash__(self) -> int:
-        return hash(self.id.lower())
+    workspace: "Workspace"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (GpuCluster, (self.workspace, self.name))
@@ -75,14 +157,6 @@ class GpuCluster:
     @property
     def _backend(self) -> "Backend":
         return self.workspace.target.backend
-
-    @property
-    def _ref(self) -> ClusterRef:
-        return ClusterRef(self.workspace.resource_group, self.workspace.name, self.name)
-
-    @property
-    def id(self) -> str:
-        return self._backend.cluster_id(self._ref)
 
     # -- get / list / delete --------------------------------------------------------------------
     @classmethod
@@ -109,30 +183,6 @@ class GpuCluster:
         self.begin_delete().result(timeout)
 
     # -- what it is and where it stands --------------------------------------------------------
-    def _known(self) -> ClusterRecord:
-        if self._record is None:
-            raise HorovodBatchAIError(f"cluster {self.name!r} has not been fetched yet; call refresh() first")
-        return self._record
-
-    @property
-    def vm_size(self) -> str:
-        return self._known().vm_size
-
-    @property
-    def maximum_node_count(self) -> Optional[int]:
-        """The most nodes a job can get: the manual target, or the auto-scale maximum."""
-        return self._known().maximum_node_count
-
-    @property
-    def mounts(self) -> tuple[Mount, ...]:
-        """Cluster-level mounts (under ``$AZ_BATCHAI_MOUNT_ROOT``), without keys."""
-        return self._known().mounts
-
-    @property
-    def ssh_public_key(self) -> Optional[str]:
-        """The admin user's public key, as the service reports it."""
-        return self._known().ssh_public_key
-
     def refresh(self) -> "GpuCluster":
         """Fetch the cluster again; returns the cluster itself."""
         self._record = self._backend.get_cluster(self._ref)
@@ -167,24 +217,9 @@ class GpuCluster:
     def _until_ready(self, polling: Polling, on_status: Optional[Callable[[ClusterStatus], None]] = None
                      ) -> ClusterStatus:
         """The wait of :meth:`wait_until_ready` (and of the resize pollers), on ``polling``'s deadline."""
-        last: list[ClusterStatus] = []
-
-        def check(status: ClusterStatus) -> None:
-            if on_status is not None and (not last or status != last[-1]):
-                on_status(status)
-            last[:] = [status]
-            if status.errors:
-                raise ClusterNotReadyError(f"cluster {self.name!r} reports errors: "
-                                           + "; ".join(str(e) for e in status.errors), errors=status.errors)
-            if status.node_state_counts.unusable:
-                raise ClusterNotReadyError(f"cluster {self.name!r} has {status.node_state_counts.unusable} "
-                                           "unusable node(s)")
-
-        return poll_until(self.status, done=lambda s: s.is_ready, polling=polling, on_each=check,
-                          what=f"waiting for cluster {self.name!r}",
-                          on_timeout=lambda s: WaitTimeoutError(
-                              f"cluster {self.name!r} was not ready after {polling.timeout:g}s: "
-                              f"{s.allocation_state.value}, {s.node_state_counts}", last_state=s))
+        watch = ReadyWatch(self.name, polling, on_status)
+        return poll_until(self.status, done=watch.done, polling=polling, on_each=watch.check,
+                          what=f"waiting for cluster {self.name!r}", on_timeout=watch.timeout_error)
 
     # -- scale ----------------------------------------------------------------------------------
     def begin_resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
@@ -196,13 +231,7 @@ class GpuCluster:
         raises :class:`ClusterNotReadyError` if the cluster reports errors or unusable nodes.
         ``continuation_token`` resumes an earlier call (the other arguments are then not used)."""
         if continuation_token is None:
-            if (not isinstance(target_node_count, int) or isinstance(target_node_count, bool)
-                    or target_node_count < 0):
-                raise InvalidSpecError("target_node_count", f"{target_node_count!r} is not a node count",
-                                       "an integer >= 0")
-            if deallocation_option is not None and deallocation_option not in DEALLOCATION_OPTIONS:
-                raise InvalidSpecError("deallocation_option", f"{deallocation_option!r} is not an option",
-                                       " | ".join(DEALLOCATION_OPTIONS))
+            check_resize(target_node_count, deallocation_option)
             log.info("resizing cluster %s to %d node(s)", self.id, target_node_count)
         return self._begin_scale("resizing cluster", continuation_token, target_node_count=target_node_count,
                                  deallocation_option=deallocation_option)

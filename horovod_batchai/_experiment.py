@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ._target import Target
     from ._workspace import Workspace
 
-__all__ = ["Experiment", "require_spec"]
+__all__ = ["Experiment", "ExperimentBase", "require_spec", "require_cluster"]
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +36,19 @@ def require_spec(spec: object) -> HorovodJob:
     return spec
 
 
-class Experiment:
-    """An experiment in a :class:`Workspace` (see :meth:`Workspace.create_experiment`);
-    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it.
-    It may be shared between threads, and pickles as a reference (see :class:`Workspace`)."""
+def require_cluster(cluster: object, kind: type) -> None:
+    if not isinstance(cluster, kind):
+        raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
 
-    def __init__(self, workspace: "Workspace", name: str) -> None:
+
+class ExperimentBase:
+    """What an experiment is, with no request: the sync and the aio Experiment share it."""
+
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
+
+    def __init__(self, workspace: Any, name: str) -> None:
         self.workspace = workspace
         self.name = check_batchai_name(name, "experiment")
 
@@ -49,10 +56,22 @@ class Experiment:
         return f"Experiment(workspace={self.workspace.name!r}, name={self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Experiment) and self.id.lower() == other.id.lower()
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
+
+    @property
+    def id(self) -> str:
+        return self._backend.experiment_id(self.workspace.resource_group, self.workspace.name, self.name)
+
+
+class Experiment(ExperimentBase):
+    """An experiment in a :class:`Workspace` (see :meth:`Workspace.create_experiment`);
+    :meth:`submit` runs a :class:`HorovodJob` in it, and its jobs are got and listed from it.
+    It may be shared between threads, and pickles as a reference (see :class:`Workspace`)."""
+
+    workspace: "Workspace"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Experiment, (self.workspace, self.name))
@@ -67,10 +86,6 @@ class Experiment:
     @property
     def _backend(self) -> "Backend":
         return self.workspace.target.backend
-
-    @property
-    def id(self) -> str:
-        return self._backend.experiment_id(self.workspace.resource_group, self.workspace.name, self.name)
 
     @classmethod
     def create(cls, workspace: "Workspace", name: str, *,
@@ -133,9 +148,7 @@ class Experiment:
             spec = require_spec(spec)
             if isinstance(cluster, str):
                 cluster = GpuCluster(self.workspace, cluster)
-            if not isinstance(cluster, GpuCluster):
-                raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster",
-                                       "a GpuCluster or its name")
+            require_cluster(cluster, GpuCluster)
             if cluster._record is None:
                 cluster.refresh()
             record = cluster._known()

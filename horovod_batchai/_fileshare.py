@@ -16,12 +16,14 @@ import secrets
 import stat
 import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, List, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, List, Optional, Union, cast
 
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
+from ._deprecation import deprecated
 from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
 from ._mounts import AzureFileShareMount, azure_file_url
 from ._names import (check_location, check_resource_group, check_share_name, check_share_path, check_storage_account,
@@ -42,20 +44,30 @@ if TYPE_CHECKING:
 
     from ._target import Target
 
-__all__ = ["FileShare", "ShareItem", "SKUS"]
+__all__ = ["FileShare", "FileShareBase", "ShareItem", "SKUS", "upload_temp_path", "walk_tree", "check_quota",
+           "check_account_options",
+           "full_key", "add_entries", "check_read_back", "holds_upload", "finish_download", "file_endpoint",
+           "DEFAULT_FILE_CONCURRENCY", "UPLOAD_TEMP_RE", "check_upload_source", "plan_upload_directory",
+           "range_md5_refused", "DEFAULT_RANGE_CONCURRENCY", "DIRECTORY_RANGE_CONCURRENCY", "VERIFY_REPLACEMENT"]
 
 log = logging.getLogger(__name__)
 
 SKUS = ("Standard_LRS", "Standard_GRS", "Standard_RAGRS", "Standard_ZRS", "Premium_LRS")
 #: files uploaded or downloaded side by side by the directory methods (each in parallel ranges)
 DEFAULT_FILE_CONCURRENCY = 4
+#: 4 MiB ranges of one file in flight at once (``max_concurrency``), chosen by measurement
+#: (benchmarks/bench_files.py; see docs/local_service.rst, "Speed of the Files plane").
+DEFAULT_RANGE_CONCURRENCY = 8
+#: ranges in flight for each file of a directory transfer: the same requests in flight in all as
+#: for one file (and a Ctrl-C waits for no more of them to finish).
+DIRECTORY_RANGE_CONCURRENCY = DEFAULT_RANGE_CONCURRENCY // DEFAULT_FILE_CONCURRENCY
 #: an upload is written to ``.<name>.uploading-<random>`` beside its final name and renamed into
 #: place once complete and verified, so no reader ever sees a part-written file under its name.
 #: (A leftover the FileShare could not delete is deleted when it next reaches the share; the local
 #: service deletes one no upload has touched for a while; keep in step with ``STALE_UPLOAD_RE`` in
 #: horovod_batchai/local/files/store.py.)
 UPLOAD_TEMP_MARK = ".uploading-"
-_UPLOAD_TEMP_RE = re.compile(r"\..+\.uploading-[0-9a-f]{12}", re.DOTALL)
+UPLOAD_TEMP_RE = re.compile(r"\..+\.uploading-[0-9a-f]{12}", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,11 @@ def upload_temp_path(path: str) -> str:
     return f"{directory}/{temp}" if directory else temp
 
 
+#: what replaces ``verify=`` (deprecated) in the upload methods
+VERIFY_REPLACEMENT = ("read_back=True for a full read-back; every range's MD5 is now checked by the service as it "
+                       "arrives, and the file's MD5 stored with it, by default")
+
+
 def _stoppable(hook: Optional[Callable[[int, Optional[int]], None]],
                stop: Optional[threading.Event]) -> Callable[[int, Optional[int]], None]:
     # azure-storage calls the progress hook after every range: the place to notice a stop request.
@@ -89,16 +106,10 @@ def _stoppable(hook: Optional[Callable[[int, Optional[int]], None]],
     return update
 
 
-class FileShare:
-    """A file share in a storage account. Build one with :meth:`create` (get-or-create), :meth:`get`
-    or :meth:`from_id`.
+class FileShareBase:
+    """What a share is, with no request: the sync and the aio FileShare share it."""
 
-    A share may be shared between threads (its key and client are fetched once, under its lock).
-    It pickles as a reference, never with its account key: the receiving process fetches the
-    key again with ``listKeys`` when it first needs it.
-    """
-
-    def __init__(self, target: "Target", resource_group: str, account_name: str, share_name: str, *,
+    def __init__(self, target: Any, resource_group: str, account_name: str, share_name: str, *,
                  _account_url: Optional[str] = None) -> None:
         self.target = target
         self.resource_group = check_resource_group(resource_group)
@@ -106,26 +117,11 @@ class FileShare:
         self.share_name = check_share_name(share_name)
         self._account_url = _account_url
         self._key: Optional[str] = None
-        self._service: Optional["ShareServiceClient"] = None
-        self._lock = threading.Lock()
         #: temporary names of failed uploads that could not be deleted then (the service was down)
         self._leftovers: set[str] = set()
 
     def __repr__(self) -> str:
         return f"FileShare(account_name={self._account_name!r}, share_name={self.share_name!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # The account URL is an endpoint, not a secret; the key and the client stay behind.
-        return (FileShare, (self.target, self.resource_group, self._account_name, self.share_name),
-                {"_account_url": self._account_url})
-
-    @classmethod
-    def from_id(cls, target: "Target", resource_id: str) -> "FileShare":
-        """The existing share whose ARM id is ``resource_id`` (as :attr:`id` gives it:
-        ``.../storageAccounts/<account>/fileServices/default/shares/<share>``); an id of another
-        form is an :class:`InvalidSpecError` stating the valid one."""
-        names = parse_id(target, resource_id, "file share")
-        return cls.get(target, names["resource group"], names["account"], names["share"])
 
     @property
     def id(self) -> str:
@@ -154,6 +150,37 @@ class FileShare:
     def _where(self, path: str = "") -> str:
         return f"{self._account_name}/{self.share_name}" + (f"/{path}" if path else "")
 
+
+class FileShare(FileShareBase):
+    """A file share in a storage account. Build one with :meth:`create` (get-or-create), :meth:`get`
+    or :meth:`from_id`.
+
+    A share may be shared between threads (its key and client are fetched once, under its lock).
+    It pickles as a reference, never with its account key: the receiving process fetches the
+    key again with ``listKeys`` when it first needs it.
+    """
+
+    target: "Target"
+
+    def __init__(self, target: "Target", resource_group: str, account_name: str, share_name: str, *,
+                 _account_url: Optional[str] = None) -> None:
+        super().__init__(target, resource_group, account_name, share_name, _account_url=_account_url)
+        self._service: Optional["ShareServiceClient"] = None
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The account URL is an endpoint, not a secret; the key and the client stay behind.
+        return (FileShare, (self.target, self.resource_group, self._account_name, self.share_name),
+                {"_account_url": self._account_url})
+
+    @classmethod
+    def from_id(cls, target: "Target", resource_id: str) -> "FileShare":
+        """The existing share whose ARM id is ``resource_id`` (as :attr:`id` gives it:
+        ``.../storageAccounts/<account>/fileServices/default/shares/<share>``); an id of another
+        form is an :class:`InvalidSpecError` stating the valid one."""
+        names = parse_id(target, resource_id, "file share")
+        return cls.get(target, names["resource group"], names["account"], names["share"])
+
     # -- create / get / delete ------------------------------------------------------------------
     @classmethod
     def begin_create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
@@ -165,15 +192,12 @@ class FileShare:
         call (``location`` and ``sku`` are then not used)."""
         share = cls(target, resource_group, account_name, share_name)
         action, resource = "creating share", share.share_id
-        if quota_gib is not None and (not isinstance(quota_gib, int) or not 1 <= quota_gib <= 102400):
-            raise InvalidSpecError("quota_gib", f"{quota_gib!r} is not a share quota", "1..102400 GiB")
+        check_quota(quota_gib)
         if continuation_token is not None:
             inner = resume_token(continuation_token, action=action, resource=resource)
             account = share._resume_account(inner) if inner else None
         else:
-            location = check_location(location)
-            if sku not in SKUS:
-                raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
+            location = check_account_options(location, sku)
             # Where jobs will find the share must not be other storage: checked before anything is created.
             target.backend.check_share_datastore(account_name, share_name)
             ensure_resource_group(target, resource_group, location)
@@ -240,7 +264,7 @@ class FileShare:
             try:
                 account = client.storage_accounts.get_properties(self.resource_group, self._account_name)
                 log.info("storage account %s exists; using it", self._account_name)
-                self._account_url = _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+                self._account_url = file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
                 return None
             except ResourceNotFoundError:
                 log.info("creating storage account %s (%s) in %s", self._account_name, sku, location)
@@ -259,12 +283,12 @@ class FileShare:
         return MappedPoller(poller, self._endpoint_of, action=action, resource=self.account_id)
 
     def _endpoint_of(self, account: object) -> str:
-        return _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+        return file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
 
     def _read_account(self) -> None:
         with azure_errors("reading storage account", self.account_id):
             account = self.target.storage().storage_accounts.get_properties(self.resource_group, self._account_name)
-        self._account_url = _file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+        self._account_url = file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
 
     def delete(self, *, delete_account: bool = False) -> None:
         """Delete the share (and, when asked, its storage account); succeeds when already gone."""
@@ -289,13 +313,7 @@ class FileShare:
                 with azure_errors("listing keys of", self.account_id):
                     result = self.target.storage().storage_accounts.list_keys(
                         self.resource_group, self._account_name, **IDEMPOTENT_POST)  # type: ignore[arg-type]
-                # azure-mgmt-storage 25 renamed the list to keys_property (its models are mappings, whose
-                # keys() is a method); older releases, which setup.py allows too, call it keys.
-                listed = list(getattr(result, "keys_property", None) or getattr(result, "keys", None) or [])
-                keys = [k for k in listed if str(k.permissions or "").upper() == "FULL"] or listed
-                if not keys or not keys[0].value:
-                    raise NotFoundError(f"storage account {self._account_name} returned no keys", resource=self.account_id)
-                self._key = keys[0].value
+                self._key = full_key(result, self._account_name, self.account_id)
             return self._key
 
     def _service_client(self) -> "ShareServiceClient":
@@ -363,12 +381,7 @@ class FileShare:
             directory = pending.pop()
             with azure_errors("listing", self._where(directory)):
                 entries = list(share.get_directory_client(directory).list_directories_and_files())
-            for entry in entries:
-                full = f"{directory}/{entry['name']}" if directory else entry["name"]
-                is_dir = bool(entry.get("is_directory"))
-                items.append(ShareItem(path=full, is_directory=is_dir, size=None if is_dir else entry.get("size")))
-                if is_dir and recursive:
-                    pending.append(full)
+            add_entries(items, pending if recursive else None, directory, entries)
         return sorted(items, key=lambda item: item.path)
 
     def delete_file(self, path: str) -> None:
@@ -400,15 +413,23 @@ class FileShare:
                 pass
 
     # -- upload ---------------------------------------------------------------------------------
-    def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                    progress: ProgressArg = None, verify: bool = True,
-                    stop: Optional[threading.Event] = None) -> ShareItem:
+    def upload_file(self, source: Union[str, Path], path: str, *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
+                    progress: ProgressArg = None, validate_content: bool = True, read_back: bool = False,
+                    verify: Optional[bool] = None, stop: Optional[threading.Event] = None) -> ShareItem:
         """Upload the local file ``source`` to ``path`` in the share (parent directories are
-        created), in parallel 4 MiB ranges. With ``verify`` the file is read back and its MD5
-        compared with the local one; a difference raises :class:`TransferError`.
+        created), in ``max_concurrency`` parallel 4 MiB ranges.
+
+        Integrity, the way Azure offers it (AzCopy's ``--put-md5``): with ``validate_content``
+        (the default) each range carries its MD5 (``Content-MD5``) and the service refuses a range
+        whose bytes changed on the way, which raises :class:`TransferError`; the MD5 of the whole
+        file, taken from the bytes as they are read, is stored as the file's ``Content-MD5``, and
+        :meth:`download_file` checks it. With ``read_back`` the file is also read back from the
+        share and its MD5 compared before it is renamed into place: a second full transfer, for
+        when the bytes at rest must be checked too. ``verify`` is deprecated: ``verify=True``
+        means ``read_back=True``.
 
         The file appears at ``path`` complete or not at all: it is written to
-        ``.<name>.uploading-<random>`` in the same directory, verified there, and renamed into
+        ``.<name>.uploading-<random>`` in the same directory, checked there, and renamed into
         place (Azure Files' Rename File, replacing any file of that name in one step). A reader or
         a job never sees a part-written file under ``path``. If the upload fails or is
         interrupted (an exception, Ctrl-C), the temporary file is deleted and ``path`` keeps what
@@ -417,21 +438,22 @@ class FileShare:
         has touched it for two minutes (one a crashed process leaves behind, for instance). Setting
         ``stop`` (a ``threading.Event``) from another thread interrupts it the same way, after the
         range in flight, with :class:`StoppedError`."""
-        source = Path(source)
-        path = check_share_path(path)
+        if verify is not None:
+            deprecated("FileShare.upload_file(verify=...)", VERIFY_REPLACEMENT)
+            read_back = read_back or verify  # verify=True meant a read-back
+        source, path, size = check_upload_source(source, path)
         stop = check_stop_event(stop)
-        if not source.is_file():
-            raise InvalidSpecError("source", f"{str(source)!r} is not a file", "the path of an existing local file")
-        size = source.stat().st_size
         with Progress(progress, size, source.name) as bar:
             if "/" in path:
                 self.create_directory(path.rsplit("/", 1)[0])
-            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar, verify=verify, stop=stop)
+            self._upload_one(source, size, path, max_concurrency=max_concurrency, bar=bar,
+                             validate_content=validate_content, read_back=read_back, stop=stop)
         return ShareItem(path=path, is_directory=False, size=size)
 
-    def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress, verify: bool,
-                    stop: Optional[threading.Event] = None, in_flight: Optional[set[str]] = None) -> None:
-        """Upload to a temporary name beside ``path``, verify it there, then rename it into place
+    def _upload_one(self, source: Path, size: int, path: str, *, max_concurrency: int, bar: Progress,
+                    validate_content: bool, read_back: bool, stop: Optional[threading.Event] = None,
+                    in_flight: Optional[set[str]] = None) -> None:
+        """Upload to a temporary name beside ``path``, check it there, then rename it into place
         (replacing any file of that name in one step); on any failure or interruption the
         temporary file is deleted, so ``path`` holds either its old content or the new, whole."""
         from azure.storage.fileshare import ContentSettings
@@ -441,19 +463,19 @@ class FileShare:
         if in_flight is not None:
             in_flight.add(temp)
         try:
-            with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh:
-                # The MD5 is computed from the bytes as they are sent (one read of the file) and
-                # stored on the file once every range is in.
-                reader = HashingReader(fh, size, str(source))
-                client.upload_file(cast(BinaryIO, reader), length=size, max_concurrency=max(1, max_concurrency),
-                                   progress_hook=_stoppable(bar.hook(path), stop))
+            with azure_errors("uploading to", self._where(path)), open(source, "rb") as fh, \
+                    HashingReader(fh, size, str(source), stop=stop) as reader:
+                # The file's MD5 is computed from the bytes as they are read (one read of the file)
+                # and stored on the file once every range is in; each range's own MD5 travels with it.
+                with range_md5_refused(source, self._where(path)):
+                    client.upload_file(cast(BinaryIO, reader), length=size, max_concurrency=max(1, max_concurrency),
+                                       validate_content=validate_content,
+                                       progress_hook=_stoppable(bar.hook(path), stop))
                 md5 = reader.digest()
                 client.set_http_headers(content_settings=ContentSettings(content_md5=bytearray(md5)))
-            if verify:
-                remote_size, remote_md5 = self._hash_remote(client, path, max_concurrency, stop)
-                if (remote_size, remote_md5) != (size, md5):
-                    raise TransferError(f"{self._where(path)} differs from {source} after upload "
-                                        f"({remote_size} bytes in the share, {size} locally); nothing was replaced")
+            if read_back:
+                check_read_back(self._where(path), source, (size, md5),
+                                self._hash_remote(client, path, max_concurrency, stop))
             check_stop(stop)
             self._rename_into_place(client, path, size, md5)
         except BaseException:
@@ -475,8 +497,7 @@ class FileShare:
             except Exception:  # noqa: BLE001 -- the rename's own error says more
                 raise NotFoundError(f"{self._where(path)}: the upload vanished before it was renamed into "
                                     "place", resource=self._where(path)) from None
-            held = props.content_settings.content_md5
-            if props.size != size or not held or bytes(held) != md5:
+            if not holds_upload(props, size, md5):
                 raise
 
     def _discard(self, client: "ShareFileClient", temp: str) -> None:
@@ -496,18 +517,19 @@ class FileShare:
 
     def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int,
                      stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
-        hasher = OrderedHashWriter(None)
-        with azure_errors("reading back", self._where(path)):
+        with azure_errors("reading back", self._where(path)), OrderedHashWriter(None) as hasher:
             client.download_file(max_concurrency=max(1, max_concurrency),
                                  progress_hook=_stoppable(None, stop)).readinto(cast(BinaryIO, hasher))
-        return hasher.result()
+            return hasher.result()
 
-    def upload_directory(self, source: Union[str, Path], path: str, *, max_concurrency: int = 4,
-                         progress: ProgressArg = None, verify: bool = True,
+    def upload_directory(self, source: Union[str, Path], path: str, *,
+                         max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY, progress: ProgressArg = None,
+                         validate_content: bool = True, read_back: bool = False, verify: Optional[bool] = None,
                          stop: Optional[threading.Event] = None) -> List[ShareItem]:
         """Upload the tree under ``source`` to ``path`` in the share: directories first, then files,
         ``DEFAULT_FILE_CONCURRENCY`` at a time, each in ``max_concurrency`` parallel ranges, each
-        appearing under its name only once complete (see :meth:`upload_file`).
+        appearing under its name only once complete and checked as :meth:`upload_file` says
+        (``validate_content``, ``read_back``; ``verify`` is deprecated).
 
         Only what is inside the tree is sent. A symbolic link to a file inside ``source`` is
         uploaded as that file's content; a link that leads out of the tree, a broken link and a
@@ -515,15 +537,11 @@ class FileShare:
         :class:`UserWarning` naming it. Ctrl-C stops the transfer within about a second: files
         already complete stay, the ones in flight are removed; setting ``stop`` from another thread
         does the same and raises :class:`StoppedError`."""
-        source = Path(source)
-        path = check_share_path(path, allow_root=True)
+        if verify is not None:
+            deprecated("FileShare.upload_directory(verify=...)", VERIFY_REPLACEMENT)
+            read_back = read_back or verify
+        source, path, directories, files, sizes = plan_upload_directory(source, path)
         stop = check_stop_event(stop)
-        if not source.is_dir():
-            raise InvalidSpecError("source", f"{str(source)!r} is not a directory", "an existing local directory")
-        directories, files = _walk_tree(source, path)
-        for _, remote in files:
-            check_share_path(remote, "source (a file name in the tree)")
-        sizes = {remote: local.stat().st_size for local, remote in files}
         total = sum(sizes.values())
         for directory in directories:
             self.create_directory(directory)
@@ -531,7 +549,8 @@ class FileShare:
         with Progress(progress, total, source.name) as bar:
             def task(local: Path, remote: str) -> Callable[[threading.Event], None]:
                 return lambda stop: self._upload_one(local, sizes[remote], remote, max_concurrency=max_concurrency,
-                                                     bar=bar, verify=verify, stop=stop, in_flight=in_flight)
+                                                     bar=bar, validate_content=validate_content,
+                                                     read_back=read_back, stop=stop, in_flight=in_flight)
             try:
                 run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY,
                              caller_stop=stop)
@@ -550,7 +569,7 @@ class FileShare:
         return [ShareItem(path=remote, is_directory=False, size=sizes[remote]) for _, remote in files]
 
     # -- download -------------------------------------------------------------------------------
-    def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
+    def download_file(self, path: str, dest: Union[str, Path], *, max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
                       progress: ProgressArg = None, stop: Optional[threading.Event] = None) -> Path:
         """Download ``path`` to ``dest``: a file path, or a directory to put it in (an existing one,
         or one written with a trailing '/'). The file appears complete or not at all; when the share
@@ -575,25 +594,20 @@ class FileShare:
         dest.parent.mkdir(parents=True, exist_ok=True)
         partial = dest.with_name(dest.name + ".partial")
         try:
-            with azure_errors("downloading", self._where(path)), open(partial, "wb") as fh:
+            with azure_errors("downloading", self._where(path)), open(partial, "w+b") as fh, \
+                    OrderedHashWriter(fh.fileno()) as writer:
                 # Ranges arrive in parallel, are written at their offsets and hashed in file order.
-                writer = OrderedHashWriter(fh.fileno())
                 client.download_file(max_concurrency=max(1, max_concurrency),
                                      progress_hook=_stoppable(bar.hook(path), stop)).readinto(cast(BinaryIO, writer))
                 _, md5 = writer.result()
         except BaseException:  # a failed or interrupted download leaves nothing behind
             partial.unlink(missing_ok=True)
             raise
-        if expected_md5 and bytes(expected_md5) != md5:
-            partial.unlink()
-            raise TransferError(f"{self._where(path)} does not match the MD5 the share holds for it")
-        if stop is not None and stop.is_set():  # stopped during the last range: the caller asked for nothing
-            partial.unlink()
-            check_stop(stop)
-        partial.replace(dest)
+        finish_download(partial, dest, expected_md5, md5, self._where(path), stop=stop)
 
-    def download_directory(self, path: str, dest: Union[str, Path], *, max_concurrency: int = 4,
-                           progress: ProgressArg = None, stop: Optional[threading.Event] = None) -> List[Path]:
+    def download_directory(self, path: str, dest: Union[str, Path], *,
+                           max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY, progress: ProgressArg = None,
+                           stop: Optional[threading.Event] = None) -> List[Path]:
         """Download the tree under ``path`` into the local directory ``dest`` (created if missing).
         Each file appears complete or not at all (see :meth:`download_file`); Ctrl-C stops the
         transfer within about a second, leaving the files already complete and no partial one, and
@@ -607,7 +621,7 @@ class FileShare:
             if item.is_directory:
                 local_path_under(dest, item.path[len(prefix):]).mkdir(parents=True, exist_ok=True)
         # Another client's uploads in flight are not content yet (they appear under their name when done).
-        files = [item for item in items if not item.is_directory and not _UPLOAD_TEMP_RE.fullmatch(item.name)]
+        files = [item for item in items if not item.is_directory and not UPLOAD_TEMP_RE.fullmatch(item.name)]
         total = sum(item.size or 0 for item in files)
         targets = [local_path_under(dest, item.path[len(prefix):]) for item in files]
         with Progress(progress, total, dest.name) as bar:
@@ -631,7 +645,102 @@ class FileShare:
         return targets
 
 
-def _walk_tree(source: Path, path: str) -> tuple[list[str], list[tuple[Path, str]]]:
+def check_upload_source(source: Union[str, Path], path: str) -> tuple[Path, str, int]:
+    """``upload_file``'s arguments checked: (the local file, the share path, the file's size)."""
+    source = Path(source)
+    path = check_share_path(path)
+    if not source.is_file():
+        raise InvalidSpecError("source", f"{str(source)!r} is not a file", "the path of an existing local file")
+    return source, path, source.stat().st_size
+
+
+def plan_upload_directory(source: Union[str, Path], path: str
+                          ) -> tuple[Path, str, list[str], list[tuple[Path, str]], dict[str, int]]:
+    """``upload_directory``'s arguments checked and its tree walked: (the local directory, the
+    share path, share directories to create, (local file, share path) pairs, size by share path)."""
+    source = Path(source)
+    path = check_share_path(path, allow_root=True)
+    if not source.is_dir():
+        raise InvalidSpecError("source", f"{str(source)!r} is not a directory", "an existing local directory")
+    directories, files = walk_tree(source, path)
+    for _, remote in files:
+        check_share_path(remote, "source (a file name in the tree)")
+    return source, path, directories, files, {remote: local.stat().st_size for local, remote in files}
+
+
+def check_quota(quota_gib: object) -> None:
+    if quota_gib is not None and (not isinstance(quota_gib, int) or not 1 <= quota_gib <= 102400):
+        raise InvalidSpecError("quota_gib", f"{quota_gib!r} is not a share quota", "1..102400 GiB")
+
+
+def check_account_options(location: str, sku: str) -> str:
+    """Refuse a new account's options before anything is sent; the location as checked."""
+    location = check_location(location)
+    if sku not in SKUS:
+        raise InvalidSpecError("sku", f"{sku!r} is not a storage SKU", " | ".join(SKUS))
+    return location
+
+
+def full_key(result: object, account_name: str, account_id: str) -> str:
+    """The first full-permission key of a ``listKeys`` answer."""
+    # azure-mgmt-storage 25 renamed the list to keys_property (its models are mappings, whose
+    # keys() is a method); older releases, which setup.py allows too, call it keys.
+    listed = list(getattr(result, "keys_property", None) or getattr(result, "keys", None) or [])
+    keys = [k for k in listed if str(k.permissions or "").upper() == "FULL"] or listed
+    if not keys or not keys[0].value:
+        raise NotFoundError(f"storage account {account_name} returned no keys", resource=account_id)
+    return str(keys[0].value)
+
+
+def add_entries(items: List[ShareItem], pending: Optional[List[str]], directory: str, entries: List[Any]) -> None:
+    """Add a directory listing's entries to ``items`` (and its subdirectories to ``pending``, when walking)."""
+    for entry in entries:
+        full = f"{directory}/{entry['name']}" if directory else entry["name"]
+        is_dir = bool(entry.get("is_directory"))
+        items.append(ShareItem(path=full, is_directory=is_dir, size=None if is_dir else entry.get("size")))
+        if is_dir and pending is not None:
+            pending.append(full)
+
+
+@contextmanager
+def range_md5_refused(source: Path, where: str) -> Iterator[None]:
+    """A range the service refused for its MD5 (``Md5Mismatch``) as the TransferError it is."""
+    try:
+        yield
+    except HttpResponseError as err:
+        if getattr(err, "error_code", None) != "Md5Mismatch":
+            raise
+        raise TransferError(f"a range of {source} changed on its way to {where} and the service refused it "
+                            "(Md5Mismatch); nothing was replaced") from err
+
+
+def check_read_back(where: str, source: Path, sent: tuple[int, bytes], held: tuple[int, bytes]) -> None:
+    """TransferError unless the share holds what was sent: (size, MD5) both ways."""
+    if held != sent:
+        raise TransferError(f"{where} differs from {source} after upload ({held[0]} bytes in the share, "
+                            f"{sent[0]} locally); nothing was replaced")
+
+
+def holds_upload(props: Any, size: int, md5: bytes) -> bool:
+    """Whether a file's properties are those of the upload of ``size`` bytes with ``md5``."""
+    held = props.content_settings.content_md5
+    return bool(props.size == size and held and bytes(held) == md5)
+
+
+def finish_download(partial: Path, dest: Path, expected_md5: Optional[Union[bytes, bytearray]], md5: bytes,
+                    where: str, *, stop: Optional[threading.Event] = None) -> None:
+    """Rename a complete download into place, unless it differs from the MD5 the share holds (or
+    the caller's stop event was set during its last range: the caller asked for nothing)."""
+    if expected_md5 and bytes(expected_md5) != md5:
+        partial.unlink()
+        raise TransferError(f"{where} does not match the MD5 the share holds for it")
+    if stop is not None and stop.is_set():
+        partial.unlink()
+        check_stop(stop)
+    partial.replace(dest)
+
+
+def walk_tree(source: Path, path: str) -> tuple[list[str], list[tuple[Path, str]]]:
     """(share directories to create, (local file, share path) pairs) for the tree under ``source``.
     Links are followed only to files inside the tree; anything else that is not a regular file or
     a directory is skipped with a warning naming it."""
@@ -675,7 +784,7 @@ def _walk_tree(source: Path, path: str) -> tuple[list[str], list[tuple[Path, str
     return directories, files
 
 
-def _file_endpoint(account: object) -> Optional[str]:
+def file_endpoint(account: object) -> Optional[str]:
     endpoints = getattr(account, "primary_endpoints", None)
     url = getattr(endpoints, "file", None) if endpoints is not None else None
     return str(url) if url else None

@@ -35,16 +35,142 @@ if TYPE_CHECKING:
     from ._experiment import Experiment
     from ._target import Target
 
-__all__ = ["Job", "OutputFile", "STDOUTERR"]
+__all__ = ["Job", "JobBase", "OutputFile", "STDOUTERR", "EndWatch", "check_link_expiry", "output_named",
+           "check_download_link", "check_tail_bytes",
+           "tail_text"]
 
 log = logging.getLogger(__name__)
 
 STDOUTERR = "stdouterr"
-_TAIL_BYTES = 4096
+TAIL_BYTES = 4096
 _TAIL_LINES = 30
 
 
-class Job:
+def check_link_expiry(link_expiry_minutes: object) -> None:
+    if not isinstance(link_expiry_minutes, int) or not 5 <= link_expiry_minutes <= 600:
+        raise InvalidSpecError("link_expiry_minutes", f"{link_expiry_minutes!r} is not a link lifetime",
+                               "minutes between 5 and 600 (the service's range)")
+
+
+def output_named(files: List[OutputFile], name: str, path: str, output_directory_id: str) -> OutputFile:
+    """The listed output file ``name`` (``path`` as the caller wrote it), or the error naming it."""
+    match = next((f for f in files if f.name == name), None)
+    if match is None:
+        raise InvalidSpecError("path", f"{path!r} is not among the job's {output_directory_id} files",
+                               "a name from list_output_files()")
+    return match
+
+
+def check_download_link(match: OutputFile, path: str, output_directory_id: str) -> str:
+    """The listed file's download link, or the error saying there is none."""
+    if not match.download_url:
+        raise TransferError(f"the service gave no download link for {path!r} ({output_directory_id})")
+    return match.download_url
+
+
+def check_tail_bytes(max_bytes: object) -> None:
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise InvalidSpecError("max_bytes", f"{max_bytes!r} is not a byte count", "a positive integer")
+
+
+def tail_text(data: bytes, start: int) -> str:
+    """The last lines of a log read from byte ``start`` (a partial first line is dropped)."""
+    text = data.decode("utf-8", errors="replace")
+    if start > 0:
+        text = text.split("\n", 1)[-1]  # drop the partial first line
+    return "\n".join(text.splitlines()[-_TAIL_LINES:])
+
+
+class EndWatch:
+    """What waiting for a job to end decides on each status (the sync and async waits share it)."""
+
+    def __init__(self, name: str, polling: Polling, on_state: Optional[Callable[[ExecutionState], None]]) -> None:
+        self._name = name
+        self._polling = polling
+        self._on_state = on_state
+        self._seen: Optional[ExecutionState] = None
+
+    def report(self, status: JobStatus) -> None:
+        if status.execution_state is not self._seen:
+            self._seen = status.execution_state
+            log.debug("job %s is %s", self._name, status.execution_state.value)
+            if self._on_state is not None:
+                self._on_state(status.execution_state)
+
+    @staticmethod
+    def done(status: JobStatus) -> bool:
+        return status.execution_state.is_terminal()
+
+    def timeout_error(self, status: JobStatus) -> WaitTimeoutError:
+        return WaitTimeoutError(f"job {self._name!r} was still {status.execution_state.value} after "
+                                f"{self._polling.timeout:g}s", last_state=status.execution_state)
+
+    @staticmethod
+    def failed(status: JobStatus) -> bool:
+        return status.execution_state is ExecutionState.FAILED
+
+    def failure(self, status: JobStatus, stderr_tail: str) -> JobFailedError:
+        return JobFailedError(self._name, exit_code=status.exit_code, errors=status.errors, stderr_tail=stderr_tail)
+
+
+class JobBase:
+    """What a job is, as last fetched, with no request: the sync and the aio Job share it."""
+
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
+
+    def __init__(self, experiment: Any, name: str, *, _record: Optional[JobRecord] = None) -> None:
+        self.experiment = experiment
+        self.name = check_batchai_name(name, "job")
+        self._record = _record
+
+    def __repr__(self) -> str:
+        state = self._record.status.execution_state.value if self._record else "unknown"
+        return f"Job(experiment={self.experiment.name!r}, name={self.name!r}, execution_state={state!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
+
+    def __hash__(self) -> int:
+        return hash(self.id.lower())
+
+    @property
+    def target(self) -> Any:
+        return self.experiment.workspace.target
+
+    @property
+    def _ref(self) -> JobRef:
+        ws = self.experiment.workspace
+        return JobRef(ws.resource_group, ws.name, self.experiment.name, self.name)
+
+    @property
+    def id(self) -> str:
+        return self._backend.job_id(self._ref)
+
+    def _known(self) -> JobRecord:
+        if self._record is None:
+            raise HorovodBatchAIError(f"job {self.name!r} has not been fetched yet; refresh() it first")
+        return self._record
+
+    @property
+    def status(self) -> JobStatus:
+        """The state last fetched."""
+        return self._known().status
+
+    @property
+    def execution_state(self) -> ExecutionState:
+        """The ``executionState`` last fetched; call :meth:`refresh` for a fresh one."""
+        return self.status.execution_state
+
+    @property
+    def spec(self) -> HorovodJob:
+        """The job as submitted, read back from what the service last returned (keys and secret
+        values are never returned)."""
+        return self._known().read_spec()
+
+
+class Job(JobBase):
     """A job submitted to an :class:`Experiment` (see :meth:`Experiment.submit`).
 
     ``status``, ``execution_state`` and ``spec`` describe the job as last fetched (by the call
@@ -56,20 +182,11 @@ class Job:
     in the receiving process. :meth:`from_id` rebuilds it from :attr:`id`.
     """
 
-    def __init__(self, experiment: "Experiment", name: str, *, _record: Optional[JobRecord] = None) -> None:
-        self.experiment = experiment
-        self.name = check_batchai_name(name, "job")
-        self._record = _record
+    experiment: "Experiment"
 
-    def __repr__(self) -> str:
-        state = self._record.status.execution_state.value if self._record else "unknown"
-        return f"Job(experiment={self.experiment.name!r}, name={self.name!r}, execution_state={state!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Job) and self.id.lower() == other.id.lower()
-
-    def __hash__(self) -> int:
-        return hash(self.id.lower())
+    @property
+    def target(self) -> "Target":
+        return self.experiment.workspace.target
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Job, (self.experiment, self.name))
@@ -87,21 +204,8 @@ class Job:
         return job
 
     @property
-    def target(self) -> "Target":
-        return self.experiment.workspace.target
-
-    @property
     def _backend(self) -> "Backend":
         return self.target.backend
-
-    @property
-    def _ref(self) -> JobRef:
-        ws = self.experiment.workspace
-        return JobRef(ws.resource_group, ws.name, self.experiment.name, self.name)
-
-    @property
-    def id(self) -> str:
-        return self._backend.job_id(self._ref)
 
     # -- get / list / delete --------------------------------------------------------------------
     @classmethod
@@ -151,27 +255,6 @@ class Job:
         record = self._record = self._backend.get_job(self._ref)
         return record
 
-    def _known(self) -> JobRecord:
-        if self._record is None:
-            raise HorovodBatchAIError(f"job {self.name!r} has not been fetched yet; call refresh() first")
-        return self._record
-
-    @property
-    def status(self) -> JobStatus:
-        """The state last fetched."""
-        return self._known().status
-
-    @property
-    def execution_state(self) -> ExecutionState:
-        """The ``executionState`` last fetched; call :meth:`refresh` for a fresh one."""
-        return self.status.execution_state
-
-    @property
-    def spec(self) -> HorovodJob:
-        """The job as submitted, read back from what the service last returned (keys and secret
-        values are never returned)."""
-        return self._known().read_spec()
-
     def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
              on_state: Optional[Callable[[ExecutionState], None]] = None,
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
@@ -184,23 +267,11 @@ class Job:
         polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
-        seen: list[ExecutionState] = []
-
-        def report(status: JobStatus) -> None:
-            if not seen or status.execution_state is not seen[-1]:
-                seen[:] = [status.execution_state]
-                log.debug("job %s is %s", self.name, status.execution_state.value)
-                if on_state is not None:
-                    on_state(status.execution_state)
-
-        status = poll_until(lambda: self._fetch().status, done=lambda s: s.execution_state.is_terminal(),
-                            polling=polling, on_each=report, what=f"waiting for job {self.name!r}",
-                            on_timeout=lambda s: WaitTimeoutError(
-                                f"job {self.name!r} was still {s.execution_state.value} after {timeout:g}s",
-                                last_state=s.execution_state))
-        if status.execution_state is ExecutionState.FAILED:
-            raise JobFailedError(self.name, exit_code=status.exit_code, errors=status.errors,
-                                 stderr_tail=self.stderr_tail())
+        watch = EndWatch(self.name, polling, on_state)
+        status = poll_until(lambda: self._fetch().status, done=watch.done, polling=polling, on_each=watch.report,
+                            what=f"waiting for job {self.name!r}", on_timeout=watch.timeout_error)
+        if watch.failed(status):
+            raise watch.failure(status, self.stderr_tail())
         return status
 
     # -- output files ---------------------------------------------------------------------------
@@ -208,9 +279,7 @@ class Job:
                           link_expiry_minutes: int = 60) -> List[OutputFile]:
         """Files and directories in ``directory`` of the output directory ``output_directory_id``
         (``stdouterr`` holds stdout.txt, stderr.txt and the logs)."""
-        if not isinstance(link_expiry_minutes, int) or not 5 <= link_expiry_minutes <= 600:
-            raise InvalidSpecError("link_expiry_minutes", f"{link_expiry_minutes!r} is not a link lifetime",
-                                   "minutes between 5 and 600 (the service's range)")
+        check_link_expiry(link_expiry_minutes)
         return self._backend.list_output_files(self._ref, output_directory_id, directory, link_expiry_minutes)
 
     def stream(self, name: str = "stdout.txt", *, output_directory_id: str = STDOUTERR,
@@ -233,10 +302,8 @@ class Job:
         leaving no partial file."""
         stop = check_stop_event(stop)
         directory, _, name = path.strip("/").rpartition("/")
-        match = next((f for f in self.list_output_files(output_directory_id, directory or ".") if f.name == name), None)
-        if match is None:
-            raise InvalidSpecError("path", f"{path!r} is not among the job's {output_directory_id} files",
-                                   "a name from list_output_files()")
+        match = output_named(self.list_output_files(output_directory_id, directory or "."), name, path,
+                             output_directory_id)
         if match.is_directory:
             dest = local_directory(dest)
             for child in self.list_output_files(output_directory_id, path.strip("/")):
@@ -244,9 +311,7 @@ class Job:
                               output_directory_id=output_directory_id, stop=stop)
             return dest
         dest = local_destination(dest, name)
-        if not match.download_url:
-            raise TransferError(f"the service gave no download link for {path!r} ({output_directory_id})")
-        remote = self._backend.open_output(match.download_url)
+        remote = self._backend.open_output(check_download_link(match, path, output_directory_id))
         partial = dest.with_name(dest.name + ".partial")
         try:
             with azure_errors("downloading", f"{self.name}/{output_directory_id}/{path}"), open(partial, "wb") as fh:
@@ -304,19 +369,18 @@ class Job:
                 "($AZ_BATCHAI_STDOUTERR_DIR); scripts other than the training package record metrics as the docs "
                 "show (\"Experiments: curves and sweeps\")")
 
-    def stderr_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
+    def stderr_tail(self, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on
         Azure ML); empty when there is none or it cannot be read."""
         return self._tail(self._backend.failure_log_name, max_bytes)
 
-    def stdout_tail(self, max_bytes: int = _TAIL_BYTES) -> str:
+    def stdout_tail(self, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's ``stdout.txt`` (at most 30, from its last ``max_bytes``
         bytes); empty when there is none or it cannot be read."""
         return self._tail("stdout.txt", max_bytes)
 
     def _tail(self, wanted: str, max_bytes: int) -> str:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-            raise InvalidSpecError("max_bytes", f"{max_bytes!r} is not a byte count", "a positive integer")
+        check_tail_bytes(max_bytes)
         directory, _, name = wanted.rpartition("/")
         try:
             match = next((f for f in self.list_output_files(STDOUTERR, directory or ".") if f.name == name), None)

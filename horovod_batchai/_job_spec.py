@@ -7,6 +7,7 @@ verbatim) build the same thing; :mod:`._conversions` turns it into the service's
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -506,6 +507,9 @@ class HorovodJob(PicklesWithoutSecrets):
             raise InvalidSpecError("storage", "give a FileShare or account_name/account_key, not both",
                                    "with_storage(share) or with_storage(account_name=..., account_key=...)")
         if storage is not None:
+            if inspect.iscoroutinefunction(storage.get_account_key):
+                raise InvalidSpecError("storage", "is a horovod_batchai.aio FileShare, whose account key is awaited",
+                                       "account_name=share.account_name, account_key=await share.get_account_key()")
             account_name = storage.account_name
         if account_name is None:
             raise InvalidSpecError("storage", "no storage account given", "a FileShare, or account_name and account_key")

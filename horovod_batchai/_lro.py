@@ -35,7 +35,8 @@ from azure.core.polling import LROPoller, NoPolling, PollingMethod
 from ._errors import HorovodBatchAIError, InvalidSpecError, StoppedError, WaitTimeoutError, azure_errors
 from ._polling import check_seconds, check_stop_event
 
-__all__ = ["MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", "DEFAULT_LRO_TIMEOUT"]
+__all__ = ["MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", "DEFAULT_LRO_TIMEOUT",
+           "not_finished", "wrap_token", "inner_token", "StepsPolling", "Done", "Mapped"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -53,7 +54,7 @@ def check_timeout(timeout: object) -> None:
     check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
 
 
-def _token(action: str, resource: str, inner: Optional[str]) -> str:
+def wrap_token(action: str, resource: str, inner: Optional[str]) -> str:
     body = {"v": _TOKEN_VERSION, "operation": action, "resource": resource, "inner": inner}
     return base64.urlsafe_b64encode(json.dumps(body, separators=(",", ":")).encode()).decode("ascii")
 
@@ -78,7 +79,12 @@ def resume_token(token: object, *, action: str, resource: str) -> Optional[str]:
     return inner if isinstance(inner, str) else None
 
 
-def _inner_token(poller: Any, action: str, resource: str) -> Optional[str]:
+def not_finished(action: str, resource: str, timeout: Optional[float], status: str) -> WaitTimeoutError:
+    return WaitTimeoutError(f"{action} {resource} had not finished after {timeout:g}s (status {status})",
+                            last_state=status)
+
+
+def inner_token(poller: Any, action: str, resource: str) -> Optional[str]:
     try:
         token = poller.continuation_token()
     except (TypeError, NotImplementedError) as err:  # azure-core's answer for a polling method without tokens
@@ -87,11 +93,12 @@ def _inner_token(poller: Any, action: str, resource: str) -> Optional[str]:
     return token if isinstance(token, str) and token else None
 
 
-class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
-    """``inner``'s progress, with ``convert`` applied to its result (once). With ``same_token``,
-    its continuation token is ``inner``'s own (a conversion adds no step to resume)."""
+class Mapped(Generic[S, T]):
+    """What a poller that converts another's result answers (the sync and the async ones):
+    ``inner``'s progress, and with ``same_token`` its continuation token (a conversion adds no
+    step to resume), else ours wrapping it."""
 
-    def __init__(self, inner: "LROPoller[S]", convert: Callable[[S], T], *, action: str, resource: str,
+    def __init__(self, inner: Any, convert: Callable[[S], Any], *, action: str, resource: str,
                  same_token: bool = False) -> None:
         # LROPoller.__init__ would start a second polling thread: this poller only delegates.
         self._inner = inner
@@ -109,14 +116,24 @@ class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
         """A token that ``begin_<verb>(..., continuation_token=token)`` resumes from, in this
         process or another one."""
         if self._same_token:
-            return self._inner.continuation_token()
-        return _token(self._action, self._resource, _inner_token(self._inner, self._action, self._resource))
+            token: str = self._inner.continuation_token()
+            return token
+        return wrap_token(self._action, self._resource, inner_token(self._inner, self._action, self._resource))
 
     def status(self) -> str:
-        return self._inner.status()
+        status: str = self._inner.status()
+        return status
 
     def done(self) -> bool:
-        return self._inner.done()
+        return bool(self._inner.done())
+
+
+class MappedPoller(Mapped[S, T], LROPoller):  # type: ignore[type-arg]
+    """``inner``'s progress, with ``convert`` applied to its result (once)."""
+
+    def __init__(self, inner: "LROPoller[S]", convert: Callable[[S], T], *, action: str, resource: str,
+                 same_token: bool = False) -> None:
+        super().__init__(inner, convert, action=action, resource=resource, same_token=same_token)
 
     def wait(self, timeout: Optional[float] = None, *, stop: Optional[threading.Event] = None) -> None:
         seconds = check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
@@ -142,8 +159,7 @@ class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
         ``timeout`` seconds (None waits without limit), :class:`StoppedError` once ``stop`` is set."""
         self.wait(timeout, stop=stop)
         if not self._inner.done():
-            raise WaitTimeoutError(f"{self._action} {self._resource} had not finished after {timeout:g}s "
-                                   f"(status {self._inner.status()})", last_state=self._inner.status())
+            raise not_finished(self._action, self._resource, timeout, self._inner.status())
         if not self._converted:
             with azure_errors(self._action, self._resource):
                 raw = self._inner.result()
@@ -158,27 +174,35 @@ class MappedPoller(LROPoller, Generic[S, T]):  # type: ignore[type-arg]
         self._inner.remove_done_callback(func)
 
 
-class DonePoller(LROPoller, Generic[T]):  # type: ignore[type-arg]
-    """A finished operation whose outcome is already known."""
+class Done(Generic[T]):
+    """What a finished operation's poller answers (the sync and the async ones): its outcome is
+    known, and its token resumes by reading the resource again."""
 
-    def __init__(self, value: T, *, action: str = "", resource: str = "") -> None:
+    def __init__(self, value: T, *, action: str = "", resource: str = "", method: Any = None) -> None:
         self._value = value
         self._action = action
         self._resource = resource
-        self._method: NoPolling = NoPolling()
+        self._method = method
 
     def polling_method(self) -> Any:
         return self._method
 
     def continuation_token(self) -> str:
         """A token whose resumption only reads the resource again: nothing is left to wait for."""
-        return _token(self._action, self._resource, None)
+        return wrap_token(self._action, self._resource, None)
 
     def status(self) -> str:
         return "Succeeded"
 
     def done(self) -> bool:
         return True
+
+
+class DonePoller(Done[T], LROPoller):  # type: ignore[type-arg]
+    """A finished operation whose outcome is already known."""
+
+    def __init__(self, value: T, *, action: str = "", resource: str = "") -> None:
+        super().__init__(value, action=action, resource=resource, method=NoPolling())
 
     def wait(self, timeout: Optional[float] = None, *, stop: Optional[threading.Event] = None) -> None:
         check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
@@ -196,7 +220,7 @@ class DonePoller(LROPoller, Generic[T]):  # type: ignore[type-arg]
         pass
 
 
-class _StepsPolling(PollingMethod):  # type: ignore[type-arg]
+class StepsPolling(PollingMethod):  # type: ignore[type-arg]
     """A polling method that runs ``work`` -- the operation's remaining steps, which wait on
     pollers and on the service's state -- on the ``LROPoller``'s thread."""
 
@@ -238,5 +262,5 @@ def background_poller(work: Callable[[], T], *, action: str, resource: str,
                       token: Callable[[], Optional[str]] = lambda: None) -> "LROPoller[T]":
     """A poller whose operation is ``work()``, run on azure-core's poller thread; ``token()`` is
     the inner token of the step still running (None when only state is left to watch)."""
-    inner: LROPoller[T] = LROPoller(None, None, lambda raw: raw, _StepsPolling(work, token))
+    inner: LROPoller[T] = LROPoller(None, None, lambda raw: raw, StepsPolling(work, token))
     return MappedPoller(inner, lambda value: value, action=action, resource=resource)

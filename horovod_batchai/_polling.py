@@ -85,6 +85,10 @@ class Polling:
     def expired(self) -> bool:
         return self.remaining() <= 0.0
 
+    def next_pause(self) -> float:
+        """Seconds until the next poll: one interval, never past the deadline."""
+        return min(self.poll_interval, self.remaining())
+
     def stopped(self) -> bool:
         """True once the caller has set the stop event."""
         return self.stop is not None and bool(self.stop.is_set())
@@ -97,7 +101,7 @@ class Polling:
 
     def pause(self) -> None:
         """Sleep one interval, never past the deadline; a stop event ends the pause when set."""
-        seconds = min(self.poll_interval, self.remaining())
+        seconds = self.next_pause()
         if self.stop is not None and self._sleep is time.sleep:
             self.stop.wait(seconds)  # returns as soon as the event is set
         else:

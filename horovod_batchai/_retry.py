@@ -7,14 +7,20 @@ make the data plane do the same, on top of the storage policy's own behaviour, w
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
 
 from azure.core.pipeline import PipelineRequest, PipelineResponse
 from azure.storage.fileshare import ExponentialRetry, LinearRetry
+# The aio clients' retry policies are exported by no public module of azure-storage-file-share
+# (its aio clients build them from there too); the module has been there since 12.0.
+from azure.storage.fileshare._shared.policies_async import ExponentialRetry as AsyncExponentialRetry
+from azure.storage.fileshare._shared.policies_async import LinearRetry as AsyncLinearRetry
 
-__all__ = ["ThrottleAwareLinearRetry", "ThrottleAwareExponentialRetry", "retry_after_seconds", "IDEMPOTENT_POST"]
+__all__ = ["ThrottleAwareLinearRetry", "ThrottleAwareExponentialRetry", "AsyncThrottleAwareLinearRetry",
+           "AsyncThrottleAwareExponentialRetry", "retry_after_seconds", "IDEMPOTENT_POST"]
 
 #: per-call option for POST/PATCH requests that are safe to repeat (listKeys, listOutputFiles,
 #: listRemoteLoginInformation, terminate, a scale PATCH): azure-core retries only GET/PUT/DELETE
@@ -43,21 +49,42 @@ def retry_after_seconds(response: Any, default: float = 1.0) -> float:
     return default
 
 
+def _throttle_wait(response: PipelineResponse, request: PipelineRequest, attempts: int) -> float | None:
+    """How long to wait before sending ``request`` again after a 429 (None: hand the answer back);
+    the request's body is rewound for the new attempt."""
+    if response.http_response.status_code != 429 or attempts >= MAX_THROTTLED_ATTEMPTS:
+        return None
+    wait = retry_after_seconds(response.http_response)
+    log.debug("throttled (429) on %s; retrying in %.1fs", request.http_request.method, wait)
+    body: Any = getattr(request.http_request, "body", None)
+    position = request.context.get("body_position")
+    if position is not None and hasattr(body, "seek"):
+        body.seek(position)
+    return wait
+
+
 class _ThrottleAware:
     """Mixin over a storage retry policy: after it gives up on a 429, wait as asked and go again."""
 
     def send(self, request: PipelineRequest) -> PipelineResponse:
         response: PipelineResponse = super().send(request)  # type: ignore[misc]
         attempts = 1
-        while response.http_response.status_code == 429 and attempts < MAX_THROTTLED_ATTEMPTS:
-            wait = retry_after_seconds(response.http_response)
-            log.debug("throttled (429) on %s; retrying in %.1fs", request.http_request.method, wait)
+        while (wait := _throttle_wait(response, request, attempts)) is not None:
             time.sleep(wait)
-            body: Any = getattr(request.http_request, "body", None)
-            position = request.context.get("body_position")
-            if position is not None and hasattr(body, "seek"):
-                body.seek(position)
             response = super().send(request)  # type: ignore[misc]
+            attempts += 1
+        return response
+
+
+class _AsyncThrottleAware:
+    """The same over an asynchronous storage retry policy (horovod_batchai.aio's clients)."""
+
+    async def send(self, request: PipelineRequest) -> PipelineResponse:
+        response: PipelineResponse = await super().send(request)  # type: ignore[misc]
+        attempts = 1
+        while (wait := _throttle_wait(response, request, attempts)) is not None:
+            await asyncio.sleep(wait)
+            response = await super().send(request)  # type: ignore[misc]
             attempts += 1
         return response
 
@@ -68,3 +95,11 @@ class ThrottleAwareLinearRetry(_ThrottleAware, LinearRetry):
 
 class ThrottleAwareExponentialRetry(_ThrottleAware, ExponentialRetry):
     """ExponentialRetry (azure-storage's default) that also rides out 429 + Retry-After."""
+
+
+class AsyncThrottleAwareLinearRetry(_AsyncThrottleAware, AsyncLinearRetry):  # type: ignore[misc]
+    """The asynchronous :class:`ThrottleAwareLinearRetry`."""
+
+
+class AsyncThrottleAwareExponentialRetry(_AsyncThrottleAware, AsyncExponentialRetry):  # type: ignore[misc]
+    """The asynchronous :class:`ThrottleAwareExponentialRetry`."""

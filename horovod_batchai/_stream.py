@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Callable, Generator, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, List, Optional
 from urllib.parse import parse_qs, urlparse
 
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
@@ -25,8 +25,9 @@ from ._polling import Polling
 
 if TYPE_CHECKING:
     from ._job import Job
+    from ._values import OutputFile
 
-__all__ = ["OutputStream", "sas_expiry"]
+__all__ = ["OutputStream", "StreamCursor", "sas_expiry"]
 
 log = logging.getLogger(__name__)
 
@@ -49,16 +50,10 @@ def sas_expiry(url: str) -> Optional[float]:
     return moment.timestamp()
 
 
-class OutputStream(Iterator[str]):
-    """An iterator of text appended to a job's output file. Build it with :meth:`Job.stream`.
-
-    ``offset`` is the number of bytes consumed so far; ``links_fetched`` counts the output file
-    listings made to obtain or renew the download link. ``wall_clock`` tells link expiry times;
-    ``clock`` and ``sleep`` drive the polling (see :class:`Polling`); ``stop`` (a
-    ``threading.Event``) set by another thread ends it with :class:`StoppedError`.
-
-    A stream is an iterator with a position: read it from one thread at a time.
-    """
+class StreamCursor:
+    """What following an output file keeps between reads, whichever loop drives it (the sync
+    :class:`OutputStream` or ``horovod_batchai.aio``'s): where the file is read up to, the
+    incremental decoder, and the download link with the moment to renew it."""
 
     def __init__(self, job: "Job", name: str, *, output_directory_id: str = "stdouterr",
                  poll_interval: Optional[float] = None, timeout: Optional[float] = None,
@@ -88,11 +83,79 @@ class OutputStream(Iterator[str]):
         self.links_fetched = 0
         self._polling: Optional[Polling] = None
         self._what = f"streaming {self._file_name} of job {job.name!r}"
-        self._iterator: Generator[str, None, None] = self._generate()
 
     def __repr__(self) -> str:
-        return (f"OutputStream(job={self._job.name!r}, file={self._file_name!r}, "
+        return (f"{type(self).__name__}(job={self._job.name!r}, file={self._file_name!r}, "
                 f"output_directory_id={self._output_directory_id!r}, offset={self.offset})")
+
+    def _new_polling(self) -> Polling:
+        return Polling(**self._polling_args)  # type: ignore[arg-type]
+
+    def _where(self) -> str:
+        return f"{self._job.name}/{self._output_directory_id}/{self._file_name}"
+
+    def _timeout_error(self, last_state: object) -> WaitTimeoutError:
+        return WaitTimeoutError(f"job {self._job.name!r} was still running after {self._timeout:g}s "
+                                f"of streaming {self._file_name}", last_state=last_state)
+
+    def _valid_link(self) -> Optional[str]:
+        """The link in hand, unless it is about to expire (then None: list the files again)."""
+        if self._url is not None and self._wall_clock() < self._renew_at:
+            return self._url
+        self.links_fetched += 1
+        return None
+
+    def _take_link(self, files: "List[OutputFile]") -> Optional[str]:
+        """Keep the file's link from a fresh listing (None: not written yet)."""
+        now = self._wall_clock()
+        match = next((f for f in files if f.name == self._file_name and not f.is_directory), None)
+        if match is None or not match.download_url:
+            self._url = None
+            return None
+        self._url = match.download_url
+        expiry = sas_expiry(self._url) or (now + self._link_expiry_minutes * 60.0)
+        self._renew_at = expiry - self._renew_before
+        return self._url
+
+    def _next_length(self, size: int) -> int:
+        return min(size - self.offset, READ_CHUNK)
+
+    def _consume(self, data: bytes) -> str:
+        # Advance only by what arrived: a failed read is retried from the same byte.
+        self.offset += len(data)
+        return self._decoder.decode(data)
+
+    def _final(self) -> str:
+        return self._decoder.decode(b"", final=True)
+
+    def _read_failed(self, err: HttpResponseError, attempt: int) -> bool:
+        """After a refused read: True to renew the link and try once more, False to look again
+        next round; the error itself when it is not about the link."""
+        status = getattr(err, "status_code", None)
+        if status in (401, 403) and attempt == 0:
+            log.debug("the download link was refused (HTTP %s); renewing it", status)
+            self._url = None  # expired or revoked: fetch a fresh one and try again
+            return True
+        if status == 404:
+            self._url = None  # listed but gone (or moved): look again next round
+            return False
+        raise err
+
+
+class OutputStream(StreamCursor, Iterator[str]):
+    """An iterator of text appended to a job's output file. Build it with :meth:`Job.stream`.
+
+    ``offset`` is the number of bytes consumed so far; ``links_fetched`` counts the output file
+    listings made to obtain or renew the download link. ``wall_clock`` tells link expiry times;
+    ``clock`` and ``sleep`` drive the polling (see :class:`Polling`); ``stop`` (a
+    ``threading.Event``) set by another thread ends it with :class:`StoppedError`.
+
+    A stream is an iterator with a position: read it from one thread at a time.
+    """
+
+    def __init__(self, job: "Job", name: str, **options: Any) -> None:
+        super().__init__(job, name, **options)
+        self._iterator: Generator[str, None, None] = self._generate()
 
     def __iter__(self) -> "OutputStream":
         return self
@@ -106,20 +169,19 @@ class OutputStream(Iterator[str]):
     # -- the loop -------------------------------------------------------------------------------
     def _generate(self) -> Generator[str, None, None]:
         # The deadline counts from the first read, not from when the stream was made.
-        polling = self._polling = Polling(**self._polling_args)  # type: ignore[arg-type]
+        polling = self._polling = self._new_polling()
         while True:
             polling.check_stopped(self._what)
             finished = self._job._fetch().status.execution_state.is_terminal()
             # Reading after seeing the terminal state guarantees one read after the job ended.
             yield from self._read_new()
             if finished:
-                tail = self._decoder.decode(b"", final=True)
+                tail = self._final()
                 if tail:
                     yield tail
                 return
             if polling.expired():
-                raise WaitTimeoutError(f"job {self._job.name!r} was still running after {self._timeout:g}s "
-                                       f"of streaming {self._file_name}", last_state=self._job.execution_state)
+                raise self._timeout_error(self._job.execution_state)
             polling.pause()
 
     def _read_new(self) -> Iterator[str]:
@@ -129,45 +191,26 @@ class OutputStream(Iterator[str]):
                 return  # not written yet
             remote = self._job._backend.open_output(url)
             try:
-                with azure_errors("reading", f"{self._job.name}/{self._output_directory_id}/{self._file_name}"):
+                with azure_errors("reading", self._where()):
                     size = remote.size()
                     while size > self.offset:
                         if self._polling is not None:
                             self._polling.check_stopped(self._what)
-                        length = min(size - self.offset, READ_CHUNK)
-                        data = remote.read(self.offset, length)
+                        data = remote.read(self.offset, self._next_length(size))
                         if not data:
                             break
-                        # Advance only by what arrived: a failed read is retried from the same byte.
-                        self.offset += len(data)
-                        text = self._decoder.decode(data)
+                        text = self._consume(data)
                         if text:
                             yield text
                 return
             except (ClientAuthenticationError, ResourceNotFoundError, HttpResponseError) as err:
-                status = getattr(err, "status_code", None)
-                if status in (401, 403) and attempt == 0:
-                    log.debug("the download link was refused (HTTP %s); renewing it", status)
-                    self._url = None  # expired or revoked: fetch a fresh one and try again
-                    continue
-                if status == 404:
-                    self._url = None  # listed but gone (or moved): look again next round
+                if not self._read_failed(err, attempt):
                     return
-                raise
 
     def _link(self) -> Optional[str]:
         """The file's download link, fetched again when it is about to expire."""
-        now = self._wall_clock()
-        if self._url is not None and now < self._renew_at:
-            return self._url
-        self.links_fetched += 1
-        files = self._job.list_output_files(self._output_directory_id, self._directory,
-                                            link_expiry_minutes=self._link_expiry_minutes)
-        match = next((f for f in files if f.name == self._file_name and not f.is_directory), None)
-        if match is None or not match.download_url:
-            self._url = None
-            return None
-        self._url = match.download_url
-        expiry = sas_expiry(self._url) or (now + self._link_expiry_minutes * 60.0)
-        self._renew_at = expiry - self._renew_before
-        return self._url
+        url = self._valid_link()
+        if url is not None:
+            return url
+        return self._take_link(self._job.list_output_files(self._output_directory_id, self._directory,
+                                                           link_expiry_minutes=self._link_expiry_minutes))

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
     from .local import LocalService, ServiceInfo
 
 __all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "RESOURCE_GROUP_ENV", "WORKSPACE_ENV", "LOCAL_SUBSCRIPTION",
-           "AZURE_MANAGEMENT_ENDPOINT", "KINDS", "check_state_dir"]
+           "AZURE_MANAGEMENT_ENDPOINT", "KINDS", "check_state_dir", "target_from_env", "CREDENTIAL_OPTIONS"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,8 @@ WORKSPACE_ENV = "AZUREML_WORKSPACE_NAME"
 KINDS = ("local", "azure", "azureml")
 LOCAL_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 AZURE_MANAGEMENT_ENDPOINT = "https://management.azure.com"
+#: bytes a data-plane (storage) client reads from a response body at a time: one 4 MiB Files range.
+DATA_BLOCK_SIZE = 4 * 1024 * 1024
 
 
 #: client options that say how requests travel, which the default credential's token requests take too
@@ -196,22 +198,7 @@ class Target:
         ``AZURE_SUBSCRIPTION_ID`` (required for azure and azureml), ``AZURE_RESOURCE_GROUP`` and
         ``AZUREML_WORKSPACE_NAME`` (azureml) and ``HOROVOD_BATCHAI_STATE_DIR`` and
         ``HOROVOD_BATCHAI_NODE_RUNTIME`` (local)."""
-        env = os.environ if environ is None else environ
-        kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
-        if kind == "local":
-            state_dir = env.get(STATE_DIR_ENV) or None
-            return cls.local(state_dir=check_state_dir(state_dir, STATE_DIR_ENV) if state_dir else None,
-                             node_runtime=env.get(NODE_RUNTIME_ENV, "").strip() or None,
-                             subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION, **client_options)
-        if kind not in KINDS:
-            raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use one of {', '.join(KINDS)}")
-        needed = [SUBSCRIPTION_ENV] + ([RESOURCE_GROUP_ENV, WORKSPACE_ENV] if kind == "azureml" else [])
-        missing = [name for name in needed if not env.get(name)]
-        if missing:
-            raise TargetError(f"{TARGET_ENV}={kind} needs {' and '.join(missing)} to be set")
-        if kind == "azure":
-            return cls.azure(env[SUBSCRIPTION_ENV], **client_options)
-        return cls.azureml(env[SUBSCRIPTION_ENV], env[RESOURCE_GROUP_ENV], env[WORKSPACE_ENV], **client_options)
+        return target_from_env(cls, environ, **client_options)
 
     def __repr__(self) -> str:
         where = self._management_endpoint if self.kind != "local" else (
@@ -392,19 +379,26 @@ class Target:
         return self._client("storage", lambda: StorageManagementClient(
             self.credential(), self.subscription_id, **self._management_kwargs()))
 
-    def _data_plane_kwargs(self) -> dict[str, Any]:
-        from ._retry import ThrottleAwareExponentialRetry, ThrottleAwareLinearRetry
+    def _data_plane_kwargs(self, *, asynchronous: bool = False) -> dict[str, Any]:
+        """The options of a storage client; ``asynchronous`` for the aio clients, whose retry
+        policies are their own classes."""
+        from . import _retry
+        linear = _retry.AsyncThrottleAwareLinearRetry if asynchronous else _retry.ThrottleAwareLinearRetry
+        exponential = _retry.AsyncThrottleAwareExponentialRetry if asynchronous else _retry.ThrottleAwareExponentialRetry
         options = {k: v for k, v in self._client_options.items() if k != "polling_interval"}
         kwargs: dict[str, Any]
         if self.is_local:
             # Short, steady waits for the local service; azure-storage's defaults otherwise.
             kwargs = {"connection_verify": self.connection_verify,
-                      "retry_policy": ThrottleAwareLinearRetry(backoff=0.1, retry_total=10,  # type: ignore[arg-type]
-                                                               random_jitter_range=0.05)}  # type: ignore[arg-type]
+                      "retry_policy": linear(backoff=0.1, retry_total=10,  # type: ignore[arg-type]
+                                             random_jitter_range=0.05)}  # type: ignore[arg-type]
         else:
-            kwargs = {"retry_policy": ThrottleAwareExponentialRetry()}
+            kwargs = {"retry_policy": exponential()}
         if any(k.startswith("retry_") for k in options):
             kwargs.pop("retry_policy")  # the caller's retry options configure the storage client's own policy
+        # A response body is read in blocks of this size (azure-storage's default is 256 KiB): one
+        # block per 4 MiB range saves ~0.8 CPU-s per GiB downloaded (benchmarks/bench_files.py).
+        kwargs["connection_data_block_size"] = DATA_BLOCK_SIZE
         kwargs.update(options)
         if self.is_local:
             # azure-storage's clients take extra policies under this name and run them on every attempt
@@ -448,6 +442,26 @@ class Target:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+
+def target_from_env(cls: Any, environ: Optional[Mapping[str, str]], **client_options: Any) -> Any:
+    """``cls.local``, ``cls.azure`` or ``cls.azureml`` (a sync or an aio ``Target``) as the
+    environment says (see :meth:`Target.from_env`)."""
+    env = os.environ if environ is None else environ
+    kind = env.get(TARGET_ENV, "local").strip().lower() or "local"
+    if kind == "local":
+        state_dir = env.get(STATE_DIR_ENV) or None
+        return cls.local(state_dir=check_state_dir(state_dir, STATE_DIR_ENV) if state_dir else None,
+                         node_runtime=env.get(NODE_RUNTIME_ENV, "").strip() or None,
+                         subscription_id=env.get(SUBSCRIPTION_ENV) or LOCAL_SUBSCRIPTION, **client_options)
+    if kind not in KINDS:
+        raise TargetError(f"{TARGET_ENV}={kind!r} is not a target; use one of {', '.join(KINDS)}")
+    needed = [SUBSCRIPTION_ENV] + ([RESOURCE_GROUP_ENV, WORKSPACE_ENV] if kind == "azureml" else [])
+    missing = [name for name in needed if not env.get(name)]
+    if missing:
+        raise TargetError(f"{TARGET_ENV}={kind} needs {' and '.join(missing)} to be set")
+    if kind == "azure":
+        return cls.azure(env[SUBSCRIPTION_ENV], **client_options)
+    return cls.azureml(env[SUBSCRIPTION_ENV], env[RESOURCE_GROUP_ENV], env[WORKSPACE_ENV], **client_options)
 
 
 def _local_target(state_dir: Path, subscription_id: str, client_options: Mapping[str, Any],

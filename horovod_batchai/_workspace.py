@@ -20,25 +20,24 @@ from ._resource_ids import parse_id, register_parent
 from ._values import Usage
 
 if TYPE_CHECKING:
-    from ._backends.base import Backend
+    from ._backends.base import Backend, SpecChecks
     from ._target import Target
 
-__all__ = ["Workspace", "Usage"]
+__all__ = ["Workspace", "WorkspaceBase", "Usage", "cluster_spec_from_options", "check_cluster_spec",
+           "check_workspace_args",
+           "scale_text"]
 
 log = logging.getLogger(__name__)
 
 
-class Workspace:
-    """A workspace. Build one with :meth:`create` (get-or-create), :meth:`get` or :meth:`from_id`;
-    its experiments and clusters are created, got and listed from it (``create_experiment``,
-    ``get_cluster``, ...).
+class WorkspaceBase:
+    """What a workspace is, with no request: the sync and the aio Workspace share it."""
 
-    ``location`` is the one last fetched (None until then); it never makes a request. It may be
-    shared between threads, and pickles as a reference (its target and names; see
-    :class:`Target`): the receiving process fetches what it needs afresh.
-    """
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
 
-    def __init__(self, target: "Target", resource_group: str, name: str, *,
+    def __init__(self, target: Any, resource_group: str, name: str, *,
                  _record: Optional[WorkspaceRecord] = None) -> None:
         self.target = target
         self.resource_group = check_resource_group(resource_group)
@@ -49,10 +48,31 @@ class Workspace:
         return f"Workspace(resource_group={self.resource_group!r}, name={self.name!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Workspace) and (self.id.lower() == other.id.lower())
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
 
     def __hash__(self) -> int:
         return hash(self.id.lower())
+
+    @property
+    def id(self) -> str:
+        return self._backend.workspace_id(self.resource_group, self.name)
+
+    @property
+    def location(self) -> Optional[str]:
+        return self._record.location if self._record is not None else None
+
+
+class Workspace(WorkspaceBase):
+    """A workspace. Build one with :meth:`create` (get-or-create), :meth:`get` or :meth:`from_id`;
+    its experiments and clusters are created, got and listed from it (``create_experiment``,
+    ``get_cluster``, ...).
+
+    ``location`` is the one last fetched (None until then); it never makes a request. It may be
+    shared between threads, and pickles as a reference (its target and names; see
+    :class:`Target`): the receiving process fetches what it needs afresh.
+    """
+
+    target: "Target"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Workspace, (self.target, self.resource_group, self.name))
@@ -68,14 +88,6 @@ class Workspace:
     def _backend(self) -> "Backend":
         return self.target.backend
 
-    @property
-    def id(self) -> str:
-        return self._backend.workspace_id(self.resource_group, self.name)
-
-    @property
-    def location(self) -> Optional[str]:
-        return self._record.location if self._record is not None else None
-
     def refresh(self) -> "Workspace":
         """Fetch the workspace again; returns the workspace itself."""
         self._record = self._backend.get_workspace(self.resource_group, self.name)
@@ -90,10 +102,7 @@ class Workspace:
         :class:`Workspace`. Batch AI defaults ``location`` to eastus; creating an Azure ML
         workspace needs it given. ``continuation_token`` (from a poller's
         ``continuation_token()``) resumes an earlier call instead of starting one."""
-        check_resource_group(resource_group)
-        check_batchai_name(name, "workspace")
-        if location is not None:
-            location = check_location(location)
+        location = check_workspace_args(resource_group, name, location)
         backend = target.backend
         poller = backend.begin_create_workspace(resource_group, name, location, continuation_token=continuation_token)
         return MappedPoller(poller, lambda r: cls(target, resource_group, name, _record=r), action="creating workspace",
@@ -220,25 +229,18 @@ class Workspace:
                                 lambda r: GpuCluster(self, name, _record=r), action=action, resource=cluster_id,
                                 same_token=True)
         if spec is None:
-            if isinstance(auto_scale, tuple):
-                auto_scale = AutoScale(minimum=auto_scale[0], maximum=auto_scale[1])
-            user = admin_user_name or _default_admin_user()
-            if not ssh_public_key and not admin_password and generate_ssh_keys:
-                from ._ssh import ensure_ssh_key
-                ssh_public_key = ensure_ssh_key(Path(ssh_key_path).expanduser() if ssh_key_path else None)
-            spec = ClusterSpec(vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count,
-                               auto_scale=auto_scale, admin_user_name=user, ssh_public_key=ssh_public_key,
-                               admin_password=admin_password, image=image, setup_task=setup_task,
-                               mounts=tuple(mounts))
-        if not isinstance(spec, ClusterSpec):
-            raise InvalidSpecError("spec", f"{type(spec).__name__} is not a ClusterSpec", "ClusterSpec(...)")
-        backend.check_cluster_spec(spec)
+            spec = cluster_spec_from_options(
+                vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count, auto_scale=auto_scale,
+                admin_user_name=admin_user_name, ssh_public_key=ssh_public_key, admin_password=admin_password,
+                generate_ssh_keys=generate_ssh_keys, ssh_key_path=ssh_key_path, image=image, setup_task=setup_task,
+                mounts=mounts)
+        spec = check_cluster_spec(spec, backend)
         existing = backend.find_cluster(ref)
         if existing is not None:
             poller = backend.begin_reuse_cluster(ref, spec, existing)
             log.info("cluster %s exists with these settings; using it", cluster_id)
         else:
-            log.info("creating cluster %s (%s, %s)", cluster_id, spec.vm_size, _scale_text(spec))
+            log.info("creating cluster %s (%s, %s)", cluster_id, spec.vm_size, scale_text(spec))
             poller = backend.begin_create_cluster(ref, spec)
         return MappedPoller(poller, lambda r: GpuCluster(self, name, _record=r), action=action, resource=cluster_id,
                             same_token=True)
@@ -271,6 +273,36 @@ class Workspace:
                 for r in self._backend.list_clusters(self.resource_group, self.name)]
 
 
+def cluster_spec_from_options(*, vm_size: str, vm_priority: str, target_node_count: Optional[int],
+                              auto_scale: Optional[Union[AutoScale, tuple[int, int]]], admin_user_name: Optional[str],
+                              ssh_public_key: Optional[str], admin_password: Optional[str], generate_ssh_keys: bool,
+                              ssh_key_path: Optional[Union[str, Path]], image: Optional[ImageReference],
+                              setup_task: Optional[SetupTask], mounts: Sequence[Mount]) -> ClusterSpec:
+    """The :class:`ClusterSpec` that ``create_cluster``'s keyword options describe."""
+    if isinstance(auto_scale, tuple):
+        auto_scale = AutoScale(minimum=auto_scale[0], maximum=auto_scale[1])
+    user = admin_user_name or _default_admin_user()
+    if not ssh_public_key and not admin_password and generate_ssh_keys:
+        from ._ssh import ensure_ssh_key
+        ssh_public_key = ensure_ssh_key(Path(ssh_key_path).expanduser() if ssh_key_path else None)
+    return ClusterSpec(vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count,
+                       auto_scale=auto_scale, admin_user_name=user, ssh_public_key=ssh_public_key,
+                       admin_password=admin_password, image=image, setup_task=setup_task, mounts=tuple(mounts))
+
+
+def check_cluster_spec(spec: object, backend: "SpecChecks") -> ClusterSpec:
+    if not isinstance(spec, ClusterSpec):
+        raise InvalidSpecError("spec", f"{type(spec).__name__} is not a ClusterSpec", "ClusterSpec(...)")
+    backend.check_cluster_spec(spec)
+    return spec
+
+
+def check_workspace_args(resource_group: str, name: str, location: Optional[str]) -> Optional[str]:
+    """Refuse ``begin_create``'s arguments before anything is sent; the location as checked."""
+    check_resource_group(resource_group)
+    check_batchai_name(name, "workspace")
+    return check_location(location) if location is not None else None
+
 
 register_parent("workspace", Workspace)
 
@@ -283,7 +315,7 @@ def _default_admin_user() -> str:
     return user if user and user.lower() not in ("root", "admin") and user.replace("_", "a").isalnum() else "batchai"
 
 
-def _scale_text(spec: ClusterSpec) -> str:
+def scale_text(spec: ClusterSpec) -> str:
     if spec.auto_scale is not None:
         return f"auto-scale {spec.auto_scale.minimum}..{spec.auto_scale.maximum}"
     return f"{spec.target_node_count} node(s)"

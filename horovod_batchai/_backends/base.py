@@ -24,7 +24,8 @@ from .._values import OutputFile, RemoteLogin, Usage
 if TYPE_CHECKING:
     from azure.storage.fileshare import ShareFileClient
 
-__all__ = ["Backend", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ShareFile", "ClusterRef", "JobRef"]
+__all__ = ["Backend", "SpecChecks", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ShareFile",
+           "ClusterRef", "JobRef"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,12 @@ class ShareFile:
 
     def chunks(self) -> Iterator[bytes]:
         return iter(self._client.download_file().chunks())
+
+
+class SpecChecks(Protocol):
+    """The check a backend makes of a cluster spec without a request (the sync and async backends share it)."""
+
+    def check_cluster_spec(self, spec: ClusterSpec) -> None: ...
 
 
 class Backend(Protocol):

@@ -6,7 +6,8 @@ Both targets get byte-for-byte the same requests; only the endpoint and the cred
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence
 
 from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 from azure.core.polling import LROPoller
@@ -126,8 +127,7 @@ class BatchAIBackend:
     def usages(self, location: str) -> List[Usage]:
         with azure_errors("listing usages in", location):
             items: List[Any] = list(self._client.usages.list(location))
-        return [Usage(name=str(u.name.value if u.name else ""), current_value=int(u.current_value or 0),
-                      limit=int(u.limit or 0), unit=str(getattr(u.unit, "value", u.unit) or "Count")) for u in items]
+        return usages_from_rest(items)
 
     @staticmethod
     def _begin_delete(action: str, resource: str, continuation_token: Optional[str], start: Any) -> "LROPoller[None]":
@@ -241,22 +241,13 @@ class BatchAIBackend:
         never shows, so the same request is sent again and the service, which holds them, answers
         409 when they differ."""
         resource = self.cluster_id(ref)
-        hint = "delete it or choose another name"
-        differs = cluster_differences(spec, existing.raw)
-        if differs:
-            raise ConflictError(f"cluster {resource} exists with other settings ({', '.join(differs)}); {hint}",
-                                resource=resource)
-        with azure_errors("creating cluster", resource):
-            try:
-                poller = self._client.clusters.begin_create(ref.resource_group, ref.workspace, ref.name,
-                                                            cluster_to_rest(spec))
-                return MappedPoller(poller, lambda m: self._cluster_record(m, ref), action="creating cluster",
-                                    resource=resource)
-            except HttpResponseError as err:
-                if err.status_code != 409:
-                    raise
-                raise conflict_from_service(f"cluster {resource}", resource, err, CLUSTER_SECRET_FIELDS,
-                                            hint) from err
+        check_reusable_cluster(spec, existing, resource)
+        with azure_errors("creating cluster", resource), refused_as_conflict(f"cluster {resource}", resource,
+                                                                            CLUSTER_SECRET_FIELDS, CLUSTER_HINT):
+            poller = self._client.clusters.begin_create(ref.resource_group, ref.workspace, ref.name,
+                                                        cluster_to_rest(spec))
+        return MappedPoller(poller, lambda m: self._cluster_record(m, ref), action="creating cluster",
+                            resource=resource)
 
     def list_clusters(self, resource_group: str, workspace: str) -> List[ClusterRecord]:
         with azure_errors("listing clusters in", self.workspace_id(resource_group, workspace)):
@@ -279,19 +270,10 @@ class BatchAIBackend:
         if continuation_token is not None:
             resume_token(continuation_token, action=action, resource=resource)
             return DonePoller(self.get_cluster(ref), action=action, resource=resource)
-        if auto_scale is not None and auto_scale.idle_time_before_scale_down is not None:
-            raise InvalidSpecError("auto_scale.idle_time_before_scale_down", "Batch AI has no such setting",
-                                   "None (Batch AI scales down as the job queue empties)")
-        option = deallocation_option or "requeue"
-        if option not in DEALLOCATION_OPTIONS:
-            raise InvalidSpecError("deallocation_option", f"{option!r} is not an option",
-                                   " | ".join(DEALLOCATION_OPTIONS))
-        scale = scale_to_rest(target_node_count=target_node_count, auto_scale=auto_scale, deallocation_option=option)
-        from azure.mgmt.batchai import models
+        update = scale_update(target_node_count, auto_scale, deallocation_option)
         with azure_errors(action, resource):
             # A scale PATCH sets absolute values, so repeating it after a dropped connection is safe.
-            model = self._client.clusters.update(ref.resource_group, ref.workspace, ref.name,
-                                                 models.ClusterUpdateParameters(scale_settings=scale),
+            model = self._client.clusters.update(ref.resource_group, ref.workspace, ref.name, update,
                                                  **IDEMPOTENT_POST)
         return DonePoller(self._cluster_record(model, ref), action=action, resource=resource)
 
@@ -299,8 +281,7 @@ class BatchAIBackend:
         with azure_errors("listing remote login information of", self.cluster_id(ref)):
             items = list(self._client.clusters.list_remote_login_information(
                 ref.resource_group, ref.workspace, ref.name, **IDEMPOTENT_POST))
-        return [RemoteLogin(node_id=i.node_id or "", ip_address=i.ip_address or "", port=int(i.port or 22))
-                for i in items]
+        return remote_logins_from_rest(items)
 
     # -- jobs -----------------------------------------------------------------------------------
     def job_id(self, ref: JobRef) -> str:
@@ -315,10 +296,14 @@ class BatchAIBackend:
                          read_spec=lambda: job_from_rest(model), raw=model)
 
     def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        self.check_submission_spec(spec, cluster)
+        self._check_job_storage(spec)
+
+    def check_submission_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        """The checks of :meth:`check_submission` that make no request (the aio backend's too)."""
         spec.check_resolved()
         spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
         self._check_job_spec(spec, cluster)
-        self._check_job_storage(spec)
 
     def _check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
         spec.check_paths_against(cluster.mounts)
@@ -340,17 +325,8 @@ class BatchAIBackend:
                 continue
             service = target.share_service(target.default_file_endpoint(mount.account_name), mount.account_key)
             try:
-                service.get_share_client(mount.share_name).get_share_properties()
-            except ResourceNotFoundError:
-                raise spec.field_error(f"mounts[{i}]", f"share {mount.share_name!r} does not exist in storage "
-                                       f"account {mount.account_name!r}",
-                                       "an existing share (FileShare.create(...) makes one)") from None
-            except ClientAuthenticationError:
-                raise spec.field_error(f"mounts[{i}]", f"storage account {mount.account_name!r} refused the key",
-                                       "the account's current key (FileShare.mount() fetches it)") from None
-            except AzureError as err:
-                with azure_errors("checking share", f"{mount.account_name}/{mount.share_name}"):
-                    raise err
+                with share_check_errors(spec, i, mount):
+                    service.get_share_client(mount.share_name).get_share_properties()
             finally:
                 service.close()
 
@@ -405,15 +381,10 @@ class BatchAIBackend:
         secret_names = [s.name for s in getattr(existing.raw, "secrets", None) or []]
         check_same_job(existing, spec, cluster.id, other_secret_names=secret_names)
         resource = self.job_id(ref)
-        with azure_errors("submitting job", resource):
-            try:
-                poller = self._client.jobs.begin_create(*self._args(ref), job_to_rest(spec, cluster_id=cluster.id))
-                return MappedPoller(poller, lambda m: self._job_record(m, ref), action="submitting job",
-                                    resource=resource)
-            except HttpResponseError as err:
-                if err.status_code != 409:
-                    raise
-                raise conflict_from_service(f"job {ref.name!r}", resource, err, SECRET_FIELDS, RESUBMIT_HINT) from err
+        with azure_errors("submitting job", resource), refused_as_conflict(f"job {ref.name!r}", resource,
+                                                                          SECRET_FIELDS, RESUBMIT_HINT):
+            poller = self._client.jobs.begin_create(*self._args(ref), job_to_rest(spec, cluster_id=cluster.id))
+        return MappedPoller(poller, lambda m: self._job_record(m, ref), action="submitting job", resource=resource)
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]:
         with azure_errors("listing jobs in", self.experiment_id(resource_group, workspace, experiment)):
@@ -440,17 +411,10 @@ class BatchAIBackend:
 
     def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,
                           link_expiry_minutes: int) -> List[OutputFile]:
-        from azure.mgmt.batchai import models
-        if output_directory_id != STDOUTERR:
-            check_directory_id(output_directory_id, "output_directory_id", kind="OUTPUT")
-        options = models.JobsListOutputFilesOptions(outputdirectoryid=output_directory_id, directory=directory,
-                                                    linkexpiryinminutes=link_expiry_minutes, max_results=1000)
+        options = output_files_options(output_directory_id, directory, link_expiry_minutes)
         with azure_errors("listing output files of", f"{self.job_id(ref)} ({output_directory_id}/{directory})"):
             items = list(self._client.jobs.list_output_files(*self._args(ref), options, **IDEMPOTENT_POST))
-        return [OutputFile(name=f.name or "",
-                           is_directory=str(getattr(f.file_type, "value", f.file_type)) == "directory",
-                           size=f.content_length, last_modified=f.last_modified, download_url=f.download_url)
-                for f in items]
+        return output_files_from_rest(items)
 
     def open_output(self, url: str) -> RemoteFile:
         return ShareFile(self._target.file_from_sas_url(url))
@@ -464,6 +428,84 @@ class BatchAIBackend:
 
 
 RESUBMIT_HINT = "submit under a new name, or delete the old job first"
+CLUSTER_HINT = "delete it or choose another name"
+
+
+# -- what the sync and the async (horovod_batchai.aio) backends share: no request here --------
+def usages_from_rest(items: List[Any]) -> List[Usage]:
+    return [Usage(name=str(u.name.value if u.name else ""), current_value=int(u.current_value or 0),
+                  limit=int(u.limit or 0), unit=str(getattr(u.unit, "value", u.unit) or "Count")) for u in items]
+
+
+def remote_logins_from_rest(items: List[Any]) -> List[RemoteLogin]:
+    return [RemoteLogin(node_id=i.node_id or "", ip_address=i.ip_address or "", port=int(i.port or 22))
+            for i in items]
+
+
+def check_reusable_cluster(spec: ClusterSpec, existing: ClusterRecord, resource: str) -> None:
+    """ConflictError naming the settings the service shows in which ``existing`` is not ``spec``."""
+    differs = cluster_differences(spec, existing.raw)
+    if differs:
+        raise ConflictError(f"cluster {resource} exists with other settings ({', '.join(differs)}); {CLUSTER_HINT}",
+                            resource=resource)
+
+
+@contextmanager
+def refused_as_conflict(what: str, resource: str, secret_fields: Any, hint: str) -> Iterator[None]:
+    """A 409 to a repeated create (settings the service holds but never shows differ) as a
+    ConflictError naming them."""
+    try:
+        yield
+    except HttpResponseError as err:
+        if err.status_code != 409:
+            raise
+        raise conflict_from_service(what, resource, err, secret_fields, hint) from err
+
+
+def scale_update(target_node_count: Optional[int], auto_scale: Optional[AutoScale],
+                 deallocation_option: Optional[str]) -> "models.ClusterUpdateParameters":
+    """The PATCH body of a scale request, its options checked first."""
+    if auto_scale is not None and auto_scale.idle_time_before_scale_down is not None:
+        raise InvalidSpecError("auto_scale.idle_time_before_scale_down", "Batch AI has no such setting",
+                               "None (Batch AI scales down as the job queue empties)")
+    option = deallocation_option or "requeue"
+    if option not in DEALLOCATION_OPTIONS:
+        raise InvalidSpecError("deallocation_option", f"{option!r} is not an option", " | ".join(DEALLOCATION_OPTIONS))
+    from azure.mgmt.batchai import models
+    scale = scale_to_rest(target_node_count=target_node_count, auto_scale=auto_scale, deallocation_option=option)
+    return models.ClusterUpdateParameters(scale_settings=scale)
+
+
+@contextmanager
+def share_check_errors(spec: HorovodJob, index: int, mount: AzureFileShareMount) -> Iterator[None]:
+    """What reading a mounted share's properties can answer, as the error naming the mount."""
+    try:
+        yield
+    except ResourceNotFoundError:
+        raise spec.field_error(f"mounts[{index}]", f"share {mount.share_name!r} does not exist in storage "
+                               f"account {mount.account_name!r}",
+                               "an existing share (FileShare.create(...) makes one)") from None
+    except ClientAuthenticationError:
+        raise spec.field_error(f"mounts[{index}]", f"storage account {mount.account_name!r} refused the key",
+                               "the account's current key (FileShare.mount() fetches it)") from None
+    except AzureError as err:
+        with azure_errors("checking share", f"{mount.account_name}/{mount.share_name}"):
+            raise err
+
+
+def output_files_options(output_directory_id: str, directory: str,
+                         link_expiry_minutes: int) -> "models.JobsListOutputFilesOptions":
+    from azure.mgmt.batchai import models
+    if output_directory_id != STDOUTERR:
+        check_directory_id(output_directory_id, "output_directory_id", kind="OUTPUT")
+    return models.JobsListOutputFilesOptions(outputdirectoryid=output_directory_id, directory=directory,
+                                             linkexpiryinminutes=link_expiry_minutes, max_results=1000)
+
+
+def output_files_from_rest(items: List[Any]) -> List[OutputFile]:
+    return [OutputFile(name=f.name or "", is_directory=str(getattr(f.file_type, "value", f.file_type)) == "directory",
+                       size=f.content_length, last_modified=f.last_modified, download_url=f.download_url)
+            for f in items]
 
 
 def check_same_job(existing: JobRecord, spec: HorovodJob, cluster_id: str, *,

@@ -284,20 +284,3 @@ def test_the_stream_renews_a_refused_log_link_and_loses_nothing(target: Target, 
     assert stream.links_fetched == 2
     transport.verify()
 
-
-@pytest.mark.parametrize("bounds", [(0, 0), (0, 1)])
-def test_ready_on_azure_ml_means_steady_at_the_new_size(target: Target, transport: ReplayTransport,
-                                                        bounds: tuple[int, int]) -> None:
-    """The same rule as locally: a compute steady at its old size (two idle nodes, bounds now
-    0..0 or 0..1) is not ready; the wait goes on until it is steady within the bounds."""
-    low, high = bounds
-    transport.add(S.compute_get(3, nodes=2, allocation="Steady", idle=2, minimum=low, maximum=high),
-                  S.list_nodes("idle", "idle"),
-                  S.compute_get(3, nodes=high, allocation="Steady", idle=high, minimum=low, maximum=high),
-                  S.list_nodes(*["idle"] * high))
-    seen: list = []
-    ready = S.steady_cluster(target).wait_until_ready(timeout=60, poll_interval=0, on_status=seen.append)
-    assert [s.current_node_count for s in seen] == [2, high] and not seen[0].is_ready
-    assert ready.current_node_count == high and ready.is_ready
-    assert (ready.target_node_count, ready.auto_scale) == ((0, None) if high == 0 else (None, (0, 1)))
-    transport.verify()

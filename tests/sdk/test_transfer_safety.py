@@ -166,7 +166,7 @@ def test_ctrl_c_stops_a_directory_upload_within_a_second(service: LocalService, 
 def test_ctrl_c_stops_a_directory_download_within_a_second(service: LocalService, share: FileShare,
                                                             tmp_path: Path) -> None:
     tree = _tree_of_parts(tmp_path / "tree", 8)
-    share.upload_directory(tree, "big", progress=False, verify=False)
+    share.upload_directory(tree, "big", progress=False)
     dest = tmp_path / "copy"
     took, out = _interrupt(service, "down", str(dest), "big")
     assert "finished" not in out

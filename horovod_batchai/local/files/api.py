@@ -653,6 +653,26 @@ def _body(ctx: Ctx, expected: int, buffer: bytearray) -> memoryview:
     return data
 
 
+def _request_md5(ctx: Ctx, write: str) -> Optional[str]:
+    """The Content-MD5 a Put Range carries (base64 of 16 bytes), checked before the body is read:
+    one that is not an MD5 is InvalidMd5, and a clear (which has no body) takes none."""
+    sent = ctx.header("content-md5")
+    if sent is None:
+        return None
+    if write == "clear":
+        raise StorageError(400, "InvalidHeaderValue",
+                           "Content-MD5 is not allowed when x-ms-write is 'clear' (a clear has no body).",
+                           HeaderName="Content-MD5")
+    try:
+        raw = base64.b64decode(sent.strip(), validate=True)
+        if len(raw) != 16:
+            raise ValueError
+    except (binascii.Error, ValueError):
+        raise StorageError(400, "InvalidMd5", "The MD5 value specified in the request is invalid. The MD5 value "
+                           "must be 128 bits and Base64-encoded.") from None
+    return base64.b64encode(raw).decode("ascii")  # the canonical form content_md5 gives
+
+
 def put_range(ctx: Ctx) -> Response:
     requested, range_header = _request_range(ctx)
     if requested is None or requested[1] is None:
@@ -675,6 +695,7 @@ def put_range(ctx: Ctx) -> Response:
     if write == "clear" and content_length != 0:
         raise StorageError(400, "InvalidHeaderValue", "Clearing a range takes no body: Content-Length must be 0.",
                            HeaderName="Content-Length")
+    sent_md5 = _request_md5(ctx, write)
     entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
     if end >= entry.size:
         raise StorageError(416, "InvalidRange",
@@ -685,8 +706,8 @@ def put_range(ctx: Ctx) -> Response:
         with _RANGE_BUFFERS.get() as buffer:
             data = _body(ctx, length, buffer)
             digest = content_md5(data)
-            sent = ctx.header("content-md5")
-            if sent is not None and sent.strip() != digest:
+            # Transactional MD5: a range whose bytes changed on the way is refused, and nothing is written.
+            if sent_md5 is not None and sent_md5 != digest:
                 raise StorageError(400, "Md5Mismatch",
                                    "The MD5 value specified in the request did not match the MD5 value calculated "
                                    "by the server.")

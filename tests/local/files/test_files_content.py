@@ -2,6 +2,7 @@
 and ShareFileClient over real HTTPS, with the bytes checked where a user would look at them."""
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 
@@ -159,7 +160,6 @@ def test_create_then_ranges_clear_resize_and_validated_content(share, share_dir)
 
 
 def test_wrong_content_md5_is_refused_and_nothing_written(share, share_dir):
-    import base64
     f = share.get_file_client("md5.bin")
     f.create_file(512)
     wrong = base64.b64encode(hashlib.md5(b"other").digest()).decode()
@@ -301,3 +301,49 @@ def test_names_xml_cannot_carry_are_listed_encoded_and_decoded_by_the_client(sha
     (share_dir / "ünï cødé.txt").write_bytes(b"unicode")
     assert sorted(e.name for e in share.list_directories_and_files()) == ["odd\x01name.txt", "ünï cødé.txt"]
     assert share.get_file_client("ünï cødé.txt").download_file().readall() == b"unicode"
+
+
+# -- transactional MD5 (Put Range with Content-MD5) ---------------------------------------------------
+
+def _change_a_byte_in_flight(request):
+    """A request hook: runs after azure-storage took the range's MD5, before the bytes leave."""
+    http = request.http_request
+    if http.method == "PUT" and "comp=range" in http.url and http.headers.get("Content-MD5"):
+        body = bytearray(http.content)
+        body[len(body) // 2] ^= 0xFF
+        http.set_bytes_body(bytes(body))
+
+
+def test_a_range_changed_in_flight_is_refused_and_nothing_written(service, account, share_dir):
+    share_service(service, account).get_share_client("share").get_file_client("flight.bin").create_file(1024)
+    corrupting = share_service(service, account, raw_request_hook=_change_a_byte_in_flight)
+    f = corrupting.get_share_client("share").get_file_client("flight.bin")
+    with pytest.raises(HttpResponseError) as err:
+        f.upload_range(b"r" * 1024, offset=0, length=1024, validate_content=True)
+    assert err.value.status_code == 400 and err.value.error_code == "Md5Mismatch"
+    assert (share_dir / "flight.bin").read_bytes() == bytes(1024)
+    # Unchanged bytes with their MD5 go in, and the service answers the MD5 it computed.
+    answer = share_service(service, account).get_share_client("share").get_file_client("flight.bin").upload_range(
+        b"r" * 1024, offset=0, length=1024, validate_content=True)
+    assert bytes(answer["content_md5"]) == hashlib.md5(b"r" * 1024).digest()
+    assert (share_dir / "flight.bin").read_bytes() == b"r" * 1024
+
+
+@pytest.mark.parametrize("value", ["not-base64!", "AAAA"])
+def test_a_content_md5_that_is_not_an_md5_is_invalid_md5(share, share_dir, value):
+    f = share.get_file_client("bad-md5.bin")
+    f.create_file(512)
+    with pytest.raises(HttpResponseError) as err:
+        f.upload_range(b"q" * 512, offset=0, length=512, headers={"Content-MD5": value})
+    assert err.value.status_code == 400 and err.value.error_code == "InvalidMd5"
+    assert (share_dir / "bad-md5.bin").read_bytes() == bytes(512)
+
+
+def test_a_clear_with_a_content_md5_is_refused(share, share_dir):
+    f = share.get_file_client("clear.bin")
+    f.upload_file(b"z" * 512)
+    md5 = base64.b64encode(hashlib.md5(b"").digest()).decode()
+    with pytest.raises(HttpResponseError) as err:
+        f.clear_range(offset=0, length=512, headers={"Content-MD5": md5})
+    assert err.value.status_code == 400 and "Content-MD5" in str(err.value)
+    assert (share_dir / "clear.bin").read_bytes() == b"z" * 512

@@ -1,0 +1,189 @@
+"""Submitted jobs, for asyncio: :class:`horovod_batchai.Job`'s methods, awaited.
+
+:meth:`Job.wait` and :meth:`Job.stream` poll between ``asyncio.sleep``s: cancelling them (a
+``CancelledError``, ``asyncio.wait_for``'s deadline, Ctrl-C under ``asyncio.run``) stops the
+polling at once, with no thread left behind. The job itself goes on unless the caller asks for it
+to be terminated (``wait(..., terminate_on_cancel=True)``).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, List, Optional, Union
+
+from azure.core.exceptions import AzureError, HttpResponseError
+
+from .._errors import HorovodBatchAIError, azure_errors
+from .._job import (STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_link_expiry, check_tail_bytes,
+                     output_named, tail_text)
+from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
+from .._names import local_destination, local_directory
+from .._paths import local_path_under
+from .._polling import Polling
+from .._states import ExecutionState, JobStatus
+from .._values import OutputFile
+from ._lro import AsyncMappedPoller, AsyncPoller
+from ._polling import async_poll_until
+from ._stream import AsyncOutputStream
+from .._job import JobBase
+
+if TYPE_CHECKING:
+    from ._backends import AsyncBackend
+    from ._experiment import Experiment
+    from ._target import Target
+
+__all__ = ["Job"]
+
+log = logging.getLogger(__name__)
+
+
+class Job(JobBase):
+    """A job submitted to an aio :class:`Experiment` (see :class:`horovod_batchai.Job`).
+    ``status``, ``execution_state`` and ``spec`` describe the job as last fetched."""
+
+    experiment: "Experiment"
+
+    @property
+    def target(self) -> "Target":
+        return self.experiment.workspace.target
+
+    @property
+    def _backend(self) -> "AsyncBackend":
+        return self.target.backend
+
+    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
+        """Start deleting the job (stopping it if it runs); finishes at once when already gone."""
+        return await self._backend.begin_delete_job(self._ref, continuation_token=continuation_token)
+
+    async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
+        """Delete the job, awaited for at most ``timeout`` seconds; succeeds when already gone."""
+        check_timeout(timeout)
+        await (await self.begin_delete()).result(timeout)
+
+    async def begin_terminate(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[JobStatus]":
+        """Ask the service to stop the job; the poller's result is the job's fresh status."""
+        poller = await self._backend.begin_terminate_job(self._ref, continuation_token=continuation_token)
+
+        async def fresh(_: object) -> JobStatus:
+            return (await self.refresh()).status
+
+        return AsyncMappedPoller(poller, fresh, action="terminating job", resource=self.id, same_token=True)
+
+    async def terminate(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> JobStatus:
+        """:meth:`begin_terminate`, awaited for at most ``timeout`` seconds."""
+        check_timeout(timeout)
+        return await (await self.begin_terminate()).result(timeout)
+
+    # -- state ----------------------------------------------------------------------------------
+    async def refresh(self) -> "Job":
+        """Fetch the job's current state; returns the job itself."""
+        self._record = await self._backend.get_job(self._ref)
+        return self
+
+    async def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
+                   on_state: Optional[Callable[[ExecutionState], None]] = None,
+                   terminate_on_cancel: bool = False) -> JobStatus:
+        """Wait until the job ends, polling between ``asyncio.sleep``s. Returns its status on
+        success; raises :class:`JobFailedError` on failure and :class:`WaitTimeoutError` after
+        ``timeout`` seconds (None: no limit). Cancelling the wait stops the polling at once;
+        with ``terminate_on_cancel`` the job is then asked to stop too (the request is sent
+        before the cancellation goes on; its outcome is not awaited)."""
+        polling = Polling(timeout=timeout, poll_interval=poll_interval if poll_interval is not None
+                          else self._backend.default_poll_interval)
+        watch = EndWatch(self.name, polling, on_state)
+
+        async def fetch() -> JobStatus:
+            return (await self.refresh()).status
+
+        try:
+            status = await async_poll_until(fetch, done=watch.done, polling=polling, on_each=watch.report,
+                                            on_timeout=watch.timeout_error)
+        except asyncio.CancelledError:
+            if terminate_on_cancel:
+                await asyncio.shield(self._ask_to_stop())
+            raise
+        if watch.failed(status):
+            raise watch.failure(status, await self.stderr_tail())
+        return status
+
+    async def _ask_to_stop(self) -> None:
+        try:
+            await self._backend.begin_terminate_job(self._ref)
+            log.info("job %s: asked the service to terminate it (its wait was cancelled)", self.name)
+        except (AzureError, HorovodBatchAIError) as err:
+            log.warning("job %s: the terminate request after a cancelled wait failed (%s)", self.name,
+                        type(err).__name__)
+
+    # -- output files ---------------------------------------------------------------------------
+    async def list_output_files(self, output_directory_id: str = STDOUTERR, directory: str = ".", *,
+                                link_expiry_minutes: int = 60) -> List[OutputFile]:
+        """Files and directories in ``directory`` of the output directory ``output_directory_id``."""
+        check_link_expiry(link_expiry_minutes)
+        return await self._backend.list_output_files(self._ref, output_directory_id, directory, link_expiry_minutes)
+
+    def stream(self, name: str = "stdout.txt", *, output_directory_id: str = STDOUTERR,
+               poll_interval: Optional[float] = None, timeout: Optional[float] = None,
+               link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None) -> AsyncOutputStream:
+        """Text appended to output file ``name`` as the job writes it, until the job ends:
+        ``async for text in job.stream("stdout.txt")``. See :class:`AsyncOutputStream`."""
+        return AsyncOutputStream(self, name, output_directory_id=output_directory_id, poll_interval=poll_interval,
+                                 timeout=timeout, link_expiry_minutes=link_expiry_minutes,
+                                 renew_before_s=renew_before_s)
+
+    async def download(self, path: str, dest: Union[str, Path], *, output_directory_id: str = STDOUTERR) -> Path:
+        """Download output file ``path`` (a directory is fetched whole) to ``dest`` (see
+        :meth:`horovod_batchai.Job.download`); the file is written in a worker thread."""
+        directory, _, name = path.strip("/").rpartition("/")
+        match = output_named(await self.list_output_files(output_directory_id, directory or "."), name, path,
+                             output_directory_id)
+        if match.is_directory:
+            dest = local_directory(dest)
+            for child in await self.list_output_files(output_directory_id, path.strip("/")):
+                await self.download(f"{path.strip('/')}/{child.name}", local_path_under(dest, child.name),
+                                    output_directory_id=output_directory_id)
+            return dest
+        dest = local_destination(dest, name)
+        remote = await self._backend.open_output(check_download_link(match, path, output_directory_id))
+        partial = dest.with_name(dest.name + ".partial")
+        try:
+            with azure_errors("downloading", f"{self.name}/{output_directory_id}/{path}"), open(partial, "wb") as fh:
+                async for chunk in remote.chunks():
+                    await asyncio.to_thread(fh.write, chunk)
+        except BaseException:  # a failed, interrupted or cancelled download leaves nothing behind
+            partial.unlink(missing_ok=True)
+            raise
+        finally:
+            await remote.close()
+        partial.replace(dest)
+        return dest
+
+    async def stderr_tail(self, max_bytes: int = TAIL_BYTES) -> str:
+        """The last lines of the job's error log; empty when there is none or it cannot be read."""
+        return await self._tail(self._backend.failure_log_name, max_bytes)
+
+    async def stdout_tail(self, max_bytes: int = TAIL_BYTES) -> str:
+        """The last lines of the job's ``stdout.txt``; empty when there is none or it cannot be read."""
+        return await self._tail("stdout.txt", max_bytes)
+
+    async def _tail(self, wanted: str, max_bytes: int) -> str:
+        check_tail_bytes(max_bytes)
+        directory, _, name = wanted.rpartition("/")
+        try:
+            files = await self.list_output_files(STDOUTERR, directory or ".")
+            match = next((f for f in files if f.name == name), None)
+            if match is None or not match.download_url or match.size == 0:
+                return ""
+            remote = await self._backend.open_output(match.download_url)
+            try:
+                size = int(match.size) if match.size is not None else await remote.size()  # Azure ML lists no sizes
+                if not size:
+                    return ""
+                start = max(0, size - max_bytes)
+                data = await remote.read(start, size - start)
+            finally:
+                await remote.close()
+        except (AzureError, HttpResponseError, HorovodBatchAIError) as err:
+            log.debug("could not read %s of %s: %s", wanted, self.name, type(err).__name__)
+            return ""
+        return tail_text(data, start)

@@ -1,0 +1,35 @@
+"""Helpers of the aio tests: each test runs its scenario with ``asyncio.run``, on an aio
+``Target`` built inside the loop against the test's own local service."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Awaitable, Callable, TypeVar
+
+from horovod_batchai.aio import Target
+
+RG = "batchai.horovod"
+ACCOUNT = "mystorageaccount"
+SSH_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 test@example"
+
+T = TypeVar("T")
+
+
+def run(service: Any, scenario: Callable[[Target], Awaitable[T]]) -> T:
+    """``scenario(target)`` on a fresh event loop, the target closed afterwards."""
+    async def main() -> T:
+        async with Target.local(service=service) as target:
+            return await scenario(target)
+    return asyncio.run(main())
+
+
+def polling_threads() -> list[str]:
+    """azure-core's poller threads alive (a sync poller polls on one). The loop's executor threads
+    are not counted: they idle between calls (aiohttp resolves names there); whether anything
+    still polls is seen in the requests the service gets (the tests count them)."""
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("LROPoller"))
+
+
+def other_tasks() -> set["asyncio.Task[Any]"]:
+    """Tasks of the running loop other than the one asking."""
+    return {t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()}

@@ -1,0 +1,140 @@
+"""horovod_batchai.aio against the real local service over HTTPS: workspaces, experiments and
+clusters through Microsoft's aio clients, their AsyncLROPollers, and closing."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from azure.core.pipeline.policies import SansIOHTTPPolicy
+from azure.core.polling import AsyncLROPoller
+
+from horovod_batchai import (AllocationState, ClusterStatus, InvalidSpecError, NotFoundError, WaitTimeoutError)
+from horovod_batchai.aio import Experiment, GpuCluster, Target, Workspace
+from horovod_batchai.local import ServiceInfo
+
+from aio_support import RG, SSH_KEY, other_tasks, polling_threads, run
+
+
+class CountRequests(SansIOHTTPPolicy):  # type: ignore[type-arg]
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def on_request(self, request: Any) -> None:
+        self.sent.append(f"{request.http_request.method} {request.http_request.url.split('?')[0]}")
+
+
+def test_workspaces_and_experiments_create_get_list_delete(service: Any) -> None:
+    async def scenario(target: Target) -> None:
+        poller = await Workspace.begin_create(target, RG, "batchaidev", location="eastus")
+        assert isinstance(poller, AsyncLROPoller)
+        ws = await poller.result(timeout=60)
+        assert isinstance(ws, Workspace) and ws.location == "eastus" and poller.done()
+        assert await Workspace.create(target, RG, "batchaidev") == ws  # get-or-create
+        assert (await Workspace.get(target, RG, "batchaidev")).location == "eastus"
+        assert await Workspace.list(target, RG) == [ws] and ws in await Workspace.list(target)
+
+        experiment = await ws.create_experiment("cifar")
+        assert isinstance(experiment, Experiment) and experiment.id.endswith("/experiments/cifar")
+        assert await ws.get_experiment("cifar") == experiment
+        assert await ws.list_experiments() == [experiment]
+        await experiment.delete(timeout=60)
+        with pytest.raises(NotFoundError):
+            await ws.get_experiment("cifar")
+
+        deleting = await ws.begin_delete(delete_resource_group=True)
+        token = deleting.continuation_token()
+        # the token resumes the same operation in another poller (here: in the same process)
+        await (await ws.begin_delete(delete_resource_group=True, continuation_token=token)).result(60)
+        await deleting.result(60)
+        with pytest.raises(NotFoundError):
+            await Workspace.get(target, RG, "batchaidev")
+        await ws.delete(timeout=60)  # already gone: succeeds
+
+    run(service, scenario)
+
+
+def test_clusters_create_wait_resize_and_delete(service: Any) -> None:
+    async def scenario(target: Target) -> None:
+        ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
+        poller = await ws.begin_create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=1,
+                                               admin_user_name="demo", ssh_public_key=SSH_KEY)
+        assert isinstance(poller, AsyncLROPoller)
+        cluster = await poller.result(60)
+        assert isinstance(cluster, GpuCluster) and cluster.vm_size == "Standard_NC6"
+        seen: list[ClusterStatus] = []
+        ready = await cluster.wait_until_ready(timeout=120, on_status=seen.append)
+        assert ready.is_ready and ready.node_state_counts.idle == 1 and seen[-1] == ready
+        assert await ws.list_clusters() == [cluster] and (await ws.get_cluster("nc6cluster")).maximum_node_count == 1
+        assert [login.port for login in await cluster.remote_login_info()] != []
+
+        # A resize poller: its timeout raises and stops polling; result() again resumes it.
+        resizing = await cluster.begin_resize(2)
+        with pytest.raises(WaitTimeoutError):
+            await resizing.result(timeout=0.01)
+        assert not resizing.done() and not other_tasks() and not polling_threads()
+        status = await resizing.result(timeout=120)
+        assert status.allocation_state is AllocationState.STEADY and status.node_state_counts.idle == 2
+        assert (await cluster.auto_scale(0, 2, timeout=120)).auto_scale == (0, 2)
+        assert (await cluster.resize(0, timeout=120)).current_node_count == 0
+        await cluster.delete(timeout=60)
+        with pytest.raises(NotFoundError):
+            await cluster.refresh()
+
+    run(service, scenario)
+
+
+def test_async_with_closes_every_client(service: Any) -> None:
+    async def scenario() -> Any:
+        async with Target.local(service=service) as target:
+            ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
+            await ws.create_experiment("cifar")
+            clients = list(target._clients.values())
+            session = target._session  # the one aiohttp session the target's clients share
+            assert clients and session is not None and not session.closed
+            assert all(c._client._pipeline._transport.session is session for c in clients)
+        assert target._clients == {} and target._session is None
+        return session
+    assert asyncio.run(scenario()).closed  # closed on leaving the block
+
+
+def test_cancelling_a_poller_stops_its_requests(service: Any) -> None:
+    counter = CountRequests()
+
+    async def scenario() -> None:
+        async with Target.local(service=service, per_call_policies=[counter]) as target:
+            ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
+            cluster = await ws.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=0,
+                                              admin_user_name="demo", ssh_public_key=SSH_KEY)
+            resizing = await cluster.begin_resize(2)
+            task = asyncio.ensure_future(resizing.result())
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            sent = len(counter.sent)
+            await asyncio.sleep(1.0)  # four poll intervals
+            assert len(counter.sent) == sent, counter.sent[sent:]
+            assert not other_tasks() and not polling_threads()
+            assert (await resizing.result(120)).node_state_counts.idle == 2  # and it can be resumed
+
+    asyncio.run(scenario())
+
+
+def test_bad_input_is_refused_before_any_request(tmp_path: Path) -> None:
+    offline = ServiceInfo("https://127.0.0.1:9", tmp_path / "none.pem", tmp_path, 0)
+
+    async def scenario() -> None:
+        async with Target.local(service=offline) as target:
+            with pytest.raises(InvalidSpecError, match="workspace"):
+                await Workspace.create(target, RG, "bad name!")
+            with pytest.raises(InvalidSpecError, match="timeout"):
+                await Workspace.create(target, RG, "batchaidev", timeout=-1)
+            ws = Workspace(target, RG, "batchaidev")
+            with pytest.raises(InvalidSpecError, match="target_node_count"):
+                await GpuCluster(ws, "c").begin_resize(-1)
+            with pytest.raises(InvalidSpecError, match="spec"):
+                await ws.begin_create_cluster("c", spec="nc6")  # type: ignore[arg-type]
+
+    asyncio.run(scenario())

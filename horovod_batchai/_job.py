@@ -395,10 +395,7 @@ class Job(JobBase):
         except (AzureError, HttpResponseError, HorovodBatchAIError) as err:
             log.debug("could not read %s of %s: %s", wanted, self.name, type(err).__name__)
             return ""
-        text = data.decode("utf-8", errors="replace")
-        if start > 0:
-            text = text.split("\n", 1)[-1]  # drop the partial first line
-        return "\n".join(text.splitlines()[-_TAIL_LINES:])
+        return tail_text(data, start)
 
     def watch(self, *, lines: int = 10, curves: bool = True, poll_interval: Optional[float] = None,
               timeout: Optional[float] = None) -> JobStatus:

@@ -138,11 +138,6 @@ class FileShareBase:
                 f"/providers/Microsoft.Storage/storageAccounts/{self._account_name}")
 
     @property
-    def share_id(self) -> str:
-        """The share's Azure resource id (under the account's ``fileServices/default``)."""
-        return f"{self.account_id}/fileServices/default/shares/{self.share_name}"
-
-    @property
     def url(self) -> str:
         """The share's URL as a job mount names it: ``https://<account>.file.core.windows.net/<share>``."""
         return azure_file_url(self._account_name, self.share_name)
@@ -191,7 +186,7 @@ class FileShare(FileShareBase):
         the poller's result is the :class:`FileShare`. ``continuation_token`` resumes an earlier
         call (``location`` and ``sku`` are then not used)."""
         share = cls(target, resource_group, account_name, share_name)
-        action, resource = "creating share", share.share_id
+        action, resource = "creating share", share.id
         check_quota(quota_gib)
         if continuation_token is not None:
             inner = resume_token(continuation_token, action=action, resource=resource)

@@ -155,7 +155,7 @@ class FileShare(FileShareBase):
                            continuation_token: Optional[str] = None) -> "AsyncPoller[FileShare]":
         """Start get-or-create of the share (see :meth:`horovod_batchai.FileShare.begin_create`)."""
         share = cls(target, resource_group, account_name, share_name)
-        action, resource = "creating share", share.share_id
+        action, resource = "creating share", share.id
         check_quota(quota_gib)
         if continuation_token is not None:
             inner = resume_token(continuation_token, action=action, resource=resource)

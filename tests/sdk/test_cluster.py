@@ -183,6 +183,15 @@ def test_a_scale_timeout_is_checked_naming_it(offline_target: Target, timeout: o
     assert resized.value.field == scaled.value.field == "timeout"
 
 
+@pytest.mark.parametrize("auto_scale", [(2,), (0, 2, 4)])
+def test_an_auto_scale_option_that_is_not_a_pair_names_it(offline_target: Target, auto_scale: tuple) -> None:
+    """Refused before any request, not cut to its first two numbers nor an IndexError."""
+    workspace = Workspace(offline_target, RG, "batchaidev")
+    with pytest.raises(InvalidSpecError) as info:
+        workspace.create_cluster("c1", auto_scale=auto_scale, admin_user_name="demo", ssh_public_key=SSH_KEY)
+    assert info.value.field == "auto_scale" and "(minimum, maximum)" in info.value.valid_form
+
+
 def test_a_resize_waits_for_the_new_size_no_longer_than_its_timeout(workspace: Workspace) -> None:
     """Batch AI answers a scale PATCH at once; resize() then waits until the cluster is steady at
     its new size, at most ``timeout`` seconds, and a timeout spent is a WaitTimeoutError."""

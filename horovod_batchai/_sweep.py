@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import logging
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -352,15 +353,19 @@ class Sweep:
 
     def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
              on_step: Optional[Callable[["Sweep"], None]] = None,
-             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
-             ) -> "SweepResults":
+             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+             stop: Optional[threading.Event] = None) -> "SweepResults":
         """Run the sweep to its end -- submitting trials as others end, when this process drives it --
         and return :meth:`results`. Trials that fail do not stop the sweep (see :attr:`state`);
-        :class:`WaitTimeoutError` after ``timeout`` seconds (None: no limit) leaves the trials running."""
+        :class:`WaitTimeoutError` after ``timeout`` seconds (None: no limit) leaves the trials running.
+        Setting ``stop`` (a ``threading.Event``) from another thread ends the wait within one poll
+        interval with :class:`StoppedError`; the trials run on, and :meth:`wait` continues the sweep."""
         backend_interval = self.experiment._backend.default_poll_interval
-        polling = Polling(timeout=timeout, clock=clock, sleep=sleep,
+        polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=poll_interval if poll_interval is not None else max(1.0, backend_interval))
+        what = f"waiting for sweep {self.name!r}"
         while True:
+            polling.check_stopped(what)
             state = self.step()
             if on_step is not None:
                 on_step(self)

@@ -18,9 +18,10 @@ from typing import Any, Callable, Optional
 import pytest
 
 from horovod_batchai import (ExecutionState, Experiment, FileShare, GpuCluster, HorovodBatchAIError, HorovodJob,
-                             InvalidSpecError, Job, StoppedError, Target, Workspace)
+                             InvalidSpecError, Job, StoppedError, Sweep, Target, Workspace)
 from horovod_batchai._fileshare import UPLOAD_TEMP_MARK
 from horovod_batchai._lro import MappedPoller
+from horovod_batchai._sweep_spec import SweepDefinition
 from horovod_batchai.local import LocalService, ServiceSettings
 from sdk_support import ACCOUNT, RG, SSH_KEY
 
@@ -128,6 +129,11 @@ def test_a_stop_already_set_returns_before_any_request(offline_target: Target) -
         job.wait(stop=stop)
     with pytest.raises(StoppedError):
         next(job.stream(stop=stop))
+    definition = SweepDefinition.build("sweep", cluster="nc6cluster", base_arguments="", parameters={"lr": [0.1]},
+                                       sampling="grid", num_trials=None, seed=None, metric="val_accuracy", mode="max",
+                                       max_concurrent_trials=1, early_stopping=None)
+    with pytest.raises(StoppedError, match="waiting for sweep 'sweep' was stopped"):
+        Sweep(job.experiment, definition).wait(stop=stop)
 
 
 def test_waiting_for_a_cluster_stops_when_told(tmp_path: Path) -> None:
@@ -169,7 +175,10 @@ def test_a_long_operation_wait_stops_when_told() -> None:
 
 def test_a_stop_that_is_not_an_event_is_refused(offline_target: Target) -> None:
     job = Job(Experiment(Workspace(offline_target, RG, "ws"), "exp"), "job")
-    for call in (lambda: job.wait(stop=True), lambda: job.stream(stop="yes"),
+    sweep = Sweep(job.experiment, SweepDefinition.build(
+        "sweep", cluster="nc6cluster", base_arguments="", parameters={"lr": [0.1]}, sampling="grid", num_trials=None,
+        seed=None, metric="val_accuracy", mode="max", max_concurrent_trials=1, early_stopping=None))
+    for call in (lambda: job.wait(stop=True), lambda: job.stream(stop="yes"), lambda: sweep.wait(stop="no"),
                  lambda: MappedPoller(NeverDone(), lambda r: r, action="a", resource="r").result(stop=1)):  # type: ignore[arg-type]
         with pytest.raises(InvalidSpecError) as caught:
             call()

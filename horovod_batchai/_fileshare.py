@@ -26,8 +26,8 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError, Resour
 from ._deprecation import deprecated
 from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
 from ._mounts import AzureFileShareMount, azure_file_url
-from ._names import (check_location, check_resource_group, check_share_name, check_share_path, check_storage_account,
-                     local_destination, local_directory)
+from ._names import (check_count, check_location, check_resource_group, check_share_name, check_share_path,
+                     check_storage_account, local_destination, local_directory)
 from ._parallel import check_stop, run_parallel
 from ._polling import check_stop_event
 from ._resource_ids import parse_id
@@ -48,7 +48,7 @@ __all__ = ["FileShare", "FileShareBase", "ShareItem", "SKUS", "upload_temp_path"
            "check_account_options",
            "full_key", "add_entries", "check_read_back", "holds_upload", "finish_download", "file_endpoint",
            "DEFAULT_FILE_CONCURRENCY", "UPLOAD_TEMP_RE", "check_upload_source", "plan_upload_directory",
-           "range_md5_refused", "DEFAULT_RANGE_CONCURRENCY", "DIRECTORY_RANGE_CONCURRENCY", "VERIFY_REPLACEMENT"]
+           "range_md5_refused", "check_concurrency", "DEFAULT_RANGE_CONCURRENCY", "DIRECTORY_RANGE_CONCURRENCY", "VERIFY_REPLACEMENT"]
 
 log = logging.getLogger(__name__)
 
@@ -437,6 +437,7 @@ class FileShare(FileShareBase):
             deprecated("FileShare.upload_file(verify=...)", VERIFY_REPLACEMENT)
             read_back = read_back or verify  # verify=True meant a read-back
         source, path, size = check_upload_source(source, path)
+        check_concurrency(max_concurrency)
         stop = check_stop_event(stop)
         with Progress(progress, size, source.name) as bar:
             if "/" in path:
@@ -463,7 +464,7 @@ class FileShare(FileShareBase):
                 # The file's MD5 is computed from the bytes as they are read (one read of the file)
                 # and stored on the file once every range is in; each range's own MD5 travels with it.
                 with range_md5_refused(source, self._where(path)):
-                    client.upload_file(cast(BinaryIO, reader), length=size, max_concurrency=max(1, max_concurrency),
+                    client.upload_file(cast(BinaryIO, reader), length=size, max_concurrency=max_concurrency,
                                        validate_content=validate_content,
                                        progress_hook=_stoppable(bar.hook(path), stop))
                 md5 = reader.digest()
@@ -513,7 +514,7 @@ class FileShare(FileShareBase):
     def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int,
                      stop: Optional[threading.Event] = None) -> tuple[int, bytes]:
         with azure_errors("reading back", self._where(path)), OrderedHashWriter(None) as hasher:
-            client.download_file(max_concurrency=max(1, max_concurrency),
+            client.download_file(max_concurrency=max_concurrency,
                                  progress_hook=_stoppable(None, stop)).readinto(cast(BinaryIO, hasher))
             return hasher.result()
 
@@ -535,6 +536,7 @@ class FileShare(FileShareBase):
         if verify is not None:
             deprecated("FileShare.upload_directory(verify=...)", VERIFY_REPLACEMENT)
             read_back = read_back or verify
+        check_concurrency(max_concurrency)
         source, path, directories, files, sizes = plan_upload_directory(source, path)
         stop = check_stop_event(stop)
         total = sum(sizes.values())
@@ -573,6 +575,7 @@ class FileShare(FileShareBase):
         Setting ``stop`` from another thread ends it after the range in flight with
         :class:`StoppedError`, leaving no partial file."""
         path = check_share_path(path)
+        check_concurrency(max_concurrency)
         stop = check_stop_event(stop)
         dest = local_destination(dest, path.rsplit("/", 1)[-1])
         client = self._file_client(path)
@@ -592,7 +595,7 @@ class FileShare(FileShareBase):
             with azure_errors("downloading", self._where(path)), open(partial, "w+b") as fh, \
                     OrderedHashWriter(fh.fileno()) as writer:
                 # Ranges arrive in parallel, are written at their offsets and hashed in file order.
-                client.download_file(max_concurrency=max(1, max_concurrency),
+                client.download_file(max_concurrency=max_concurrency,
                                      progress_hook=_stoppable(bar.hook(path), stop)).readinto(cast(BinaryIO, writer))
                 _, md5 = writer.result()
         except BaseException:  # a failed or interrupted download leaves nothing behind
@@ -608,6 +611,7 @@ class FileShare(FileShareBase):
         transfer within about a second, leaving the files already complete and no partial one, and
         so does setting ``stop`` from another thread (which raises :class:`StoppedError`)."""
         path = check_share_path(path, allow_root=True)
+        check_concurrency(max_concurrency)
         stop = check_stop_event(stop)
         dest = local_directory(dest)
         items = self.list(path, recursive=True)
@@ -661,6 +665,11 @@ def plan_upload_directory(source: Union[str, Path], path: str
     for _, remote in files:
         check_share_path(remote, "source (a file name in the tree)")
     return source, path, directories, files, {remote: local.stat().st_size for local, remote in files}
+
+
+def check_concurrency(max_concurrency: object) -> None:
+    """Refuse a ``max_concurrency`` that is not a positive integer (azure-storage would take 0 as 1)."""
+    check_count(max_concurrency, "max_concurrency", valid_form="an integer >= 1: the ranges of a file in flight at once")
 
 
 def check_quota(quota_gib: object) -> None:

@@ -23,7 +23,7 @@ from .._errors import NotFoundError, azure_errors
 from .._deprecation import deprecated
 from .._fileshare import (DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY,
                           UPLOAD_TEMP_RE, VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, range_md5_refused,
-                          check_account_options, check_quota, check_read_back, check_upload_source, file_endpoint,
+                          check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, file_endpoint,
                           finish_download, full_key, holds_upload, plan_upload_directory, upload_temp_path)
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
 from .._mounts import AzureFileShareMount
@@ -397,6 +397,7 @@ class FileShare(FileShareBase):
             deprecated("FileShare.upload_file(verify=...)", VERIFY_REPLACEMENT)
             read_back = read_back or verify
         source, path, size = check_upload_source(source, path)
+        check_concurrency(max_concurrency)
         with Progress(progress, size, source.name) as bar:
             if "/" in path:
                 await self.create_directory(path.rsplit("/", 1)[0])
@@ -415,7 +416,7 @@ class FileShare(FileShareBase):
                     HashingReader(fh, size, str(source)) as reader:
                 with range_md5_refused(source, self._where(path)):
                     await client.upload_file(cast(BinaryIO, _ReadInThread(reader)), length=size,
-                                             max_concurrency=max(1, max_concurrency), validate_content=validate_content,
+                                             max_concurrency=max_concurrency, validate_content=validate_content,
                                              progress_hook=_progress_hook(bar, path))
                 md5 = await asyncio.to_thread(reader.digest)
                 await client.set_http_headers(content_settings=ContentSettings(content_md5=bytearray(md5)))
@@ -462,7 +463,7 @@ class FileShare(FileShareBase):
         hasher = _WriteInThread(None)
         try:
             with azure_errors("reading back", self._where(path)):
-                downloader = await client.download_file(max_concurrency=max(1, max_concurrency),
+                downloader = await client.download_file(max_concurrency=max_concurrency,
                                                         progress_hook=_progress_hook(None, path, hasher))
                 await downloader.readinto(cast(BinaryIO, hasher))
                 return await hasher.result()
@@ -479,6 +480,7 @@ class FileShare(FileShareBase):
         if verify is not None:
             deprecated("FileShare.upload_directory(verify=...)", VERIFY_REPLACEMENT)
             read_back = read_back or verify
+        check_concurrency(max_concurrency)
         source, path, directories, files, sizes = plan_upload_directory(source, path)
         for directory in directories:
             await self.create_directory(directory)
@@ -498,6 +500,7 @@ class FileShare(FileShareBase):
         """Download ``path`` to ``dest`` (see :meth:`horovod_batchai.FileShare.download_file`:
         complete or not at all, checked against the MD5 the share holds)."""
         path = check_share_path(path)
+        check_concurrency(max_concurrency)
         dest = local_destination(dest, path.rsplit("/", 1)[-1])
         client = await self._file_client(path)
         with azure_errors("reading", self._where(path)):
@@ -515,7 +518,7 @@ class FileShare(FileShareBase):
         try:
             with azure_errors("downloading", self._where(path)):
                 # Ranges arrive in parallel, are written at their offsets and hashed in file order.
-                downloader = await client.download_file(max_concurrency=max(1, max_concurrency),
+                downloader = await client.download_file(max_concurrency=max_concurrency,
                                                         progress_hook=_progress_hook(bar, path, writer))
                 await downloader.readinto(cast(BinaryIO, writer))
                 _, md5 = await writer.result()
@@ -532,6 +535,7 @@ class FileShare(FileShareBase):
         """Download the tree under ``path`` into the local directory ``dest`` (see
         :meth:`horovod_batchai.FileShare.download_directory`)."""
         path = check_share_path(path, allow_root=True)
+        check_concurrency(max_concurrency)
         dest = local_directory(dest)
         items = await self.list(path, recursive=True)
         prefix = f"{path}/" if path else ""

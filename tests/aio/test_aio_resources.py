@@ -11,7 +11,7 @@ from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.core.polling import AsyncLROPoller
 
 from horovod_batchai import (AllocationState, ClusterStatus, InvalidSpecError, NotFoundError, WaitTimeoutError)
-from horovod_batchai.aio import Experiment, GpuCluster, Target, Workspace
+from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Target, Workspace
 from horovod_batchai.local import ServiceInfo
 
 from aio_support import RG, SSH_KEY, other_tasks, polling_threads, run
@@ -136,5 +136,11 @@ def test_bad_input_is_refused_before_any_request(tmp_path: Path) -> None:
                 await GpuCluster(ws, "c").begin_resize(-1)
             with pytest.raises(InvalidSpecError, match="spec"):
                 await ws.begin_create_cluster("c", spec="nc6")  # type: ignore[arg-type]
+            share = FileShare(target, RG, "mystorageaccount", "myshare")
+            (tmp_path / "x.py").write_text("print(1)")
+            with pytest.raises(InvalidSpecError, match="max_concurrency"):
+                await share.upload_file(tmp_path / "x.py", "x.py", max_concurrency=0)
+            with pytest.raises(InvalidSpecError, match="max_concurrency"):
+                await share.download_directory("tree", tmp_path / "out", max_concurrency="4")  # type: ignore[arg-type]
 
     asyncio.run(scenario())

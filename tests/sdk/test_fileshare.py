@@ -108,6 +108,21 @@ def test_bad_account_and_share_names(offline_target: Target) -> None:
         FileShare.create(offline_target, RG, ACCOUNT, "myshare", sku="Cheap_LRS")
 
 
+@pytest.mark.parametrize("max_concurrency", [0, -4, "8", 2.0, True])
+def test_a_bad_max_concurrency_is_refused_naming_it(offline_target: Target, tmp_path: Path,
+                                                    max_concurrency: object) -> None:
+    """Before any request (the offline target refuses connections), not taken as 1 nor a TypeError."""
+    share = FileShare(offline_target, RG, ACCOUNT, "myshare")
+    (tmp_path / "x.py").write_text("print(1)")
+    for call in (lambda: share.upload_file(tmp_path / "x.py", "x.py", max_concurrency=max_concurrency),
+                 lambda: share.upload_directory(tmp_path, "tree", max_concurrency=max_concurrency),
+                 lambda: share.download_file("x.py", tmp_path / "out.py", max_concurrency=max_concurrency),
+                 lambda: share.download_directory("tree", tmp_path / "out", max_concurrency=max_concurrency)):
+        with pytest.raises(InvalidSpecError) as info:
+            call()  # type: ignore[arg-type]
+        assert info.value.field == "max_concurrency" and "integer >= 1" in info.value.valid_form
+
+
 def test_delete_share_and_account(target: Target, share: FileShare) -> None:
     share.delete()
     share.delete()

@@ -26,7 +26,7 @@ from ._parallel import check_stop
 from ._polling import Polling, check_stop_event, poll_until
 from ._resource_ids import parent_class, parse_id
 from ._states import ExecutionState, JobStatus
-from ._stream import OutputStream
+from ._stream import OutputStream, check_link_expiry
 from ._values import OutputFile
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ._experiment import Experiment
     from ._target import Target
 
-__all__ = ["Job", "JobBase", "OutputFile", "STDOUTERR", "EndWatch", "check_link_expiry", "output_named",
+__all__ = ["Job", "JobBase", "OutputFile", "STDOUTERR", "EndWatch", "output_named",
            "check_download_link", "check_tail_bytes",
            "tail_text"]
 
@@ -44,12 +44,6 @@ log = logging.getLogger(__name__)
 STDOUTERR = "stdouterr"
 TAIL_BYTES = 4096
 _TAIL_LINES = 30
-
-
-def check_link_expiry(link_expiry_minutes: object) -> None:
-    if not isinstance(link_expiry_minutes, int) or not 5 <= link_expiry_minutes <= 600:
-        raise InvalidSpecError("link_expiry_minutes", f"{link_expiry_minutes!r} is not a link lifetime",
-                               "minutes between 5 and 600 (the service's range)")
 
 
 def output_named(files: List[OutputFile], name: str, path: str, output_directory_id: str) -> OutputFile:

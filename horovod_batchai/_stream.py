@@ -20,19 +20,26 @@ from urllib.parse import parse_qs, urlparse
 
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 
-from ._errors import WaitTimeoutError, azure_errors
-from ._polling import Polling
+from ._errors import InvalidSpecError, WaitTimeoutError, azure_errors
+from ._polling import Polling, check_seconds
 
 if TYPE_CHECKING:
     from ._job import Job
     from ._values import OutputFile
 
-__all__ = ["OutputStream", "StreamCursor", "sas_expiry"]
+__all__ = ["OutputStream", "StreamCursor", "sas_expiry", "check_link_expiry"]
 
 log = logging.getLogger(__name__)
 
 #: largest single ranged read; a big backlog is yielded in pieces of this size
 READ_CHUNK = 4 * 1024 * 1024
+
+
+def check_link_expiry(link_expiry_minutes: object) -> None:
+    if isinstance(link_expiry_minutes, bool) or not isinstance(link_expiry_minutes, int) or \
+            not 5 <= link_expiry_minutes <= 600:
+        raise InvalidSpecError("link_expiry_minutes", f"{link_expiry_minutes!r} is not a link lifetime",
+                               "minutes between 5 and 600 (the service's range)")
 
 
 def sas_expiry(url: str) -> Optional[float]:
@@ -70,6 +77,8 @@ class StreamCursor:
         # Checked now, so that a bad value fails when the stream is made, not at its first read.
         self._polling_args = dict(timeout=timeout, poll_interval=interval, clock=clock, sleep=sleep, stop=stop)
         Polling(**self._polling_args)  # type: ignore[arg-type]
+        check_link_expiry(link_expiry_minutes)
+        check_seconds(renew_before_s, "renew_before_s", allow_none=True)
         self._timeout = timeout
         self._link_expiry_minutes = link_expiry_minutes
         lifetime = link_expiry_minutes * 60.0

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Union
 from azure.core.exceptions import AzureError, HttpResponseError
 
 from .._errors import HorovodBatchAIError, azure_errors
-from .._job import (STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_link_expiry, check_tail_bytes,
-                     output_named, tail_text)
+from .._job import STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, output_named, tail_text
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._names import local_destination, local_directory
 from .._paths import local_path_under
 from .._polling import Polling
 from .._states import ExecutionState, JobStatus
+from .._stream import check_link_expiry
 from .._values import OutputFile
 from ._lro import AsyncMappedPoller, AsyncPoller
 from ._polling import async_poll_until

@@ -154,3 +154,31 @@ def test_a_background_poller_runs_its_steps_on_azure_cores_thread() -> None:
     release.set()
     assert poller.result(30) == "done" and poller.status() == "Succeeded"
     assert seen and seen[0].startswith("LROPoller(")
+
+
+@pytest.mark.parametrize("options, field", [
+    ({"link_expiry_minutes": "60"}, "link_expiry_minutes"),
+    ({"link_expiry_minutes": 1}, "link_expiry_minutes"),
+    ({"link_expiry_minutes": True}, "link_expiry_minutes"),
+    ({"renew_before_s": "x"}, "renew_before_s"),
+    ({"renew_before_s": -5}, "renew_before_s"),
+    ({"renew_before_s": math.nan}, "renew_before_s"),
+])
+def test_a_stream_checks_its_options_when_made(offline_target: Any, options: dict, field: str) -> None:
+    """Before any request (the offline target refuses connections), sync and aio alike."""
+    import asyncio
+
+    from horovod_batchai import Experiment, Job, Workspace
+    from horovod_batchai import aio
+    job = Job(Experiment(Workspace(offline_target, "rg", "ws"), "exp"), "job")
+    with pytest.raises(InvalidSpecError) as caught:
+        job.stream(**options)
+    assert caught.value.field == field
+
+    async def async_stream() -> None:
+        async with aio.Target(offline_target) as target:
+            aio_job = aio.Job(aio.Experiment(aio.Workspace(target, "rg", "ws"), "exp"), "job")
+            with pytest.raises(InvalidSpecError) as caught:
+                aio_job.stream(**options)
+            assert caught.value.field == field
+    asyncio.run(async_stream())

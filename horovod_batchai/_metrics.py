@@ -21,7 +21,7 @@ from ._errors import InvalidSpecError, import_optional
 from ._html import html_table
 
 __all__ = ["MetricsTable", "EpochMetrics", "METRICS_FILE", "parse_metrics_csv", "check_mode",
-           "best_of", "text_table", "format_number"]
+           "best_of", "text_table", "format_number", "json_records"]
 
 #: the file a job's script writes into its output directory
 METRICS_FILE = "metrics.csv"
@@ -40,9 +40,16 @@ def format_number(value: Optional[float]) -> str:
     """A metric for a table: 4 significant digits, '' when missing."""
     if value is None:
         return ""
+    if not math.isfinite(value):  # a loss that overflowed: CSVLogger writes inf
+        return str(value)
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
     return f"{value:.4g}"
+
+
+def json_records(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """``records`` for JSON, which has no infinity or NaN: such values become null."""
+    return [{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r.items()} for r in records]
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, numeric: frozenset[int] = frozenset()) -> str:
@@ -131,9 +138,11 @@ class MetricsTable:
         return [{"epoch": row.epoch, **{c: row.values.get(c) for c in self.columns}} for row in self.rows]
 
     def to_json(self) -> str:
-        """``{"job", "columns", "rows", "reason"}``; missing values are null."""
+        """``{"job", "columns", "rows", "reason"}``; missing values are null, and so are infinite
+        ones (JSON has no infinity; :meth:`to_csv` and :meth:`to_pandas` keep them)."""
         return json.dumps({"job": self.job, "execution_state": self.execution_state,
-                           "columns": ["epoch", *self.columns], "rows": self.to_records(), "reason": self.reason})
+                           "columns": ["epoch", *self.columns], "rows": json_records(self.to_records()),
+                           "reason": self.reason})
 
     def to_csv(self) -> str:
         out = io.StringIO()

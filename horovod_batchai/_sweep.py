@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 
 from ._errors import ConflictError, InvalidSpecError, NotFoundError, WaitTimeoutError
 from ._html import html_table
-from ._metrics import MetricsTable, best_of, check_mode, format_number, text_table
+from ._metrics import MetricsTable, best_of, check_mode, format_number, json_records, text_table
 from ._polling import Polling
 from ._states import ExecutionState
 from ._sweep_spec import SWEEP_VARIABLE, TRIAL_VARIABLE, SweepDefinition, trial_arguments, trial_name
@@ -157,7 +157,7 @@ class SweepResults:
         import json
         best = self.best()
         return json.dumps({"sweep": self.sweep, "state": self.state.value, "metric": self.metric, "mode": self.mode,
-                           "best_trial": best.trial.name if best else None, "trials": self.to_records()})
+                           "best_trial": best.trial.name if best else None, "trials": json_records(self.to_records())})
 
     def to_csv(self) -> str:
         import csv

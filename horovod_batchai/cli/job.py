@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from .. import ExecutionState, JobFailedError, JobStatus, WaitTimeoutError
-from .._metrics import format_number
+from .._metrics import format_number, json_records
 from .context import EXIT_FAILED, EXIT_TIMEOUT, Context, UsageError, local_dest
 from .parser import _Commands, _exp, _job_file, _name, _Parser, _positive, _seconds, _timeout, job_spec_from_args
 from .views import Result, Table, job_data, job_table, output_files_data, output_files_table
@@ -96,7 +96,7 @@ def job_metrics(ctx: Context) -> Result:
         sys.stdout.write(table.to_csv())
         return Result(quiet=True, exit_code=EXIT_FAILED if failed else 0, error=error)
     data = {"job": table.job, "executionState": table.execution_state, "columns": ["epoch", *table.columns],
-            "rows": table.to_records(), "reason": table.reason}
+            "rows": json_records(table.to_records()), "reason": table.reason}
     view = Table(["epoch", *table.columns], [[str(r["epoch"]), *(format_number(r[c]) for c in table.columns)]
                                              for r in table.to_records()],
                  numeric=frozenset(range(len(table.columns) + 1))) if len(table) else None

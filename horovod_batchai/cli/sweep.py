@@ -13,7 +13,7 @@ import sys
 from typing import Any, Dict, List, Union
 
 from .. import LogUniform, MedianStopping, Sweep, SweepResults, SweepState, Uniform
-from .._metrics import format_number
+from .._metrics import format_number, json_records
 from .context import EXIT_FAILED, Context, UsageError
 from .parser import _Commands, _exp, _job_file, _name, _positive, _timeout, job_spec_from_args
 from .views import Result, Table
@@ -61,7 +61,7 @@ def sweep_table(sweep: Sweep) -> Table:
 def results_data(results: SweepResults) -> Dict[str, Any]:
     best = results.best()
     return {"sweep": results.sweep, "state": results.state.value, "metric": results.metric, "mode": results.mode,
-            "bestTrial": best.trial.name if best else None, "trials": results.to_records()}
+            "bestTrial": best.trial.name if best else None, "trials": json_records(results.to_records())}
 
 
 def results_table(results: SweepResults) -> Table:

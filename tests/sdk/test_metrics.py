@@ -154,6 +154,16 @@ def test_the_table_converts_to_pandas_csv_and_html() -> None:
     assert str(table).splitlines()[0].split() == ["epoch", "loss", "accuracy", "val_loss", "val_accuracy"]
 
 
+def test_a_loss_that_overflowed_is_shown_and_written_as_json() -> None:
+    """CSVLogger writes inf for a loss that overflowed: the table shows it, JSON (which has no
+    infinity) gets null, CSV keeps it."""
+    table = parse_metrics_csv("epoch,loss,accuracy\n0,inf,0.1\n1,-inf,0.1\n", job="diverged")
+    assert [row.split() for row in str(table).splitlines()[2:]] == [["1", "inf", "0.1"], ["2", "-inf", "0.1"]]
+    assert ">inf<" in table._repr_html_()
+    assert [r["loss"] for r in json.loads(table.to_json())["rows"]] == [None, None]
+    assert table.to_csv().splitlines()[1:] == ["1,inf,0.1", "2,-inf,0.1"]
+
+
 def test_plot_draws_training_and_validation_curves() -> None:
     figure = parse_metrics_csv(CSV, job="j").plot()
     loss, accuracy = figure.axes

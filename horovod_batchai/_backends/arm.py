@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 from azure.core.exceptions import ResourceNotFoundError
 
 from .._errors import azure_errors
+from .._lro import begin_delete
 
 if TYPE_CHECKING:
     from azure.core.polling import LROPoller
@@ -36,22 +37,9 @@ def ensure_resource_group(target: "Target", resource_group: str, location: str) 
 def begin_delete_resource_group(target: "Target", resource_group: str, *,
                                 continuation_token: Optional[str] = None) -> "LROPoller[None]":
     """Start deleting ``resource_group`` with everything in it; finished at once when it is gone."""
-    from .._lro import DonePoller, MappedPoller, resume_token
-    action = "deleting resource group"
     resource = f"/subscriptions/{target.subscription_id}/resourceGroups/{resource_group}"
-    inner = None
-    if continuation_token is not None:
-        inner = resume_token(continuation_token, action=action, resource=resource)
-        if inner is None:
-            return DonePoller(None, action=action, resource=resource)
-    with azure_errors(action, resource):
-        try:
-            log.info("deleting resource group %s", resource_group)
-            poller = target.resources().resource_groups.begin_delete(resource_group, continuation_token=inner)
-        except ResourceNotFoundError:
-            log.debug("resource group %s was already gone", resource_group)
-            return DonePoller(None, action=action, resource=resource)
-    return MappedPoller(poller, lambda _: None, action=action, resource=resource)
+    return begin_delete("deleting resource group", resource, continuation_token,
+                        lambda **kw: target.resources().resource_groups.begin_delete(resource_group, **kw))
 
 
 def resource_group_of(resource_id: str) -> str:

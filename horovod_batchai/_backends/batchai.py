@@ -18,7 +18,7 @@ from .._conversions import (CLUSTER_SECRET_FIELDS, SECRET_FIELDS, cluster_differ
                             job_status_from_rest, job_to_rest, mounts_from_rest, scale_to_rest)
 from .._errors import ConflictError, InvalidSpecError, NotFoundError, azure_errors
 from .._job_spec import HorovodJob
-from .._lro import DonePoller, MappedPoller, resume_token
+from .._lro import DonePoller, MappedPoller, begin_delete, resume_token
 from .._mounts import AzureBlobMount, AzureFileShareMount
 from .._names import check_directory_id
 from .._retry import IDEMPOTENT_POST
@@ -114,8 +114,8 @@ class BatchAIBackend:
     def begin_delete_workspace(self, resource_group: str, name: str, *,
                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
         resource = self.workspace_id(resource_group, name)
-        return self._begin_delete("deleting workspace", resource, continuation_token,
-                                  lambda **kw: self._client.workspaces.begin_delete(resource_group, name, **kw))
+        return begin_delete("deleting workspace", resource, continuation_token,
+                            lambda **kw: self._client.workspaces.begin_delete(resource_group, name, **kw))
 
     def ensure_resource_group(self, resource_group: str, location: str) -> None:
         arm.ensure_resource_group(self._target, resource_group, location)
@@ -128,24 +128,6 @@ class BatchAIBackend:
         with azure_errors("listing usages in", location):
             items: List[Any] = list(self._client.usages.list(location))
         return usages_from_rest(items)
-
-    @staticmethod
-    def _begin_delete(action: str, resource: str, continuation_token: Optional[str], start: Any) -> "LROPoller[None]":
-        """``start()``'s poller (resumed from ``continuation_token`` when given), or a finished one
-        when the resource is already gone."""
-        inner = None
-        if continuation_token is not None:
-            inner = resume_token(continuation_token, action=action, resource=resource)
-            if inner is None:
-                return DonePoller(None, action=action, resource=resource)
-        with azure_errors(action, resource):
-            try:
-                log.info("%s %s", action, resource)
-                poller = start(continuation_token=inner)
-            except ResourceNotFoundError:
-                log.debug("%s: already gone", resource)
-                return DonePoller(None, action=action, resource=resource)
-        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
 
     # -- experiments ----------------------------------------------------------------------------
     def experiment_id(self, resource_group: str, workspace: str, name: str) -> str:
@@ -182,10 +164,9 @@ class BatchAIBackend:
 
     def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
                                 continuation_token: Optional[str] = None) -> "LROPoller[None]":
-        return self._begin_delete("deleting experiment", self.experiment_id(resource_group, workspace, name),
-                                  continuation_token,
-                                  lambda **kw: self._client.experiments.begin_delete(resource_group, workspace, name,
-                                                                                     **kw))
+        return begin_delete("deleting experiment", self.experiment_id(resource_group, workspace, name),
+                            continuation_token,
+                            lambda **kw: self._client.experiments.begin_delete(resource_group, workspace, name, **kw))
 
     # -- clusters -------------------------------------------------------------------------------
     def cluster_id(self, ref: ClusterRef) -> str:
@@ -256,9 +237,9 @@ class BatchAIBackend:
 
     def begin_delete_cluster(self, ref: ClusterRef, *,
                              continuation_token: Optional[str] = None) -> "LROPoller[None]":
-        return self._begin_delete("deleting cluster", self.cluster_id(ref), continuation_token,
-                                  lambda **kw: self._client.clusters.begin_delete(ref.resource_group, ref.workspace,
-                                                                                  ref.name, **kw))
+        return begin_delete("deleting cluster", self.cluster_id(ref), continuation_token,
+                            lambda **kw: self._client.clusters.begin_delete(ref.resource_group, ref.workspace,
+                                                                            ref.name, **kw))
 
     def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
                             auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
@@ -392,8 +373,8 @@ class BatchAIBackend:
         return [self._job_record(m, JobRef(resource_group, workspace, experiment, m.name or "")) for m in items]
 
     def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
-        return self._begin_delete("deleting job", self.job_id(ref), continuation_token,
-                                  lambda **kw: self._client.jobs.begin_delete(*self._args(ref), **kw))
+        return begin_delete("deleting job", self.job_id(ref), continuation_token,
+                            lambda **kw: self._client.jobs.begin_delete(*self._args(ref), **kw))
 
     def begin_terminate_job(self, ref: JobRef, *,
                             continuation_token: Optional[str] = None) -> "LROPoller[None]":

@@ -24,7 +24,7 @@ from azure.core.polling import LROPoller
 from ..._cluster_spec import AutoScale, ClusterSpec
 from ..._errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
 from ..._job_spec import HorovodJob
-from ..._lro import DonePoller, MappedPoller, background_poller, resume_token
+from ..._lro import DonePoller, MappedPoller, background_poller, begin_delete, resume_token
 from ..._mounts import AzureBlobMount, AzureFileShareMount
 from ..._values import OutputFile, RemoteLogin, Usage
 from .. import arm
@@ -545,18 +545,12 @@ class AzureMLBackend:
 
     def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
         self._check_scope(ref.resource_group, ref.workspace)
-        action, resource = "deleting job", self.job_id(ref)
-        inner = None
-        if continuation_token is not None:
-            inner = resume_token(continuation_token, action=action, resource=resource)
-            if inner is None:
-                return DonePoller(None, action=action, resource=resource)
-        with azure_errors(action, resource):
-            try:
-                poller = self.ml.jobs.begin_delete(ref.name, **({"continuation_token": inner} if inner else {}))
-            except ResourceNotFoundError:
-                return DonePoller(None, action=action, resource=resource)
-        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
+
+        def start(continuation_token: Optional[str]) -> Any:
+            return self.ml.jobs.begin_delete(ref.name, **({"continuation_token": continuation_token}
+                                                          if continuation_token else {}))
+
+        return begin_delete("deleting job", self.job_id(ref), continuation_token, start)
 
     def begin_terminate_job(self, ref: JobRef, *,
                             continuation_token: Optional[str] = None) -> "LROPoller[None]":

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 from azure.core.credentials import AccessToken, AccessTokenInfo, TokenCredential
 from azure.core.credentials_async import AsyncTokenCredential
 
+from .._errors import TargetError
+
 from .._target import (AZURE_MANAGEMENT_ENDPOINT, CREDENTIAL_OPTIONS, LOCAL_SUBSCRIPTION, Target as SyncTarget,
                        target_from_env)
 
@@ -138,6 +140,11 @@ class Target:
 
     def __repr__(self) -> str:
         return repr(self._sync).replace("Target(", "aio.Target(", 1)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Its clients, session and credential belong to this process's event loop.
+        raise TargetError("a horovod_batchai.aio Target (and what was made from it) is not pickled; hand over the "
+                          "resource's id and rebuild it in the receiving process, or pickle the sync API's objects")
 
     @property
     def sync(self) -> SyncTarget:

@@ -3,6 +3,7 @@ clusters through Microsoft's aio clients, their AsyncLROPollers, and closing."""
 from __future__ import annotations
 
 import asyncio
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,9 @@ import pytest
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.core.polling import AsyncLROPoller
 
-from horovod_batchai import (AllocationState, ClusterStatus, InvalidSpecError, NotFoundError, WaitTimeoutError)
-from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Target, Workspace
+from horovod_batchai import (AllocationState, ClusterStatus, InvalidSpecError, NotFoundError, TargetError,
+                             WaitTimeoutError)
+from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Job, Target, Workspace
 from horovod_batchai.local import ServiceInfo
 
 from aio_support import RG, SSH_KEY, other_tasks, polling_threads, run
@@ -142,5 +144,8 @@ def test_bad_input_is_refused_before_any_request(tmp_path: Path) -> None:
                 await share.upload_file(tmp_path / "x.py", "x.py", max_concurrency=0)
             with pytest.raises(InvalidSpecError, match="max_concurrency"):
                 await share.download_directory("tree", tmp_path / "out", max_concurrency="4")  # type: ignore[arg-type]
+            for made in (target, ws, share, Job(Experiment(ws, "exp"), "job")):
+                with pytest.raises(TargetError, match="aio Target .* is not pickled"):
+                    pickle.dumps(made)
 
     asyncio.run(scenario())

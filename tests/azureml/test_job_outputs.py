@@ -117,3 +117,19 @@ def test_a_job_whose_output_is_on_no_share_lists_its_logs_only(target: Target, t
     assert len(metrics) == 0 and job.execution_state is ExecutionState.SUCCEEDED
     assert "without writing metrics.csv" in metrics.reason
     transport.verify()
+
+
+def test_a_reader_without_the_datastore_secret_still_gets_the_logs(target: Target,
+                                                                   transport: ReplayTransport) -> None:
+    """listSecrets refused (403, ARM's AuthorizationFailed error shape; no recording has one): the
+    logs are listed as before and metrics.csv is not, instead of the whole listing failing."""
+    job, _ = _job(target, transport, "Completed")
+    refused = S.datastore_secret()
+    refused.status = 403
+    refused.response = {"error": {"code": "AuthorizationFailed", "message": "The client does not have authorization "
+                                  "to perform action 'Microsoft.MachineLearningServices/workspaces/datastores/"
+                                  "listSecrets/action'."}}
+    refused.source = "ARM's AuthorizationFailed answer (error shape from the REST spec; no recording has one)"
+    transport.add(*S.discovery(), S.run_details("Completed"), S.datastore_get(), refused)
+    assert {f.name for f in job.list_output_files()} == {"stdout.txt", "stderr.txt", "user_logs", "system_logs"}
+    transport.verify()

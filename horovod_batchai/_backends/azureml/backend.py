@@ -598,9 +598,21 @@ class AzureMLBackend:
                 entries.setdefault(head, OutputFile(name=head, is_directory=True))
             else:
                 entries[head] = OutputFile(name=head, is_directory=False, download_url=logs[name])
-        for item in self._stdouterr_files(ref, prefix.rstrip("/")):
+        for item in self._readable_stdouterr_files(ref, prefix.rstrip("/")):
             entries.setdefault(item.name, item)
         return list(entries.values())
+
+    def _readable_stdouterr_files(self, ref: JobRef, directory: str) -> List[OutputFile]:
+        """:meth:`_stdouterr_files`, or none when the caller may read the job but not its
+        datastore's secret: its logs are still listed, as before the share was read."""
+        try:
+            return self._stdouterr_files(ref, directory)
+        except HttpResponseError as err:
+            if err.status_code != 403:
+                raise
+            log.warning("job %s: its $AZ_BATCHAI_STDOUTERR_DIR files (metrics.csv, TensorBoard events) are not "
+                        "listed: reading its share's datastore secret was refused (403); the logs are", ref.name)
+            return []
 
     def _stdouterr_files(self, ref: JobRef, directory: str) -> List[OutputFile]:
         """``directory`` of the job's stdouterr directory on its share (none when the job's

@@ -61,6 +61,9 @@ def default_credential(client_options: Mapping[str, Any]) -> TokenCredential:
 
 def check_state_dir(state_dir: Union[str, Path], field: str = "state_dir") -> Path:
     """A local state directory: an existing directory, or a path where one can be made."""
+    if not isinstance(state_dir, (str, os.PathLike)) or not str(state_dir).strip():
+        raise InvalidSpecError(field, f"{state_dir!r} is not a path",
+                               "a directory for the local service's state (made if missing), or None for the default")
     path = Path(state_dir).expanduser()
     if path.exists() and not path.is_dir():
         raise InvalidSpecError(field, f"{str(path)!r} is a file, not a directory",
@@ -157,7 +160,7 @@ class Target:
                                        "directory") from exc
         endpoint = "https://127.0.0.1"  # placeholder until the service is found; see _local_info
         return cls(kind="local", subscription_id=subscription_id, management_endpoint=endpoint,
-                   service=service, state_dir=check_state_dir(state_dir) if state_dir else None,
+                   service=service, state_dir=check_state_dir(state_dir) if state_dir is not None else None,
                    client_options=client_options, node_runtime=runtime)
 
     @classmethod

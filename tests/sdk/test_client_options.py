@@ -70,3 +70,12 @@ def test_a_state_dir_that_is_a_file_is_refused_naming_it(tmp_path) -> None:
         Target.local(state_dir=a_file / "below")
     with pytest.raises(InvalidSpecError, match="HOROVOD_BATCHAI_STATE_DIR: "):
         Target.from_env({"HOROVOD_BATCHAI_STATE_DIR": str(a_file)})
+
+
+@pytest.mark.parametrize("state_dir", [123, "", "  ", b"/tmp/state"])
+def test_a_state_dir_that_is_not_a_path_is_refused_naming_it(state_dir: object) -> None:
+    """Not a TypeError, and an empty one is not taken as the default directory (nor the current one)."""
+    from horovod_batchai import InvalidSpecError, Target
+    with pytest.raises(InvalidSpecError, match=r"state_dir: .* is not a path") as caught:
+        Target.local(state_dir=state_dir)  # type: ignore[arg-type]
+    assert caught.value.field == "state_dir"

@@ -26,7 +26,7 @@ from ._parallel import check_stop
 from ._polling import Polling, check_stop_event, poll_until
 from ._resource_ids import parent_class, parse_id
 from ._states import ExecutionState, JobStatus
-from ._stream import OutputStream, check_link_expiry
+from ._stream import OutputStream, check_link_expiry, check_output_path
 from ._values import OutputFile
 
 if TYPE_CHECKING:
@@ -295,7 +295,7 @@ class Job(JobBase):
         Setting ``stop`` from another thread ends it between two chunks with :class:`StoppedError`,
         leaving no partial file."""
         stop = check_stop_event(stop)
-        directory, _, name = path.strip("/").rpartition("/")
+        directory, _, name = check_output_path(path, "path").strip("/").rpartition("/")
         match = output_named(self.list_output_files(output_directory_id, directory or "."), name, path,
                              output_directory_id)
         if match.is_directory:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ._job import Job
     from ._values import OutputFile
 
-__all__ = ["OutputStream", "StreamCursor", "sas_expiry", "check_link_expiry"]
+__all__ = ["OutputStream", "StreamCursor", "sas_expiry", "check_link_expiry", "check_output_path"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,14 @@ def check_link_expiry(link_expiry_minutes: object) -> None:
             not 5 <= link_expiry_minutes <= 600:
         raise InvalidSpecError("link_expiry_minutes", f"{link_expiry_minutes!r} is not a link lifetime",
                                "minutes between 5 and 600 (the service's range)")
+
+
+def check_output_path(value: object, field: str) -> str:
+    """A file (or directory) in a job's output directory, as the caller names it."""
+    if not isinstance(value, str) or not value.strip("/"):
+        raise InvalidSpecError(field, f"{value!r} is not a path in the output directory",
+                               "e.g. 'stdout.txt', or a name from list_output_files()")
+    return value
 
 
 def sas_expiry(url: str) -> Optional[float]:
@@ -68,7 +76,7 @@ class StreamCursor:
                  encoding: str = "utf-8", wall_clock: Callable[[], float] = time.time,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, stop: Optional[threading.Event] = None) -> None:
-        directory, _, file_name = name.strip("/").rpartition("/")
+        directory, _, file_name = check_output_path(name, "name").strip("/").rpartition("/")
         self._job = job
         self._directory = directory or "."
         self._file_name = file_name

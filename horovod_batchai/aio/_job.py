@@ -21,7 +21,7 @@ from .._names import local_destination, local_directory
 from .._paths import local_path_under
 from .._polling import Polling
 from .._states import ExecutionState, JobStatus
-from .._stream import check_link_expiry
+from .._stream import check_link_expiry, check_output_path
 from .._values import OutputFile
 from ._lro import AsyncMappedPoller, AsyncPoller
 from ._polling import async_poll_until
@@ -134,7 +134,7 @@ class Job(JobBase):
     async def download(self, path: str, dest: Union[str, Path], *, output_directory_id: str = STDOUTERR) -> Path:
         """Download output file ``path`` (a directory is fetched whole) to ``dest`` (see
         :meth:`horovod_batchai.Job.download`); the file is written in a worker thread."""
-        directory, _, name = path.strip("/").rpartition("/")
+        directory, _, name = check_output_path(path, "path").strip("/").rpartition("/")
         match = output_named(await self.list_output_files(output_directory_id, directory or "."), name, path,
                              output_directory_id)
         if match.is_directory:

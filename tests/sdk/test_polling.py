@@ -182,3 +182,14 @@ def test_a_stream_checks_its_options_when_made(offline_target: Any, options: dic
                 aio_job.stream(**options)
             assert caught.value.field == field
     asyncio.run(async_stream())
+
+
+def test_output_file_names_that_are_not_paths_are_refused(offline_target: Any, tmp_path: Any) -> None:
+    """Before any request, naming the argument (they were AttributeErrors)."""
+    from horovod_batchai import Experiment, Job, Workspace
+    job = Job(Experiment(Workspace(offline_target, "rg", "ws"), "exp"), "job")
+    for call, field in ((lambda: job.stream(123), "name"), (lambda: job.stream("/"), "name"),
+                        (lambda: job.download(None, tmp_path), "path")):  # type: ignore[arg-type]
+        with pytest.raises(InvalidSpecError) as caught:
+            call()
+        assert caught.value.field == field

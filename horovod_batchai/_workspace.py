@@ -279,7 +279,8 @@ def cluster_spec_from_options(*, vm_size: str, vm_priority: str, target_node_cou
                               ssh_key_path: Optional[Union[str, Path]], image: Optional[ImageReference],
                               setup_task: Optional[SetupTask], mounts: Sequence[Mount]) -> ClusterSpec:
     """The :class:`ClusterSpec` that ``create_cluster``'s keyword options describe (it turns an
-    ``auto_scale`` pair into an :class:`AutoScale` and refuses any other sequence)."""
+    ``auto_scale`` pair into an :class:`AutoScale` and ``mounts`` into a tuple, refusing what is
+    neither, naming the option)."""
     user = admin_user_name or _default_admin_user()
     if not ssh_public_key and not admin_password and generate_ssh_keys:
         from ._ssh import ensure_ssh_key
@@ -287,7 +288,8 @@ def cluster_spec_from_options(*, vm_size: str, vm_priority: str, target_node_cou
     return ClusterSpec(vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count,
                        auto_scale=auto_scale, admin_user_name=user,  # type: ignore[arg-type]
                        ssh_public_key=ssh_public_key,
-                       admin_password=admin_password, image=image, setup_task=setup_task, mounts=tuple(mounts))
+                       admin_password=admin_password, image=image, setup_task=setup_task,
+                       mounts=mounts)  # type: ignore[arg-type]  # ClusterSpec checks and converts it
 
 
 def check_cluster_spec(spec: object, backend: "SpecChecks") -> ClusterSpec:

@@ -192,6 +192,14 @@ def test_an_auto_scale_option_that_is_not_a_pair_names_it(offline_target: Target
     assert info.value.field == "auto_scale" and "(minimum, maximum)" in info.value.valid_form
 
 
+@pytest.mark.parametrize("mounts", [None, "myshare"])
+def test_a_mounts_option_that_is_not_a_sequence_of_mounts_names_it(offline_target: Target, mounts: object) -> None:
+    workspace = Workspace(offline_target, RG, "batchaidev")
+    with pytest.raises(InvalidSpecError) as info:
+        workspace.create_cluster("c1", mounts=mounts, admin_user_name="demo", ssh_public_key=SSH_KEY)  # type: ignore[arg-type]
+    assert info.value.field == "mounts"
+
+
 def test_a_resize_waits_for_the_new_size_no_longer_than_its_timeout(workspace: Workspace) -> None:
     """Batch AI answers a scale PATCH at once; resize() then waits until the cluster is steady at
     its new size, at most ``timeout`` seconds, and a timeout spent is a WaitTimeoutError."""

@@ -673,7 +673,8 @@ def check_concurrency(max_concurrency: object) -> None:
 
 
 def check_quota(quota_gib: object) -> None:
-    if quota_gib is not None and (not isinstance(quota_gib, int) or not 1 <= quota_gib <= 102400):
+    if quota_gib is not None and (isinstance(quota_gib, bool) or not isinstance(quota_gib, int)
+                                  or not 1 <= quota_gib <= 102400):
         raise InvalidSpecError("quota_gib", f"{quota_gib!r} is not a share quota", "1..102400 GiB")
 
 

@@ -106,6 +106,8 @@ def test_bad_account_and_share_names(offline_target: Target) -> None:
         FileShare.create(offline_target, RG, ACCOUNT, "My--Share")
     with pytest.raises(InvalidSpecError, match="sku"):
         FileShare.create(offline_target, RG, ACCOUNT, "myshare", sku="Cheap_LRS")
+    with pytest.raises(InvalidSpecError, match="quota_gib"):
+        FileShare.create(offline_target, RG, ACCOUNT, "myshare", quota_gib=True)
 
 
 @pytest.mark.parametrize("max_concurrency", [0, -4, "8", 2.0, True])

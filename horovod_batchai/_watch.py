@@ -85,10 +85,9 @@ def watch(job: "Job", *, lines: int, curves: bool, poll_interval: Optional[float
                       else max(1.0, job._backend.default_poll_interval))
     drawn_epochs = -1
     png: Optional[bytes] = None
-    status = job.refresh().status
+    status = job.refresh().status  # fetched before the loop, so an interrupt always has one to return
     try:
         while True:
-            status = job.refresh().status
             tail = job.stdout_tail().splitlines()[-lines:] if lines else []
             if curves:
                 table = job.metrics()
@@ -103,5 +102,6 @@ def watch(job: "Job", *, lines: int, curves: bool, poll_interval: Optional[float
             if status.execution_state.is_terminal() or polling.expired():
                 return status
             polling.pause()
+            status = job.refresh().status
     except KeyboardInterrupt:
         return status

@@ -114,6 +114,36 @@ def test_watch_returns_on_an_interrupt_and_prints_plain_lines_outside_a_notebook
     assert written == ["[epochs: succeeded]\n", "epoch 1 done\n", "epoch 2 done\n", "epoch 3 done\n"]
 
 
+class CountingJob:
+    """Stands for a Job: each refresh() is one GET of the job, and moves it to its next state."""
+
+    def __init__(self, states: List[ExecutionState]) -> None:
+        from types import SimpleNamespace
+        self.states, self.refreshes = states, 0
+        self._backend = SimpleNamespace(default_poll_interval=0.0)
+
+    def refresh(self) -> "CountingJob":
+        self.refreshes += 1
+        return self
+
+    @property
+    def status(self) -> Any:
+        from horovod_batchai import JobStatus
+        return JobStatus("job", self.states[min(self.refreshes, len(self.states)) - 1])
+
+    def stdout_tail(self) -> str:
+        return ""
+
+
+def test_watch_fetches_the_job_once_per_poll_and_shows_what_it_fetched() -> None:
+    job = CountingJob([ExecutionState.QUEUED, ExecutionState.RUNNING, ExecutionState.SUCCEEDED])
+    shown: List[str] = []
+    status = watch(job, lines=0, curves=False, poll_interval=0.0, timeout=None,  # type: ignore[arg-type]
+                   view=TextView(shown.append), sleep=lambda _: None)
+    assert status.execution_state is ExecutionState.SUCCEEDED
+    assert job.refreshes == 3 and shown == ["[job: queued]\n", "[job: running]\n", "[job: succeeded]\n"]
+
+
 def test_tensorboard_syncs_a_running_jobs_event_files_and_starts(
         experiment: Experiment, cluster: GpuCluster, share: FileShare, tmp_path: Path) -> None:
     job = _submit(experiment, cluster, share, tmp_path, "events", EVENTS)

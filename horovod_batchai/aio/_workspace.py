@@ -175,12 +175,23 @@ class Workspace(WorkspaceBase):
         return AsyncMappedPoller(poller, lambda r: GpuCluster(self, name, _record=r), action=action,
                                  resource=cluster_id, same_token=True)
 
-    async def create_cluster(self, name: str, spec: Optional[ClusterSpec] = None, *,
-                             timeout: Optional[float] = DEFAULT_LRO_TIMEOUT, **options: Any) -> GpuCluster:
-        """:meth:`begin_create_cluster` (the same keyword options), awaited for at most
-        ``timeout`` seconds for the service to accept the cluster."""
+    async def create_cluster(self, name: str, spec: Optional[ClusterSpec] = None, *, vm_size: str = "Standard_NC6",
+                             vm_priority: str = "dedicated", target_node_count: Optional[int] = None,
+                             auto_scale: Optional[Union[AutoScale, tuple[int, int]]] = None,
+                             admin_user_name: Optional[str] = None, ssh_public_key: Optional[str] = None,
+                             admin_password: Optional[str] = None, generate_ssh_keys: bool = True,
+                             ssh_key_path: Optional[Union[str, Path]] = None, image: Optional[ImageReference] = None,
+                             setup_task: Optional[SetupTask] = None, mounts: Sequence[Mount] = (),
+                             timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> GpuCluster:
+        """:meth:`begin_create_cluster`, awaited for at most ``timeout`` seconds for the service to
+        accept the cluster."""
         check_timeout(timeout)
-        return await (await self.begin_create_cluster(name, spec, **options)).result(timeout)
+        poller = await self.begin_create_cluster(
+            name, spec, vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count,
+            auto_scale=auto_scale, admin_user_name=admin_user_name, ssh_public_key=ssh_public_key,
+            admin_password=admin_password, generate_ssh_keys=generate_ssh_keys, ssh_key_path=ssh_key_path,
+            image=image, setup_task=setup_task, mounts=mounts)
+        return await poller.result(timeout)
 
     async def get_cluster(self, name: str) -> GpuCluster:
         """The existing cluster; :class:`NotFoundError` when there is none."""

@@ -149,3 +149,24 @@ def test_bad_input_is_refused_before_any_request(tmp_path: Path) -> None:
                     pickle.dumps(made)
 
     asyncio.run(scenario())
+
+
+def test_the_async_methods_take_the_sync_ones_arguments() -> None:
+    """The same names, kinds and defaults, but for what differs by design: ``stop`` (an async
+    wait is cancelled instead), a wait's fake clock, and ``terminate_on_cancel``."""
+    import inspect
+
+    import horovod_batchai
+    from horovod_batchai import aio
+    by_design = {"stop", "clock", "sleep", "terminate_on_cancel"}
+    differ = []
+    for name in ("Workspace", "Experiment", "GpuCluster", "FileShare", "Job"):
+        sync_class, async_class = getattr(horovod_batchai, name), getattr(aio, name)
+        for method in vars(async_class):
+            if method.startswith("_") or not callable(getattr(sync_class, method, None)):
+                continue
+            shapes = [[(p.name, p.kind, p.default) for p in inspect.signature(getattr(c, method)).parameters.values()
+                       if p.name not in by_design] for c in (sync_class, async_class)]
+            if shapes[0] != shapes[1]:
+                differ.append(f"{name}.{method}")
+    assert not differ, f"arguments differ between horovod_batchai and horovod_batchai.aio: {differ}"

@@ -21,9 +21,10 @@ def _charts(table: "MetricsTable", metrics: Optional[Sequence[str]]) -> List[str
         return chosen
     if isinstance(metrics, str) or not all(isinstance(m, str) for m in metrics):
         raise InvalidSpecError("metrics", f"{metrics!r} is not a list of metric names", "e.g. ['loss', 'accuracy']")
-    for name in metrics:
+    for i, name in enumerate(metrics):
         if name not in table.columns and f"val_{name}" not in table.columns:
-            table._check_column(name)
+            raise InvalidSpecError(f"metrics[{i}]", f"{name!r} is not recorded by job {table.job!r}",
+                                   "one of " + (", ".join(repr(c) for c in table.columns) or "(none recorded yet)"))
     return list(metrics)
 
 

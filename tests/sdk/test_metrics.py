@@ -174,6 +174,12 @@ def test_plot_draws_training_and_validation_curves() -> None:
     assert figure_png(figure).startswith(b"\x89PNG")
 
 
+def test_plot_names_a_metric_that_was_not_recorded_as_the_caller_gave_it() -> None:
+    with pytest.raises(InvalidSpecError) as caught:
+        parse_metrics_csv(CSV, job="j").plot(["loss", "f1"])
+    assert caught.value.field == "metrics[1]" and "'loss'" in caught.value.valid_form
+
+
 def test_plot_and_to_pandas_say_what_to_install_when_it_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     from horovod_batchai import MissingDependencyError
     table = parse_metrics_csv(CSV, job="j")

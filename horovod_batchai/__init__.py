@@ -30,7 +30,7 @@ from ._experiment import Experiment
 from ._fileshare import FileShare, ShareItem
 from ._job import Job
 from ._job_spec import ContainerRegistry, HorovodJob, InputDirectory, OutputDirectory
-from ._logging import install_redaction
+from ._logging import install_redaction as _install_redaction
 from ._metrics import EpochMetrics, MetricsTable
 from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount
 from ._states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
@@ -64,4 +64,4 @@ __all__ = [
 __version__ = "0.1.0"
 
 # urllib3 logs request lines with their query strings (where SAS signatures travel) at DEBUG.
-install_redaction()
+_install_redaction()

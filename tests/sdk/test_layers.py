@@ -46,3 +46,15 @@ def test_the_public_classes_and_backends_form_no_import_circle() -> None:
     for name in modules:
         if name.startswith("_backends"):
             assert not graph[name] & set(PUBLIC_CLASSES), name
+
+
+def test_every_public_name_of_the_packages_is_in_their_all() -> None:
+    """``__init__.py`` is the whole public surface: no helper is importable from it by accident."""
+    import inspect
+
+    import horovod_batchai
+    import horovod_batchai.aio
+    for package in (horovod_batchai, horovod_batchai.aio):
+        stray = [name for name in dir(package) if not name.startswith("_") and name not in package.__all__
+                 and not inspect.ismodule(getattr(package, name))]
+        assert not stray, f"{package.__name__} exposes names outside its __all__: {stray}"

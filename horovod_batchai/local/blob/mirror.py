@@ -47,6 +47,13 @@ class SyncCounts:
     deleted_remote: int = 0
 
 
+def _etag(value: str) -> str:
+    """An ETag as the record keeps it. An upload's ``ETag`` header is quoted (``"0x8D..."``), a
+    listing's ``<Etag>`` is not: compared as they come, every file pushed would look changed in the
+    container and the next pull would download it over the file a job is still writing."""
+    return value.strip('"')
+
+
 def _blob_path(name: str) -> Optional[PurePosixPath]:
     """The relative path a blob name maps to, or None if it cannot be one."""
     if not name or name.startswith("/") or name.endswith("/") or "\\" in name or "\0" in name:
@@ -139,7 +146,7 @@ class ContainerMirror:
                     continue
                 blob = wanted[name]
                 entry = self._record.get(name)
-                if entry is not None and entry["etag"] == blob.etag and name in local:
+                if entry is not None and _etag(entry["etag"]) == _etag(blob.etag) and name in local:
                     continue
                 if name in local and self._local_changed(name, local[name]):
                     continue  # changed here too: the local copy wins and goes up with the next push
@@ -176,7 +183,7 @@ class ContainerMirror:
                 except FileNotFoundError:
                     continue  # removed while we pushed; the next push deletes its blob
                 # The size and time seen *before* reading: a write during the upload shows as a change.
-                self._record[name] = {"etag": answer["etag"], "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+                self._record[name] = {"etag": _etag(answer["etag"]), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
                 counts.uploaded += 1
             for name in [n for n in self._record if n not in local]:
                 try:
@@ -215,5 +222,5 @@ class ContainerMirror:
                 pass
             raise
         st = os.stat(target)
-        self._record[name] = {"etag": etag, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        self._record[name] = {"etag": _etag(etag), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         return True

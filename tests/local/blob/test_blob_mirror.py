@@ -96,6 +96,22 @@ def test_changes_made_in_the_container_reach_the_directory(container: ContainerC
     assert (files / "new" / "c.txt").read_bytes() == b"sea"
 
 
+def test_a_file_a_job_keeps_writing_is_not_replaced_by_its_own_upload(container: ContainerClient,
+                                                                      tmp_path: Path) -> None:
+    mirror = mirror_of(container, tmp_path)
+    mirror.pull()
+    stdout = tmp_path / "files" / "stdout.txt"
+    with open(stdout, "ab", buffering=0) as job:  # as a job's stdout: one open file, appended to
+        job.write(b"first\n")
+        assert mirror.push().uploaded == 1
+        inode = stdout.stat().st_ino
+        assert mirror.pull().downloaded == 0, "what was just uploaded is no change in the container"
+        assert stdout.stat().st_ino == inode, "the file the job writes to is still the mirror's"
+        job.write(b"second\n")
+    assert mirror.push().uploaded == 1
+    assert container.download_blob("stdout.txt").readall() == b"first\nsecond\n"
+
+
 def test_a_change_on_both_sides_keeps_the_local_one(container: ContainerClient, tmp_path: Path) -> None:
     container.upload_blob("result.txt", b"base")
     container.upload_blob("notes.txt", b"base")

@@ -54,6 +54,17 @@ def _etag(value: str) -> str:
     return value.strip('"')
 
 
+def _identity_of(st: Optional[os.stat_result]) -> Optional[tuple[int, int, int]]:
+    return None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _identity(path: Path) -> Optional[tuple[int, int, int]]:
+    try:
+        return _identity_of(os.lstat(path))
+    except FileNotFoundError:
+        return None
+
+
 def _blob_path(name: str) -> Optional[PurePosixPath]:
     """The relative path a blob name maps to, or None if it cannot be one."""
     if not name or name.startswith("/") or name.endswith("/") or "\\" in name or "\0" in name:
@@ -150,7 +161,7 @@ class ContainerMirror:
                     continue
                 if name in local and self._local_changed(name, local[name]):
                     continue  # changed here too: the local copy wins and goes up with the next push
-                if self._download(name, blob.etag):
+                if self._download(name, blob.etag, local.get(name)):
                     counts.downloaded += 1
             for name in list(self._record):
                 if name in wanted:
@@ -198,9 +209,10 @@ class ContainerMirror:
             self._save_record()
             return counts
 
-    def _download(self, name: str, etag: str) -> bool:
+    def _download(self, name: str, etag: str, seen: Optional[os.stat_result]) -> bool:
         """Download one blob as it was listed; False if it changed or went away since (the next
-        pull sees its new state)."""
+        pull sees its new state), or if the local file changed from ``seen`` meanwhile (the local
+        copy wins, as in :meth:`pull`)."""
         target = self.directory / name
         target.parent.mkdir(parents=True, exist_ok=True)
         # Downloaded beside the record, not in the directory, where a job or a push would see it half done.
@@ -211,6 +223,9 @@ class ContainerMirror:
             with os.fdopen(fd, "wb") as fh:
                 self.container.download_blob(name, etag=etag, match_condition=MatchConditions.IfNotModified
                                              ).readinto(fh)
+            if _identity(target) != _identity_of(seen):  # a job wrote it while it downloaded
+                os.unlink(tmp)
+                return False
             os.replace(tmp, target)
         except (ResourceModifiedError, ResourceNotFoundError):
             os.unlink(tmp)

@@ -112,6 +112,28 @@ def test_a_file_a_job_keeps_writing_is_not_replaced_by_its_own_upload(container:
     assert container.download_blob("stdout.txt").readall() == b"first\nsecond\n"
 
 
+def test_a_local_write_during_a_download_wins(container: ContainerClient, tmp_path: Path) -> None:
+    container.upload_blob("log.txt", b"v1")
+    mirror = mirror_of(container, tmp_path)
+    mirror.pull()
+    container.upload_blob("log.txt", b"v2 from outside", overwrite=True)
+    log_file = tmp_path / "files" / "log.txt"
+    download = container.download_blob
+
+    def download_while_the_job_writes(*args, **kwargs):  # the job appends after pull() looked
+        answer = download(*args, **kwargs)
+        with open(log_file, "ab") as job:
+            job.write(b" and the job's line")
+        return answer
+
+    container.download_blob = download_while_the_job_writes  # type: ignore[method-assign]
+    assert mirror.pull().downloaded == 0
+    del container.download_blob
+    assert log_file.read_bytes() == b"v1 and the job's line"
+    mirror.push()
+    assert container.download_blob("log.txt").readall() == b"v1 and the job's line"
+
+
 def test_a_change_on_both_sides_keeps_the_local_one(container: ContainerClient, tmp_path: Path) -> None:
     container.upload_blob("result.txt", b"base")
     container.upload_blob("notes.txt", b"base")

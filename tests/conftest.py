@@ -27,12 +27,21 @@ def service(tmp_path: Path) -> Iterator[LocalService]:
         svc.stop()
 
 
+#: a busy loop that ends once the process that started it is gone (a killed test run, a crashed
+#: xdist worker): no spinner outlives its test run, whatever stops it.
+SPIN = ("import os\n"
+        "parent = os.getppid()\n"
+        "while os.getppid() == parent:\n"
+        "    for _ in range(100_000):\n"
+        "        pass\n")
+
+
 @pytest.fixture
 def busy_cores() -> Iterator[int]:
     """Every core of the machine kept busy by a spinning process of the fixture's own, for the
     length of the test (what a loaded machine does to the service's timing); yields how many."""
     count = os.cpu_count() or 2
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(count)]
     try:
         yield count
     finally:

@@ -170,6 +170,8 @@ class ContainerMirror:
                 if st is not None and self._local_changed(name, st):
                     continue  # deleted there, changed here: kept, and uploaded again by the next push
                 if st is not None:
+                    if _identity(self.directory / name) != _identity_of(st):
+                        continue  # written since the listing (downloads took a while): kept, as above
                     os.unlink(self.directory / name)
                     counts.deleted_local += 1
                 del self._record[name]

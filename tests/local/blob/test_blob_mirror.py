@@ -134,6 +134,31 @@ def test_a_local_write_during_a_download_wins(container: ContainerClient, tmp_pa
     assert container.download_blob("log.txt").readall() == b"v1 and the job's line"
 
 
+def test_a_file_written_while_a_pull_downloads_is_not_deleted(container: ContainerClient, tmp_path: Path) -> None:
+    container.upload_blob("a.txt", b"a1")
+    container.upload_blob("b.txt", b"b1")
+    mirror = mirror_of(container, tmp_path)
+    mirror.pull()
+    container.upload_blob("a.txt", b"a2", overwrite=True)
+    container.delete_blob("b.txt")
+    b_file = tmp_path / "files" / "b.txt"
+    download = container.download_blob
+
+    def download_while_the_job_writes(*args, **kwargs):  # a.txt downloads; the job appends to b.txt
+        answer = download(*args, **kwargs)
+        with open(b_file, "ab") as job:
+            job.write(b" and the job's line")
+        return answer
+
+    container.download_blob = download_while_the_job_writes  # type: ignore[method-assign]
+    counts = mirror.pull()
+    del container.download_blob
+    assert (counts.downloaded, counts.deleted_local) == (1, 0)
+    assert b_file.read_bytes() == b"b1 and the job's line"
+    mirror.push()
+    assert container.download_blob("b.txt").readall() == b"b1 and the job's line"
+
+
 def test_a_change_on_both_sides_keeps_the_local_one(container: ContainerClient, tmp_path: Path) -> None:
     container.upload_blob("result.txt", b"base")
     container.upload_blob("notes.txt", b"base")

@@ -361,9 +361,6 @@ class Job(JobBase):
         return open_tensorboard(self, None if logdir is None else Path(logdir), port=port, start=start)
 
     def _no_metrics_reason(self, state: ExecutionState) -> str:
-        if self.target.kind == "azureml":
-            return (f"it is {state.value} and Azure ML's run history lists no {METRICS_FILE} among its logs (the "
-                    "file is written to the job's file share there; see the docs, \"Experiments: curves and sweeps\")")
         if state is ExecutionState.QUEUED:
             return "it is queued; its first row comes when its first epoch ends"
         if not state.is_terminal():

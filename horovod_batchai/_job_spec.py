@@ -26,7 +26,7 @@ from ._names import (MAX_INT32, check_cluster_id, check_command_text, check_cont
 
 __all__ = ["HorovodJob", "InputDirectory", "OutputDirectory", "ContainerRegistry", "StorageAccountSource",
            "JobOrigin", "JOB_MOUNT_ROOT", "CLUSTER_MOUNT_ROOT", "PRIORITIES", "DEFAULT_MAX_WALL_CLOCK_TIME",
-           "mount_of_path"]
+           "mount_of_path", "place_in_job_mount"]
 
 JOB_MOUNT_ROOT = "$AZ_BATCHAI_JOB_MOUNT_ROOT"
 CLUSTER_MOUNT_ROOT = "$AZ_BATCHAI_MOUNT_ROOT"
@@ -192,6 +192,16 @@ def mount_of_path(path: str, job_mounts: Sequence[Mount], cluster_mounts: Sequen
         if rest == rel or rest.startswith(rel + "/"):
             return mount
     return None
+
+
+def place_in_job_mount(path: str, job_mounts: Sequence[Mount]) -> Optional[tuple[Mount, str]]:
+    """The job mount ``path`` (under ``$AZ_BATCHAI_JOB_MOUNT_ROOT``) lies in, and the path inside
+    it ('' for the mount itself); None for any other path."""
+    root, rest = _split_root(path)
+    mount = mount_of_path(path, job_mounts) if root == JOB_MOUNT_ROOT else None
+    if mount is None:
+        return None
+    return mount, rest[len(mount.relative_mount_path.strip("/")):].strip("/")
 
 
 @dataclass(frozen=True, kw_only=True)

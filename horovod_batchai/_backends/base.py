@@ -11,7 +11,7 @@ poller it returned (``_lro.resume_token`` reads it), to resume instead of starti
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, List, Optional, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Protocol, runtime_checkable
 
 from azure.core.polling import LROPoller
 
@@ -21,8 +21,11 @@ from .._mounts import Mount
 from .._states import ClusterStatus, JobStatus
 from .._values import OutputFile, RemoteLogin, Usage
 
-__all__ = ["Backend", "SpecChecks", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ClusterRef",
-           "JobRef"]
+if TYPE_CHECKING:
+    from azure.storage.fileshare import ShareFileClient
+
+__all__ = ["Backend", "SpecChecks", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ShareFile",
+           "ClusterRef", "JobRef"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,23 @@ class RemoteFile(Protocol):
     def read(self, offset: int, length: int) -> bytes: ...
 
     def chunks(self) -> Iterator[bytes]: ...
+
+
+class ShareFile:
+    """A file on an Azure file share, read with azure-storage-file-share (the client carries
+    the credential: a SAS link's, or a datastore's)."""
+
+    def __init__(self, client: "ShareFileClient") -> None:
+        self._client = client
+
+    def size(self) -> int:
+        return int(self._client.get_file_properties().size or 0)
+
+    def read(self, offset: int, length: int) -> bytes:
+        return bytes(self._client.download_file(offset=offset, length=length).readall())
+
+    def chunks(self) -> Iterator[bytes]:
+        return iter(self._client.download_file().chunks())
 
 
 class SpecChecks(Protocol):

@@ -24,11 +24,10 @@ from .._names import check_directory_id
 from .._retry import IDEMPOTENT_POST
 from .._values import OutputFile, RemoteLogin, Usage
 from . import arm
-from .base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, WorkspaceRecord
+from .base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, ShareFile, WorkspaceRecord
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models
-    from azure.storage.fileshare import ShareFileClient
 
     from .._target import Target
 
@@ -40,22 +39,6 @@ DEALLOCATION_OPTIONS = ("requeue", "terminate", "waitforjobcompletion")
 STDOUTERR = "stdouterr"
 #: where Batch AI workspaces (and their resource groups) go unless told otherwise, as before
 DEFAULT_LOCATION = "eastus"
-
-
-class _ShareFile:
-    """A job output file behind a SAS link, read with azure-storage-file-share."""
-
-    def __init__(self, client: "ShareFileClient") -> None:
-        self._client = client
-
-    def size(self) -> int:
-        return int(self._client.get_file_properties().size or 0)
-
-    def read(self, offset: int, length: int) -> bytes:
-        return bytes(self._client.download_file(offset=offset, length=length).readall())
-
-    def chunks(self) -> Iterator[bytes]:
-        return iter(self._client.download_file().chunks())
 
 
 class BatchAIBackend:
@@ -434,7 +417,7 @@ class BatchAIBackend:
         return output_files_from_rest(items)
 
     def open_output(self, url: str) -> RemoteFile:
-        return _ShareFile(self._target.file_from_sas_url(url))
+        return ShareFile(self._target.file_from_sas_url(url))
 
     # -- storage --------------------------------------------------------------------------------
     def check_share_datastore(self, account_name: str, share_name: str) -> None:

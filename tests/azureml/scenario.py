@@ -694,3 +694,98 @@ def steady_cluster(target: Any, nodes: int = 2) -> Any:
     record = ClusterRecord(name=CLUSTER, id=COMPUTE_PATH, vm_size=VM_SIZE, maximum_node_count=nodes,
                            mounts=(), status=status)
     return GpuCluster(Workspace(target, RG, WS), CLUSTER, _record=record)
+
+
+# -- the job's stdouterr directory on its share: datastore (recorded) + Files data plane (built) ----
+#: the tutorial job's $AZ_BATCHAI_STDOUTERR_DIR in the share: stdOutErrPathPrefix
+#: $AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar, then <job>/stdouterr
+STDOUTERR_PATH = f"cifar/{JOB}/stdouterr"
+FILES_WHY = ("no recording reads a file share; shaped as the Files REST API answers List Directories and "
+             "Files and Get File, which azure-storage-file-share parses")
+#: the storage service version of Files answers (azure-storage-file-share reads none of it)
+FILES_VERSION = "2025-01-05"
+
+
+def datastore_secret(index: int = 2, file: str = DATASTORE_FILE) -> Exchange:
+    """listSecrets of the share's datastore with ``expirableSecret``: recording 2's answer (an
+    account SAS for blob and file, ``srt=co``, ``sp=rcuwdl``); ``index``/``file`` of another
+    recording's answer (recording 6's: the account key, as older services answer)."""
+    entries = recording(file)
+    exchange = recorded(entries, index, file, names={**SCOPE, "test_180231763309": DATASTORE},
+                        api_version=DATASTORES, body=LIST_SECRETS_BODY)
+    exchange.path = f"{WS_PATH}/datastores/{DATASTORE}/listSecrets"
+    if file != DATASTORE_FILE:
+        exchange.source += f" (its answer, for datastore {DATASTORE})"
+    return exchange
+
+
+def recorded_sas() -> str:
+    return recording(DATASTORE_FILE)[2]["ResponseBody"]["sasToken"]
+
+
+def share_listing(path: str, files: dict[str, int], directories: tuple[str, ...] = (), *,
+                  signed: str = "sas") -> Exchange:
+    """List Directories and Files of ``path`` in the share: ``files`` (name -> size) and
+    ``directories``; ``signed`` says how the request must be authorised ('sas': the datastore's SAS
+    token and no Authorization header; 'key': SharedKey with the account key)."""
+    from xml.sax.saxutils import escape, quoteattr
+    entries = "".join(f"<File><Name>{escape(n)}</Name><Properties><Content-Length>{s}</Content-Length></Properties>"
+                      "</File>" for n, s in files.items())
+    entries += "".join(f"<Directory><Name>{escape(n)}</Name><Properties /></Directory>" for n in directories)
+    xml = ('<?xml version="1.0" encoding="utf-8"?>'
+           f'<EnumerationResults ServiceEndpoint="https://{FILE_HOST}/" ShareName={quoteattr(SHARE)} '
+           f'DirectoryPath={quoteattr(path)}><Entries>{entries}</Entries><NextMarker /></EnumerationResults>')
+    return Exchange("GET", _directory_path(path), f"built:{FILES_WHY} (List Directories and Files)", host=FILE_HOST,
+                    query={"restype": "directory", "comp": "list"}, content=xml.encode("utf-8"),
+                    headers={"Content-Type": "application/xml", "x-ms-version": FILES_VERSION},
+                    check=_signed(signed))
+
+
+def _directory_path(path: str) -> str:
+    """azure-storage-file-share sends a directory's path as one segment, its '/' as %2F."""
+    from urllib.parse import quote
+    return f"/{SHARE}/{quote(path, safe='')}"
+
+
+def share_directory_missing(path: str) -> Exchange:
+    """List Directories and Files of a directory the job has not made yet: 404 ResourceNotFound."""
+    xml = ('<?xml version="1.0" encoding="utf-8"?><Error><Code>ResourceNotFound</Code>'
+           "<Message>The specified resource does not exist.</Message></Error>")
+    return Exchange("GET", _directory_path(path), f"built:{FILES_WHY} (404 ResourceNotFound)", host=FILE_HOST,
+                    query={"restype": "directory", "comp": "list"}, status=404, content=xml.encode("utf-8"),
+                    headers={"Content-Type": "application/xml", "x-ms-error-code": "ResourceNotFound",
+                             "x-ms-version": FILES_VERSION}, check=_signed("sas"))
+
+
+def share_file(path: str, data: bytes, *, signed: str = "sas") -> Exchange:
+    """Get File, whole: azure-storage-file-share asks for its first chunk as a range (206)."""
+    def check(request: Any, body: Any) -> Optional[str]:
+        sent = request.headers.get("x-ms-range") or ""
+        problem = _signed(signed)(request, body)
+        return problem or (None if sent.startswith("bytes=0-") else f"range {sent!r}, expected one from byte 0")
+
+    return Exchange("GET", f"/{SHARE}/{path}", f"built:{FILES_WHY} (Get File, ranged)", host=FILE_HOST, status=206,
+                    content=data, check=check,
+                    headers={"Content-Range": f"bytes 0-{len(data) - 1}/{len(data)}", "x-ms-type": "File",
+                             "ETag": '"0x8D2"', "Last-Modified": "Mon, 23 Nov 2026 06:00:00 GMT",
+                             "x-ms-version": FILES_VERSION})
+
+
+def _signed(how: str) -> Any:
+    def check(request: Any, body: Any) -> Optional[str]:
+        auth = request.headers.get("Authorization", "")
+        if how == "key":
+            return None if auth.startswith(f"SharedKey {ACCOUNT}:") else f"Authorization {auth[:20]!r}, expected SharedKey"
+        if auth:
+            return "a request signed with the datastore's SAS also carried an Authorization header"
+        return None if "sig=000000" in (request.url or "") else "the datastore's SAS is missing from the request"
+    return check
+
+
+def stdouterr(files: Optional[dict[str, int]] = None, directories: tuple[str, ...] = (), *,
+              directory: str = "") -> list[Exchange]:
+    """The share part of a listing of the job's output files: its datastore (recording 2's GET),
+    its secret (recording 2's listSecrets), then the directory (``files`` None: not made yet)."""
+    path = "/".join(p for p in (STDOUTERR_PATH, directory) if p)
+    listing = share_directory_missing(path) if files is None else share_listing(path, files, directories)
+    return [datastore_get(), datastore_secret(), listing]

@@ -66,6 +66,7 @@ def test_the_tutorial_runs_off_the_loop_on_azure_ml(transport: ReplayTransport, 
 
             cut = 25
             transport.add(S.job_get(submitted, "Running"), *S.discovery(), S.run_details("Running"),
+                          *S.stdouterr(None),  # the job has not made its stdouterr directory on the share yet
                           S.blob_properties(cut), S.blob_range(LOG[:cut], 0, cut),
                           S.job_get(submitted, "Completed"), S.blob_properties(len(LOG)),
                           S.blob_range(LOG, cut, len(LOG)))

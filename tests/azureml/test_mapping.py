@@ -73,6 +73,11 @@ def test_the_command_builds_the_batch_ai_world_on_a_node(tmp_path: Path) -> None
         assert data == f"{mount_root}/myshare/cifar"
     assert (share / "prepared.txt").read_text(encoding="utf-8") == "prepared\n"  # once per node
     assert (Path(mount_root) / "myshare" / "cifar").is_dir()
+    # $AZ_BATCHAI_STDOUTERR_DIR is made where the SDK reads the job's metrics from the share
+    from horovod_batchai._backends.azureml.stdouterr import stdouterr_place
+    place = stdouterr_place(spec, "cifar_distributed")
+    assert place is not None and place.datastore == "mystorageaccount_myshare"
+    assert place.path == "cifar/cifar_distributed/stdouterr" and (share / place.path).is_dir()
 
 
 def test_a_failed_preparation_fails_every_process_of_the_node(tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
     transport.add(S.job_get(submitted, "Preparing"), S.job_get(submitted, "Running"))
     assert [job.refresh().execution_state for _ in range(2)] == [ExecutionState.QUEUED, ExecutionState.RUNNING]
     cut = 25
-    transport.add(S.job_get(submitted, "Running"), *S.discovery(), S.run_details("Running"),
+    transport.add(S.job_get(submitted, "Running"), *S.discovery(), S.run_details("Running"), *S.stdouterr(None),
                   S.blob_properties(cut), S.blob_range(LOG[:cut], 0, cut),
                   S.job_get(submitted, "Completed"), S.blob_properties(len(LOG)), S.blob_range(LOG, cut, len(LOG)))
     stream = job.stream("stdout.txt", poll_interval=0)
@@ -72,13 +72,20 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
     final = job.wait(timeout=60, poll_interval=0)
     assert isinstance(final, JobStatus) and final.execution_state is ExecutionState.SUCCEEDED
 
-    # Its logs: listed, and one downloaded.
-    transport.add(S.run_details("Completed"))
+    # Its logs, and what it wrote to $AZ_BATCHAI_STDOUTERR_DIR on the share: listed, one log
+    # downloaded, and its metrics read.
+    metrics_csv = b"epoch,accuracy,loss,val_accuracy,val_loss\n0,0.41,1.62,0.5312,1.31\n"
+    transport.add(S.run_details("Completed"), *S.stdouterr({"metrics.csv": len(metrics_csv)}, ("tensorboard",)))
     names = {(f.name, f.is_directory) for f in job.list_output_files()}
-    assert names == {("stdout.txt", False), ("stderr.txt", False), ("user_logs", True), ("system_logs", True)}
-    transport.add(S.run_details("Completed"), S.blob_whole(LOG))
+    assert names == {("stdout.txt", False), ("stderr.txt", False), ("user_logs", True), ("system_logs", True),
+                     ("metrics.csv", False), ("tensorboard", True)}
+    transport.add(S.run_details("Completed"), *S.stdouterr({"metrics.csv": len(metrics_csv)}), S.blob_whole(LOG))
     downloaded = job.download("stdout.txt", tmp_path)
     assert downloaded == tmp_path / "stdout.txt" and downloaded.read_bytes() == LOG
+    transport.add(S.job_get(submitted, "Completed"), S.run_details("Completed"),
+                  *S.stdouterr({"metrics.csv": len(metrics_csv)}),
+                  S.share_file(f"{S.STDOUTERR_PATH}/metrics.csv", metrics_csv))
+    assert job.metrics().last("val_accuracy") == 0.5312
 
     # A second job, cancelled: Azure ML's Canceled ends as failed, as a terminated Batch AI job did.
     second = S.SubmittedJob()
@@ -208,18 +215,18 @@ def test_sources_are_named_for_every_exchange() -> None:
                  *S.job_submit(submitted), S.job_get(submitted, "Running"), *S.discovery(), S.run_details("Running"),
                  *S.job_cancel(S.JOB), *S.cluster_resize(0), *S.cluster_delete(), S.job_delete(S.JOB),
                  S.datastore_get(), *S.job_submit_built(submitted, S.ContextUpload(), ["Dockerfile"]),
-                 *S.context_already_uploaded()]
+                 *S.context_already_uploaded(), *S.stdouterr({"metrics.csv": 1}), S.share_file("x", b"x")]
     kinds = {e.source.split(":", 1)[0] for e in exchanges}
     assert kinds == {"recording", "spec", "built"}
     built = [e for e in exchanges if e.source.startswith("built:")]
     assert all(("UNVERIFIED" in e.source or "storage" in e.source or "does not exist" in e.source
-                or "not recorded" in e.source) for e in built), [e.source for e in built]
+                or "not recorded" in e.source or "file share" in e.source) for e in built), [e.source for e in built]
     # the build context's datastore, secret, upload and environment are all recorded traffic
     context = [*S.context_datastore(), *S.context_upload(S.ContextUpload(), ["Dockerfile"]),
                S.environment_build_put(lambda: "")]
     assert {e.source.split("#")[0] for e in context} == {f"recording:{S.ENVIRONMENT_FILE}"}
     # datastores (absent, other storage, blob), compute shapes and the job input: recorded, unchanged
-    recorded_only = [S.datastore_missing(S.DATASTORE), S.blob_datastore_get(S.DATASTORE),
+    recorded_only = [S.datastore_missing(S.DATASTORE), S.blob_datastore_get(S.DATASTORE), *S.stdouterr()[:2],
                      S.blob_datastore_put(S.DATASTORE, S.ACCOUNT, "data", "None"), S.compute_get_creating(),
                      *[S.compute_get(i) for i in (3, 4, 8, 9)], S.blob_job_put(submitted, lambda r, b: None)]
     assert all(e.source.startswith("recording:") for e in recorded_only), [e.source for e in recorded_only]

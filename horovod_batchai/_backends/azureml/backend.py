@@ -1,11 +1,13 @@
 """Azure Machine Learning through azure-ai-ml: AmlCompute clusters, AzureFile and AzureBlob
 datastores (checked to be the storage their name stands for), command jobs with MPI
-distribution, logs from the run-history service and blob storage.
+distribution, logs from the run-history service and blob storage, and what a job writes to
+``$AZ_BATCHAI_STDOUTERR_DIR`` from its file share (``stdouterr.py``).
 
 Every client is built with the Target's azure-core client options (``transport=`` included):
 azure-ai-ml passes them to each of its generated clients and to the pipeline it reads the
 workspace's discovery URL with; the blob clients that read logs and upload the build context
-(``upload.py``) are built here with the same options, so azure-ai-ml never uploads anything
+(``upload.py``), and the file-share clients that read a job's stdouterr directory, are built
+here with the same options, so azure-ai-ml never uploads anything
 itself. Calls that reach into azure-ai-ml below its public surface are marked; they are pinned
 by the exact azure-ai-ml version of the ``azureml`` extra.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional
+from urllib.parse import quote
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.core.polling import LROPoller
@@ -25,12 +28,14 @@ from ..._lro import DonePoller, MappedPoller, background_poller, resume_token
 from ..._mounts import AzureBlobMount, AzureFileShareMount
 from ..._values import OutputFile, RemoteLogin, Usage
 from .. import arm
-from ..base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, WorkspaceRecord
+from ..base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, ShareFile, WorkspaceRecord
 from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec, check_scale,
                           cluster_status_from_rest, command_job_entity, compute_entity, datastore_entity,
                           datastore_identity, job_status_from_entity, mount_datastore, node_field,
                           read_spec_property)
+from .datastore_storage import account_url, datastore_secret
 from .states import execution_state
+from .stdouterr import StdOutErrPlace, list_share_directory, stdouterr_place
 
 if TYPE_CHECKING:
     from azure.ai.ml import MLClient
@@ -81,6 +86,10 @@ class AzureMLBackend:
         self._registered: dict[str, DatastoreIdentity] = {}
         #: datastores check_share_datastore found missing, for the register_share that follows it
         self._absent: set[str] = set()
+        #: each job's properties as last read (its submitted spec never changes)
+        self._job_properties: dict[str, dict[str, Any]] = {}
+        #: the credential of each share listed last, by the URL prefix of its files
+        self._share_credentials: dict[str, str] = {}
 
     @property
     def ml(self) -> "MLClient":
@@ -435,6 +444,7 @@ class AzureMLBackend:
         if str(getattr(entity.status, "value", entity.status) or "") == "Failed":  # not Canceled: no error to read
             errors = self._run_errors(ref.name)
         properties = dict(getattr(entity, "properties", None) or {})
+        self._job_properties[ref.name] = properties
         return JobRecord(name=ref.name, id=self.job_id(ref), status=job_status_from_entity(entity, errors),
                          cluster_id=self.cluster_id(ClusterRef(ref.resource_group, ref.workspace,
                                                                str(entity.compute or "").rsplit("/", 1)[-1])),
@@ -570,7 +580,10 @@ class AzureMLBackend:
                           link_expiry_minutes: int) -> List[OutputFile]:
         """The job's logs, as the run-history service lists them (``user_logs/...``,
         ``system_logs/...``), plus ``stdout.txt`` and ``stderr.txt`` at the top: both are rank 0's
-        combined log, the file Batch AI's stdout.txt was. The service sets the links' lifetime."""
+        combined log, the file Batch AI's stdout.txt was; then what the job wrote to
+        ``$AZ_BATCHAI_STDOUTERR_DIR`` on its share (a name run history has is its log). The
+        service sets the logs' links' lifetime; the share's files are read with the datastore's
+        secret, which their links do not carry."""
         if output_directory_id != STDOUTERR:
             raise InvalidSpecError("output_directory_id", f"{output_directory_id!r}: Azure ML jobs here have only "
                                    "their logs", "'stdouterr'")
@@ -591,10 +604,64 @@ class AzureMLBackend:
                 entries.setdefault(head, OutputFile(name=head, is_directory=True))
             else:
                 entries[head] = OutputFile(name=head, is_directory=False, download_url=logs[name])
+        for item in self._readable_stdouterr_files(ref, prefix.rstrip("/")):
+            entries.setdefault(item.name, item)
         return list(entries.values())
+
+    def _readable_stdouterr_files(self, ref: JobRef, directory: str) -> List[OutputFile]:
+        """:meth:`_stdouterr_files`, or none when the caller may read the job but not its
+        datastore's secret: its logs are still listed, as before the share was read."""
+        try:
+            return self._stdouterr_files(ref, directory)
+        except HttpResponseError as err:
+            if err.status_code != 403:
+                raise
+            log.warning("job %s: its $AZ_BATCHAI_STDOUTERR_DIR files (metrics.csv, TensorBoard events) are not "
+                        "listed: reading its share's datastore secret was refused (403); the logs are", ref.name)
+            return []
+
+    def _stdouterr_files(self, ref: JobRef, directory: str) -> List[OutputFile]:
+        """``directory`` of the job's stdouterr directory on its share (none when the job's
+        stdOutErrPathPrefix is on no share, or the job has not made the directory yet)."""
+        place = self._stdouterr_place(ref)
+        if place is None:
+            return []
+        resource = self._datastore_id(place.datastore)
+        with azure_errors("reading datastore", resource):
+            datastore = self.ml.datastores.get(place.datastore)
+        problem = self._identity_problem(place.datastore, datastore_identity(datastore), place.identity)
+        if problem:
+            raise ConflictError(f"reading the output files of job {ref.name!r}: {problem}", resource=resource)
+        with azure_errors("reading the secret of datastore", resource):
+            credential = datastore_secret(self.ml, place.datastore)
+        if not credential:
+            raise ConflictError(f"reading the output files of job {ref.name!r}: datastore {place.datastore!r} holds "
+                                "no account key or SAS token for its share", resource=resource)
+        endpoint = account_url(datastore, "file")
+        path = "/".join(part for part in (place.path, directory) if part)
+        with azure_errors("listing", f"{place.identity.account}/{place.identity.place}/{path}"):
+            items = list_share_directory(self._target, endpoint, str(datastore.file_share_name), path, credential)
+        self._share_credentials[f"{endpoint}/{quote(str(datastore.file_share_name))}/"] = credential
+        return items
+
+    def _stdouterr_place(self, ref: JobRef) -> Optional[StdOutErrPlace]:
+        properties = self._job_properties.get(ref.name)
+        if properties is None:
+            properties = dict(getattr(self._get_entity(ref), "properties", None) or {})
+        try:
+            spec = read_spec_property(properties, ref.name)
+        except InvalidSpecError:  # not submitted by this package: where its script writes is unknown
+            return None
+        return stdouterr_place(spec, ref.name)
 
     def open_output(self, url: str) -> RemoteFile:
         from azure.storage.blob import BlobClient
+        from azure.storage.fileshare import ShareFileClient
+        share = next(((prefix, key) for prefix, key in list(self._share_credentials.items())
+                      if url.startswith(prefix)), None)
+        if share is not None:  # a file of a stdouterr directory, listed with its datastore's secret
+            return ShareFile(ShareFileClient.from_file_url(url, credential=share[1],
+                                                           **self._target.data_plane_options()))
         self._target.check_data_url(url.split("?", 1)[0], "the log's download URL")
         return _Blob(BlobClient.from_blob_url(url, **self._target.data_plane_options()))
 

@@ -14,10 +14,15 @@ from typing import Mapping
 
 from ..._job_spec import HorovodJob
 
-__all__ = ["node_command", "input_placeholder", "output_placeholder", "WORK_ROOT"]
+__all__ = ["node_command", "input_placeholder", "output_placeholder", "stdouterr_under_prefix", "WORK_ROOT"]
 
 #: where the job's mount links and temporary directories live on a node
 WORK_ROOT = "${TMPDIR:-/tmp}/azbatchai"
+
+
+def stdouterr_under_prefix(job_name: str) -> str:
+    """Where ``$AZ_BATCHAI_STDOUTERR_DIR`` is under the job's stdOutErrPathPrefix."""
+    return f"{job_name}/stdouterr"
 
 
 def output_placeholder(output_name: str) -> str:
@@ -51,7 +56,9 @@ def node_command(spec: HorovodJob, *, job_name: str, mounts: Mapping[str, str]) 
         # The path is the node's, with its $AZ_BATCHAI_* variables: expanded here, as Batch AI did.
         lines.append(f'export AZ_BATCHAI_INPUT_{directory.id}="{_double_quoted(directory.path)}"')
     if spec.std_out_err_path_prefix:
-        lines.append(f'export AZ_BATCHAI_STDOUTERR_DIR="{_double_quoted(spec.std_out_err_path_prefix)}/"{job}"/stdouterr"')
+        job_dir, _, leaf = stdouterr_under_prefix(job_name).partition("/")
+        lines.append(f'export AZ_BATCHAI_STDOUTERR_DIR="{_double_quoted(spec.std_out_err_path_prefix)}/"'
+                     f'{shlex.quote(job_dir)}"/{leaf}"')
         lines.append('mkdir -p "$AZ_BATCHAI_STDOUTERR_DIR"')
     if spec.job_preparation:
         done, failed = '"$AZ_BATCHAI_JOB_TEMP/.prepared"', '"$AZ_BATCHAI_JOB_TEMP/.preparation-failed"'

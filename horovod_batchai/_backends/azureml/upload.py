@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 
 from ..._errors import ConflictError, azure_errors
+from .datastore_storage import account_url, datastore_secret
 
 if TYPE_CHECKING:
     from azure.ai.ml import MLClient
@@ -51,23 +52,21 @@ def upload_context(ml: "MLClient", target: "Target", files: Mapping[str, bytes],
         credential = target.credential()  # identity-based: the caller's own identity writes the blobs
     else:
         try:
-            # Below azure-ai-ml's public surface: the short-lived secret its own upload asks for.
-            secrets = ml.datastores._list_secrets(name=DEFAULT_BLOB_DATASTORE, expirable_secret=True)
-            credential = getattr(secrets, "sas_token", None) or getattr(secrets, "key", None)
+            credential = datastore_secret(ml, DEFAULT_BLOB_DATASTORE)
         except HttpResponseError as err:
             # As azure-ai-ml does: without the right to read secrets, try the caller's identity.
             log.info("no secret for datastore %s (%s); uploading with the caller's identity",
                      DEFAULT_BLOB_DATASTORE, getattr(err, "status_code", None))
             credential = None
         credential = credential or target.credential()
-    account_url = f"{datastore.protocol or 'https'}://{datastore.account_name}.blob.{datastore.endpoint}"
-    target.check_data_url(account_url, f"datastore {DEFAULT_BLOB_DATASTORE!r}'s blob endpoint")
+    url = account_url(datastore, "blob")
+    target.check_data_url(url, f"datastore {DEFAULT_BLOB_DATASTORE!r}'s blob endpoint")
     folder = f"{UPLOAD_ROOT}/{digest}/{name}/"
-    uri = f"{account_url}/{datastore.container_name}/{folder}"
+    uri = f"{url}/{datastore.container_name}/{folder}"
     where = f"{datastore.account_name}/{datastore.container_name}/{folder}"
     ordered = sorted(files)
     indicator = folder + ordered[0]
-    with ContainerClient(account_url, datastore.container_name, credential=credential,
+    with ContainerClient(url, datastore.container_name, credential=credential,
                          **target.data_plane_options()) as container:
         with azure_errors("uploading the build context to", where):
             overwrite = False
@@ -79,7 +78,7 @@ def upload_context(ml: "MLClient", target: "Target", files: Mapping[str, bytes],
                 legacy = folder.replace(UPLOAD_ROOT, LEGACY_ROOT, 1)
                 if _completed(container, legacy + ordered[0]):
                     log.info("the build context was uploaded already, under %s", legacy)
-                    return f"{account_url}/{datastore.container_name}/{legacy}"
+                    return f"{url}/{datastore.container_name}/{legacy}"
                 if COMPLETED.items() <= metadata.items():
                     log.info("the build context was uploaded already (%s)", uri)
                     return uri

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -27,12 +27,21 @@ def service(tmp_path: Path) -> Iterator[LocalService]:
         svc.stop()
 
 
+#: a busy loop that ends once the process that started it is gone (a killed test run, a crashed
+#: xdist worker): no spinner outlives its test run, whatever stops it.
+SPIN = ("import os\n"
+        "parent = os.getppid()\n"
+        "while os.getppid() == parent:\n"
+        "    for _ in range(100_000):\n"
+        "        pass\n")
+
+
 @pytest.fixture
 def busy_cores() -> Iterator[int]:
     """Every core of the machine kept busy by a spinning process of the fixture's own, for the
     length of the test (what a loaded machine does to the service's timing); yields how many."""
     count = os.cpu_count() or 2
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(count)]
     try:
         yield count
     finally:
@@ -61,3 +70,38 @@ def storage(service: LocalService):
     from azure.mgmt.storage import StorageManagementClient
     with StorageManagementClient(service.credential(), SUBSCRIPTION, **client_kwargs(service)) as client:
         yield client
+
+
+# -- the conformance figures of tests/local/batchai/test_conformance.py, at the end of a run ----------
+# Under pytest-xdist (`make test`) the tests run in worker processes and the summary is written by
+# the controller, which imports no test module: each worker hands its figures over on the way out.
+
+#: recording -> (matched, known differences, interactions), as the workers handed them over
+_CONFORMANCE_FROM_WORKERS: dict[str, tuple[int, int, int]] = {}
+
+
+def _conformance_here() -> dict[str, tuple[int, int, int]]:
+    module = next((m for name, m in sys.modules.items() if name.endswith("test_conformance")), None)
+    return dict(getattr(module, "CONFORMANCE", None) or {})
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    handed_over = getattr(session.config, "workeroutput", None)  # set in an xdist worker only
+    if handed_over is not None:
+        handed_over["conformance"] = {name: list(figures) for name, figures in _conformance_here().items()}
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown without xdist
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    for name, figures in (getattr(node, "workeroutput", None) or {}).get("conformance", {}).items():
+        _CONFORMANCE_FROM_WORKERS[name] = tuple(figures)  # type: ignore[assignment]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    figures = {**_CONFORMANCE_FROM_WORKERS, **_conformance_here()}
+    if not figures:
+        return
+    terminalreporter.section("conformance with the recorded service")
+    for name, (matched, known, total) in sorted(figures.items()):
+        terminalreporter.write_line(f"{name}: {matched}/{total} recorded interactions match"
+                                    + (f", {known} more differ only in documented ways" if known else ""))

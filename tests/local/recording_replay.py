@@ -18,7 +18,8 @@ What is adapted, and why:
   answer for the same request.
 - **Time.** The recorded client waited where ours may not need to, and the other way round. A job GET
   waits until the job has reached at least the recorded ``executionState``. A cluster GET whose
-  recording shows ``steady`` waits until ours is steady, and its node counts are then compared by
+  recording shows ``steady`` waits until ours is steady with the recorded ``currentNodeCount`` (ours
+  may still be steady at the old size just after a resize), and its node counts are then compared by
   value; when the recording shows ``resizing`` ours may already be steady (our nodes come up in
   seconds), and when both are resizing the node counts are compared by value. An operation poll
   may be ``Succeeded`` where the recording still saw ``InProgress``, never the other way round.
@@ -199,8 +200,12 @@ class RecordingReplay:
                            or _STATE_RANK[r.json()["properties"]["executionState"]] >= wanted)
         elif is_cluster and isinstance(recorded_body, dict) \
                 and recorded_body["properties"].get("allocationState") == "steady":
+            # Right after a resize ours may still be steady at the old size (the scheduler has not
+            # taken the new size up yet): wait for the recorded size too, or the wait's end.
+            recorded_count = recorded_body["properties"].get("currentNodeCount")
             answer = _wait(send, lambda r: r.status_code != 200
-                           or r.json()["properties"].get("allocationState") == "steady")
+                           or (r.json()["properties"].get("allocationState") == "steady"
+                               and r.json()["properties"].get("currentNodeCount") == recorded_count))
         problems = []
         if answer.status_code != x["status"]:
             problems.append(f"status {answer.status_code} where the recording has {x['status']}: {answer.text[:300]}")

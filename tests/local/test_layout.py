@@ -1,5 +1,6 @@
-"""The local service's layout holds: imports point down (core -> the storage planes -> the runner ->
-Batch AI -> the service) and no two modules import each other, even late, inside a function.
+"""The local service's layout holds: imports (relative, or absolute ones of horovod_batchai.local)
+point down (core -> the storage planes -> the runner -> Batch AI -> the service) and no two modules
+import each other, even late, inside a function.
 
 The runner sits below Batch AI: it runs what the Batch AI provider stored and hands it nothing back
 but through the store (the provider holds the runner's scheduler as a ``JobScheduler`` protocol the
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Optional
 
 import horovod_batchai.local as local
 
@@ -23,6 +25,12 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _local_module(absolute: str) -> Optional[str]:
+    """``horovod_batchai.local.runner.mounts`` -> ``runner.mounts`` (None outside local/)."""
+    prefix = local.__name__ + "."
+    return absolute[len(prefix):] if absolute.startswith(prefix) else None
+
+
 def _imports() -> dict[str, set[str]]:
     """Every module of local/ -> the modules of local/ it imports, anywhere in its code."""
     modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
@@ -31,11 +39,20 @@ def _imports() -> dict[str, set[str]]:
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         found: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.ImportFrom) or node.level == 0:
+            if isinstance(node, ast.Import):  # import horovod_batchai.local.x.y
+                found.update(m for alias in node.names if (m := _local_module(alias.name)))
                 continue
-            base = package.split(".") if package else []
-            base = base[:len(base) - (node.level - 1)]
-            target = ".".join(base + ([node.module] if node.module else []))
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level == 0:  # from horovod_batchai.local.x import y
+                absolute = _local_module(node.module or "")
+                if absolute is None:
+                    continue
+                target = absolute
+            else:
+                base = package.split(".") if package else []
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
             for alias in node.names:
                 candidate = f"{target}.{alias.name}" if target else alias.name
                 found.add(candidate if candidate in modules else target)

@@ -13,6 +13,7 @@ the blob endpoint.
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 from pathlib import PurePosixPath
 from typing import Any, Optional
@@ -29,6 +30,8 @@ from ..runner.output_dirs import STDOUTERR, StoragePlace, output_dir
 from .errors import (BlobStorageUnavailable, DirectoryNotFound, OutputDirectoryNotFound, OutputDirectoryNotOnFileShare,
                      ShareNotFound)
 from .records import Job
+
+log = logging.getLogger(__name__)
 
 __all__ = ["list_output_files"]
 
@@ -139,6 +142,7 @@ def list_output_files(context: ServiceContext, job: Job, *, output_directory_id:
 def _list_blob_directory(context: ServiceContext, place: StoragePlace, output_directory_id: str,
                          directory: str, relative: PurePosixPath, link_expiry_minutes: int, max_results: int,
                          skip: int) -> tuple[list[dict[str, Any]], Optional[int]]:
+    from azure.core.exceptions import AzureError, ResourceNotFoundError
     from ..blob.azurite import AzuriteError  # imported here: only blob listings need the blob package
 
     account, container = place.account, place.share
@@ -152,16 +156,26 @@ def _list_blob_directory(context: ServiceContext, place: StoragePlace, output_di
                                      f"output directory {output_directory_id!r} no longer exists.")
     segments = [s for s in place.path.split("/") if s] + list(relative.parts)
     prefix = "".join(f"{s}/" for s in segments)
-    try:
-        # What the job wrote since the last sync goes up first, so the listing is current.
-        for mirror in blob.sync.held():
-            if (mirror.container.account_name.lower(), mirror.container.container_name) == (account.lower(),
-                                                                                            container):
+    # What the job wrote since the last sync goes up first, so the listing is current; should that
+    # fail, the listing shows the container as the last sync left it (the next one retries).
+    for mirror in blob.sync.held():
+        if (mirror.container.account_name.lower(), mirror.container.container_name) == (account.lower(), container):
+            try:
                 mirror.push()
+            except AzureError as exc:
+                log.warning("uploading %r before listing it failed: %s", mirror, type(exc).__name__)
+    try:
         entries = blob.list_directory(account, keys[0], container, prefix)
     except AzuriteError as exc:
         raise BlobStorageUnavailable(f"Output directory {output_directory_id!r} is in blob "
                                      f"container {account}/{container}, and {exc}") from None
+    except ResourceNotFoundError:
+        raise ShareNotFound(f"The blob container {container!r} holding output directory "
+                            f"{output_directory_id!r} no longer exists.") from None
+    except AzureError as exc:  # Azurite went away mid-listing, say
+        raise BlobStorageUnavailable(f"Output directory {output_directory_id!r} is in blob container "
+                                     f"{account}/{container}, and the blob endpoint did not answer "
+                                     f"({type(exc).__name__}).") from None
     if not entries and relative.parts:
         raise DirectoryNotFound(f"The directory {directory!r} does not exist in output "
                                 f"directory {output_directory_id!r}.", target="directory")

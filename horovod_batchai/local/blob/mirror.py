@@ -47,6 +47,24 @@ class SyncCounts:
     deleted_remote: int = 0
 
 
+def _etag(value: str) -> str:
+    """An ETag as the record keeps it. An upload's ``ETag`` header is quoted (``"0x8D..."``), a
+    listing's ``<Etag>`` is not: compared as they come, every file pushed would look changed in the
+    container and the next pull would download it over the file a job is still writing."""
+    return value.strip('"')
+
+
+def _identity_of(st: Optional[os.stat_result]) -> Optional[tuple[int, int, int]]:
+    return None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _identity(path: Path) -> Optional[tuple[int, int, int]]:
+    try:
+        return _identity_of(os.lstat(path))
+    except FileNotFoundError:
+        return None
+
+
 def _blob_path(name: str) -> Optional[PurePosixPath]:
     """The relative path a blob name maps to, or None if it cannot be one."""
     if not name or name.startswith("/") or name.endswith("/") or "\\" in name or "\0" in name:
@@ -139,11 +157,11 @@ class ContainerMirror:
                     continue
                 blob = wanted[name]
                 entry = self._record.get(name)
-                if entry is not None and entry["etag"] == blob.etag and name in local:
+                if entry is not None and _etag(entry["etag"]) == _etag(blob.etag) and name in local:
                     continue
                 if name in local and self._local_changed(name, local[name]):
                     continue  # changed here too: the local copy wins and goes up with the next push
-                if self._download(name, blob.etag):
+                if self._download(name, blob.etag, local.get(name)):
                     counts.downloaded += 1
             for name in list(self._record):
                 if name in wanted:
@@ -152,6 +170,8 @@ class ContainerMirror:
                 if st is not None and self._local_changed(name, st):
                     continue  # deleted there, changed here: kept, and uploaded again by the next push
                 if st is not None:
+                    if _identity(self.directory / name) != _identity_of(st):
+                        continue  # written since the listing (downloads took a while): kept, as above
                     os.unlink(self.directory / name)
                     counts.deleted_local += 1
                 del self._record[name]
@@ -176,7 +196,7 @@ class ContainerMirror:
                 except FileNotFoundError:
                     continue  # removed while we pushed; the next push deletes its blob
                 # The size and time seen *before* reading: a write during the upload shows as a change.
-                self._record[name] = {"etag": answer["etag"], "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+                self._record[name] = {"etag": _etag(answer["etag"]), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
                 counts.uploaded += 1
             for name in [n for n in self._record if n not in local]:
                 try:
@@ -191,9 +211,10 @@ class ContainerMirror:
             self._save_record()
             return counts
 
-    def _download(self, name: str, etag: str) -> bool:
+    def _download(self, name: str, etag: str, seen: Optional[os.stat_result]) -> bool:
         """Download one blob as it was listed; False if it changed or went away since (the next
-        pull sees its new state)."""
+        pull sees its new state), or if the local file changed from ``seen`` meanwhile (the local
+        copy wins, as in :meth:`pull`)."""
         target = self.directory / name
         target.parent.mkdir(parents=True, exist_ok=True)
         # Downloaded beside the record, not in the directory, where a job or a push would see it half done.
@@ -204,6 +225,9 @@ class ContainerMirror:
             with os.fdopen(fd, "wb") as fh:
                 self.container.download_blob(name, etag=etag, match_condition=MatchConditions.IfNotModified
                                              ).readinto(fh)
+            if _identity(target) != _identity_of(seen):  # a job wrote it while it downloaded
+                os.unlink(tmp)
+                return False
             os.replace(tmp, target)
         except (ResourceModifiedError, ResourceNotFoundError):
             os.unlink(tmp)
@@ -215,5 +239,5 @@ class ContainerMirror:
                 pass
             raise
         st = os.stat(target)
-        self._record[name] = {"etag": etag, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        self._record[name] = {"etag": _etag(etag), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         return True

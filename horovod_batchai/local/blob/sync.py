@@ -4,7 +4,8 @@ A mirror is *held* while a job (or a node's setup task) uses it: every ``interva
 thread pushes the mirror's local changes to the container and pulls the container's changes, so
 whatever a running job writes appears in the container within seconds (and its download links
 with it). Releasing a mirror pushes once more, so the container holds everything the job wrote
-by the time the job is reported finished.
+by the time the job is reported finished (unless that push fails: the caller reports it, see
+``runner/mounts.py``).
 """
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ class ServiceSettings:
     fault_seed: int = 0
     #: largest request body accepted, in bytes (Azure Files takes at most 4 MiB per range).
     max_body_bytes: int = 4 * 1024 * 1024 + 1024
-    #: seconds a SAS download link from listOutputFiles stays valid when the caller asks no expiry.
+    #: minutes a SAS download link from listOutputFiles stays valid when the caller asks no expiry.
     default_link_expiry_min: int = 60
     #: the Node.js binary that runs Azurite (the blob endpoint); None: ``$HOROVOD_BATCHAI_NODE``, else
     #: ``node`` on PATH. Without Node.js the service runs without blob storage.

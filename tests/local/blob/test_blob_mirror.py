@@ -96,6 +96,69 @@ def test_changes_made_in_the_container_reach_the_directory(container: ContainerC
     assert (files / "new" / "c.txt").read_bytes() == b"sea"
 
 
+def test_a_file_a_job_keeps_writing_is_not_replaced_by_its_own_upload(container: ContainerClient,
+                                                                      tmp_path: Path) -> None:
+    mirror = mirror_of(container, tmp_path)
+    mirror.pull()
+    stdout = tmp_path / "files" / "stdout.txt"
+    with open(stdout, "ab", buffering=0) as job:  # as a job's stdout: one open file, appended to
+        job.write(b"first\n")
+        assert mirror.push().uploaded == 1
+        inode = stdout.stat().st_ino
+        assert mirror.pull().downloaded == 0, "what was just uploaded is no change in the container"
+        assert stdout.stat().st_ino == inode, "the file the job writes to is still the mirror's"
+        job.write(b"second\n")
+    assert mirror.push().uploaded == 1
+    assert container.download_blob("stdout.txt").readall() == b"first\nsecond\n"
+
+
+def test_a_local_write_during_a_download_wins(container: ContainerClient, tmp_path: Path) -> None:
+    container.upload_blob("log.txt", b"v1")
+    mirror = mirror_of(container, tmp_path)
+    mirror.pull()
+    container.upload_blob("log.txt", b"v2 from outside", overwrite=True)
+    log_file = tmp_path / "files" / "log.txt"
+    download = container.download_blob
+
+    def download_while_the_job_writes(*args, **kwargs):  # the job appends after pull() looked
+        answer = download(*args, **kwargs)
+        with open(log_file, "ab") as job:
+            job.write(b" and the job's line")
+        return answer
+
+    container.download_blob = download_while_the_job_writes  # type: ignore[method-assign]
+    assert mirror.pull().downloaded == 0
+    del container.download_blob
+    assert log_file.read_bytes() == b"v1 and the job's line"
+    mirror.push()
+    assert container.download_blob("log.txt").readall() == b"v1 and the job's line"
+
+
+def test_a_file_written_while_a_pull_downloads_is_not_deleted(container: ContainerClient, tmp_path: Path) -> None:
+    container.upload_blob("a.txt", b"a1")
+    container.upload_blob("b.txt", b"b1")
+    mirror = mirror_of(container, tmp_path)
+    mirror.pull()
+    container.upload_blob("a.txt", b"a2", overwrite=True)
+    container.delete_blob("b.txt")
+    b_file = tmp_path / "files" / "b.txt"
+    download = container.download_blob
+
+    def download_while_the_job_writes(*args, **kwargs):  # a.txt downloads; the job appends to b.txt
+        answer = download(*args, **kwargs)
+        with open(b_file, "ab") as job:
+            job.write(b" and the job's line")
+        return answer
+
+    container.download_blob = download_while_the_job_writes  # type: ignore[method-assign]
+    counts = mirror.pull()
+    del container.download_blob
+    assert (counts.downloaded, counts.deleted_local) == (1, 0)
+    assert b_file.read_bytes() == b"b1 and the job's line"
+    mirror.push()
+    assert container.download_blob("b.txt").readall() == b"b1 and the job's line"
+
+
 def test_a_change_on_both_sides_keeps_the_local_one(container: ContainerClient, tmp_path: Path) -> None:
     container.upload_blob("result.txt", b"base")
     container.upload_blob("notes.txt", b"base")

@@ -8,8 +8,10 @@ import shutil
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from azure.core.exceptions import HttpResponseError, ServiceRequestError
 from azure.storage.blob import BlobClient
 
+from horovod_batchai.local.blob.mirror import ContainerMirror
 from jobs_support import make_lab, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None,
@@ -99,6 +101,41 @@ def test_a_running_jobs_output_on_a_blob_mount_is_listed_as_it_grows(lab):
     entry = lab.files("live")["stdout.txt"]
     blob = BlobClient.from_blob_url(entry.download_url, connection_verify=str(lab.service.info.ca_cert))
     assert blob.download_blob(offset=6).readall() == b"second\n"  # read on from where a stream stopped
+
+
+def test_a_listing_whose_upload_fails_shows_the_container_as_last_synced(lab, monkeypatch):
+    lab.blobs().create_container("flaky")
+    gate = "$AZ_BATCHAI_JOB_MOUNT_ROOT/afs/release-flaky"
+    lab.submit("flaky", {"mountVolumes": {**lab.share_mount("afs"), **lab.blob_mount("flaky")},
+                         "stdOutErrPathPrefix": "$AZ_BATCHAI_JOB_MOUNT_ROOT/bfs",
+                         "customToolkitSettings": {"commandLine":
+                             f"echo first; while [ ! -f {gate} ]; do sleep 0.1; done"}})
+    try:
+        lab.wait_state("flaky", "running")
+        wait_for(lambda: lab.files("flaky").get("stdout.txt") and lab.files("flaky")["stdout.txt"].content_length == 6,
+                 60, what="the first line in the listing")
+
+        def unreachable(self: ContainerMirror) -> None:
+            raise ServiceRequestError("the blob endpoint did not answer")
+        monkeypatch.setattr(ContainerMirror, "push", unreachable)
+        assert lab.files("flaky")["stdout.txt"].content_length == 6  # not a 500
+        monkeypatch.undo()
+    finally:
+        lab.release("flaky")
+    assert lab.wait_state("flaky").execution_state == "succeeded"
+
+
+def test_listing_the_output_of_a_deleted_container_is_a_404_naming_it(lab):
+    container = lab.blobs().create_container("gone")
+    lab.submit("done", {"mountVolumes": {**lab.share_mount("afs"), **lab.blob_mount("gone")},
+                        "stdOutErrPathPrefix": "$AZ_BATCHAI_JOB_MOUNT_ROOT/bfs",
+                        "customToolkitSettings": {"commandLine": "echo hi"}})
+    assert lab.wait_state("done").execution_state == "succeeded"
+    assert "stdout.txt" in lab.files("done")
+    container.delete_container()
+    with pytest.raises(HttpResponseError) as err:
+        lab.files("done")
+    assert err.value.status_code == 404 and "blob container 'gone'" in str(err.value.message)
 
 
 def test_a_missing_container_fails_the_job(lab):

@@ -21,7 +21,7 @@ from ._lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout, resume_
 from ._mounts import Mount
 from ._names import check_batchai_name
 from ._polling import Polling, poll_until
-from ._resource_ids import parent_class, parse_id
+from ._resource_ids import names_from_id, parent_workspace
 from ._states import ClusterStatus
 from ._values import RemoteLogin
 
@@ -151,8 +151,8 @@ class GpuCluster(GpuClusterBase):
     def from_id(cls, target: "Target", resource_id: str) -> "GpuCluster":
         """The existing cluster whose ARM id is ``resource_id`` (as :attr:`id` gives it); an id
         of another form is an :class:`InvalidSpecError` stating the valid one."""
-        names = parse_id(target, resource_id, "cluster")
-        return parent_class("workspace")(target, names["resource group"], names["workspace"]).get_cluster(names["cluster"])
+        names = names_from_id(target, resource_id, "cluster")
+        return parent_workspace(target, names).get_cluster(names["cluster"])
 
     @property
     def _backend(self) -> "Backend":

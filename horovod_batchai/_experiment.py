@@ -15,7 +15,7 @@ from ._job_spec import HorovodJob
 from ._deprecation import deprecated
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._names import check_batchai_name
-from ._resource_ids import parent_class, parse_id, register_parent
+from ._resource_ids import names_from_id, parent_workspace, register_parent
 from ._sweep import Sweep, check_no_sweep_variables, sweeps_in, trial_spec
 from ._sweep_spec import MedianStopping, SweepDefinition
 
@@ -80,8 +80,8 @@ class Experiment(ExperimentBase):
     def from_id(cls, target: "Target", resource_id: str) -> "Experiment":
         """The existing experiment whose ARM id is ``resource_id`` (as :attr:`id` gives it); an
         id of another form is an :class:`InvalidSpecError` stating the valid one."""
-        names = parse_id(target, resource_id, "experiment")
-        return parent_class("workspace")(target, names["resource group"], names["workspace"]).get_experiment(names["experiment"])
+        names = names_from_id(target, resource_id, "experiment")
+        return parent_workspace(target, names).get_experiment(names["experiment"])
 
     @property
     def _backend(self) -> "Backend":

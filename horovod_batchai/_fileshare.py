@@ -30,7 +30,7 @@ from ._names import (check_count, check_location, check_resource_group, check_sh
                      check_storage_account, local_destination, local_directory)
 from ._parallel import check_stop, run_parallel
 from ._polling import check_stop_event
-from ._resource_ids import parse_id
+from ._resource_ids import names_from_id
 from ._progress import Progress, ProgressArg
 from ._backends.arm import ensure_resource_group
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
@@ -173,7 +173,7 @@ class FileShare(FileShareBase):
         """The existing share whose ARM id is ``resource_id`` (as :attr:`id` gives it:
         ``.../storageAccounts/<account>/fileServices/default/shares/<share>``); an id of another
         form is an :class:`InvalidSpecError` stating the valid one."""
-        names = parse_id(target, resource_id, "file share")
+        names = names_from_id(target, resource_id, "file share")
         return cls.get(target, names["resource group"], names["account"], names["share"])
 
     # -- create / get / delete ------------------------------------------------------------------

@@ -24,7 +24,7 @@ from ._names import check_batchai_name, local_destination, local_directory
 from ._paths import local_path_under
 from ._parallel import check_stop
 from ._polling import Polling, check_stop_event, poll_until
-from ._resource_ids import parent_class, parse_id
+from ._resource_ids import names_from_id, parent_class, parent_workspace
 from ._states import ExecutionState, JobStatus
 from ._stream import OutputStream, check_link_expiry, check_output_path
 from ._values import OutputFile
@@ -190,8 +190,8 @@ class Job(JobBase):
         """The existing job whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched; an
         id of another form is an :class:`InvalidSpecError` stating the valid one. (Azure ML job ids
         do not name the experiment: it is read from the job.)"""
-        names = parse_id(target, resource_id, "job")
-        workspace = parent_class("workspace")(target, names["resource group"], names["workspace"])
+        names = names_from_id(target, resource_id, "job")
+        workspace = parent_workspace(target, names)
         experiment = names.get("experiment") or target.backend.job_experiment(
             workspace.resource_group, workspace.name, names["job"])
         job: Job = parent_class("experiment")(workspace, experiment).get_job(names["job"])

@@ -16,7 +16,7 @@ from ._experiment import Experiment
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
 from ._mounts import Mount
 from ._names import check_batchai_name, check_location, check_resource_group
-from ._resource_ids import parse_id, register_parent
+from ._resource_ids import names_from_id, register_parent
 from ._values import Usage
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class Workspace(WorkspaceBase):
     def from_id(cls, target: "Target", resource_id: str) -> "Workspace":
         """The existing workspace whose ARM id is ``resource_id`` (as :attr:`id` gives it); an id
         of another form is an :class:`InvalidSpecError` stating the valid one."""
-        names = parse_id(target, resource_id, "workspace")
+        names = names_from_id(target, resource_id, "workspace")
         return cls.get(target, names["resource group"], names["workspace"])
 
     @property

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, cast
 
 
 from .._cluster import ReadyWatch, check_resize
 from .._cluster_spec import AutoScale
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
 from .._polling import Polling
+from .._resource_ids import names_from_id, parent_workspace
 from .._states import ClusterStatus
 from .._values import RemoteLogin
 from ._lro import AsyncPoller, async_background_poller
@@ -18,6 +19,7 @@ from .._cluster import GpuClusterBase
 
 if TYPE_CHECKING:
     from ._backends import AsyncBackend
+    from ._target import Target
     from ._workspace import Workspace
 
 __all__ = ["GpuCluster"]
@@ -34,6 +36,13 @@ class GpuCluster(GpuClusterBase):
     @property
     def _backend(self) -> "AsyncBackend":
         return self.workspace.target.backend
+
+    @classmethod
+    async def from_id(cls, target: "Target", resource_id: str) -> "GpuCluster":
+        """The existing cluster whose ARM id is ``resource_id``, fetched (see
+        :meth:`horovod_batchai.GpuCluster.from_id`; the target must be an aio :class:`Target`)."""
+        names = names_from_id(target, resource_id, "cluster", aio=True)
+        return cast("GpuCluster", await parent_workspace(target, names, aio=True).get_cluster(names["cluster"]))
 
     async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         """Start deleting the cluster; the poller finishes at once when it is already gone."""

@@ -9,6 +9,7 @@ from .._experiment import require_cluster, require_spec
 from .._job_spec import HorovodJob
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._names import check_batchai_name
+from .._resource_ids import names_from_id, parent_workspace, register_parent
 from ._cluster import GpuCluster
 from ._job import Job
 from ._lro import AsyncMappedPoller, AsyncPoller
@@ -16,6 +17,7 @@ from .._experiment import ExperimentBase
 
 if TYPE_CHECKING:
     from ._backends import AsyncBackend
+    from ._target import Target
     from ._workspace import Workspace
 
 __all__ = ["Experiment"]
@@ -30,6 +32,14 @@ class Experiment(ExperimentBase):
     @property
     def _backend(self) -> "AsyncBackend":
         return self.workspace.target.backend
+
+    @classmethod
+    async def from_id(cls, target: "Target", resource_id: str) -> "Experiment":
+        """The existing experiment whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched;
+        an id of another form, or a target that is not an aio :class:`Target`, is an
+        :class:`InvalidSpecError` stating the valid one (see :meth:`horovod_batchai.Experiment.from_id`)."""
+        names = names_from_id(target, resource_id, "experiment", aio=True)
+        return cast(Experiment, await parent_workspace(target, names, aio=True).get_experiment(names["experiment"]))
 
     async def refresh(self) -> "Experiment":
         """Check that the experiment still exists; returns the experiment itself."""
@@ -90,3 +100,6 @@ class Experiment(ExperimentBase):
         ws = self.workspace
         return [Job(self, r.name, _record=r)
                 for r in await self._backend.list_jobs(ws.resource_group, ws.name, self.name)]
+
+
+register_parent("experiment", Experiment, aio=True)

@@ -30,6 +30,7 @@ from .._mounts import AzureFileShareMount
 from .._names import check_share_path, local_destination, local_directory
 from .._paths import local_path_under
 from .._progress import Progress, ProgressArg
+from .._resource_ids import names_from_id
 from .._retry import IDEMPOTENT_POST
 from .._transfer_hash import HashingReader, OrderedHashWriter, PositionedWriter
 from ._lro import AsyncMappedPoller, AsyncPoller, async_background_poller
@@ -206,6 +207,15 @@ class FileShare(FileShareBase):
         await share._read_account()
         await share.check_exists()
         return share
+
+    @classmethod
+    async def from_id(cls, target: "Target", resource_id: str) -> "FileShare":
+        """The existing share whose ARM id is ``resource_id`` (as :attr:`id` gives it:
+        ``.../storageAccounts/<account>/fileServices/default/shares/<share>``); an id of another
+        form, or a target that is not an aio :class:`Target`, is an :class:`InvalidSpecError`
+        stating the valid one."""
+        names = names_from_id(target, resource_id, "file share", aio=True)
+        return await cls.get(target, names["resource group"], names["account"], names["share"])
 
     async def check_exists(self) -> None:
         """Raise :class:`NotFoundError` unless the share exists."""

@@ -20,6 +20,7 @@ from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._names import local_destination, local_directory
 from .._paths import local_path_under
 from .._polling import Polling
+from .._resource_ids import names_from_id, parent_class, parent_workspace
 from .._states import ExecutionState, JobStatus
 from .._stream import check_link_expiry, check_output_path
 from .._values import OutputFile
@@ -51,6 +52,19 @@ class Job(JobBase):
     @property
     def _backend(self) -> "AsyncBackend":
         return self.target.backend
+
+    @classmethod
+    async def from_id(cls, target: "Target", resource_id: str) -> "Job":
+        """The existing job whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched; an
+        id of another form, or a target that is not an aio :class:`Target`, is an
+        :class:`InvalidSpecError` stating the valid one. (Azure ML job ids do not name the
+        experiment: it is read from the job.)"""
+        names = names_from_id(target, resource_id, "job", aio=True)
+        workspace = parent_workspace(target, names, aio=True)
+        experiment = names.get("experiment") or await target.backend.job_experiment(
+            workspace.resource_group, workspace.name, names["job"])
+        job: Job = await parent_class("experiment", aio=True)(workspace, experiment).get_job(names["job"])
+        return job
 
     async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         """Start deleting the job (stopping it if it runs); finishes at once when already gone."""

@@ -11,6 +11,7 @@ from .._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
 from .._mounts import Mount
 from .._names import check_batchai_name, check_resource_group
+from .._resource_ids import names_from_id, register_parent
 from .._values import Usage
 from .._workspace import check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
 from ._cluster import GpuCluster
@@ -36,6 +37,14 @@ class Workspace(WorkspaceBase):
     @property
     def _backend(self) -> "AsyncBackend":
         return self.target.backend
+
+    @classmethod
+    async def from_id(cls, target: "Target", resource_id: str) -> "Workspace":
+        """The existing workspace whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched;
+        an id of another form, or a target that is not an aio :class:`Target`, is an
+        :class:`InvalidSpecError` stating the valid one (see :meth:`horovod_batchai.Workspace.from_id`)."""
+        names = names_from_id(target, resource_id, "workspace", aio=True)
+        return await cls.get(target, names["resource group"], names["workspace"])
 
     async def refresh(self) -> "Workspace":
         """Fetch the workspace again; returns the workspace itself."""
@@ -200,3 +209,6 @@ class Workspace(WorkspaceBase):
     async def list_clusters(self) -> List[GpuCluster]:
         return [GpuCluster(self, r.name, _record=r)
                 for r in await self._backend.list_clusters(self.resource_group, self.name)]
+
+
+register_parent("workspace", Workspace, aio=True)

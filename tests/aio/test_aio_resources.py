@@ -11,12 +11,12 @@ import pytest
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.core.polling import AsyncLROPoller
 
-from horovod_batchai import (AllocationState, ClusterStatus, InvalidSpecError, NotFoundError, TargetError,
-                             WaitTimeoutError)
+from horovod_batchai import (AllocationState, ClusterStatus, HorovodJob, InvalidSpecError, NotFoundError,
+                             TargetError, WaitTimeoutError)
 from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Job, Target, Workspace
 from horovod_batchai.local import ServiceInfo
 
-from aio_support import RG, SSH_KEY, other_tasks, polling_threads, run
+from aio_support import ACCOUNT, RG, SSH_KEY, other_tasks, polling_threads, run
 
 
 class CountRequests(SansIOHTTPPolicy):  # type: ignore[type-arg]
@@ -147,6 +147,90 @@ def test_bad_input_is_refused_before_any_request(tmp_path: Path) -> None:
             for made in (target, ws, share, Job(Experiment(ws, "exp"), "job")):
                 with pytest.raises(TargetError, match="aio Target .* is not pickled"):
                     pickle.dumps(made)
+
+    asyncio.run(scenario())
+
+
+def test_from_id_gives_back_each_resource(service: Any, tmp_path: Path) -> None:
+    async def scenario(target: Target) -> None:
+        ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
+        cluster = await ws.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=1,
+                                          admin_user_name="demo", ssh_public_key=SSH_KEY)
+        experiment = await ws.create_experiment("cifar")
+        share = await FileShare.create(target, RG, ACCOUNT, "myshare", location="eastus")
+        (tmp_path / "hello.py").write_text("print('hello')\n")
+        await share.upload_file(tmp_path / "hello.py", "scripts/hello.py", progress=False)
+        spec = HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/scripts/hello.py", mounts=[await share.mount()])
+        job = await experiment.submit("hello", spec, cluster=cluster)
+
+        again = await Workspace.from_id(target, ws.id)
+        assert isinstance(again, Workspace) and again == ws and again.location == "eastus"  # fetched
+        found = await GpuCluster.from_id(target, cluster.id.replace("/clusters/", "/Clusters/"))
+        assert isinstance(found, GpuCluster) and found == cluster and found.vm_size == "Standard_NC6"
+        assert await Experiment.from_id(target, experiment.id) == experiment
+        assert (await FileShare.from_id(target, share.id)).share_name == "myshare"
+        rebuilt = await Job.from_id(target, job.id)
+        assert isinstance(rebuilt, Job) and rebuilt == job and rebuilt.experiment == experiment
+        assert rebuilt.spec.script == spec.script  # fetched
+        assert isinstance(rebuilt.experiment.workspace, Workspace)  # its parents are aio ones too
+        with pytest.raises(NotFoundError):
+            await Job.from_id(target, job.id.replace("/jobs/hello", "/jobs/gone"))
+        await job.wait(timeout=120)
+
+    run(service, scenario)
+
+
+_SUB = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/"
+
+
+@pytest.mark.parametrize("kind, bad, problem", [
+    (Job, "cifar_distributed", "is not the id of a job on a local target"),
+    (Job, _SUB + "Microsoft.BatchAI/workspaces/ws/clusters/c", "is not the id of a job"),
+    (GpuCluster, _SUB + "Microsoft.MachineLearningServices/workspaces/ws/computes/c",
+     "where the form has 'Microsoft.BatchAI'"),
+    (Workspace, _SUB.replace("00000000-0000-0000-0000-000000000000", "11111111-2222-3333-4444-555555555555")
+     + "Microsoft.BatchAI/workspaces/ws", "is in subscription '11111111-2222-3333-4444-555555555555'"),
+    (Experiment, _SUB + "Microsoft.BatchAI/workspaces/ws/experiments/bad name!", "names the experiment 'bad name!'"),
+    (FileShare, _SUB + "Microsoft.Storage/storageAccounts/acct123/fileServices/default/shares/",
+     "is not the id of a file share"),
+    (Job, 42, "42 is not a resource id"),
+])
+def test_a_bad_id_is_refused_as_the_sync_api_refuses_it(tmp_path: Path, kind: Any, bad: Any, problem: str) -> None:
+    import horovod_batchai
+    offline = ServiceInfo("https://127.0.0.1:9", tmp_path / "none.pem", tmp_path, 0)  # refuses connections
+
+    async def refused() -> InvalidSpecError:
+        async with Target.local(service=offline) as target:
+            with pytest.raises(InvalidSpecError) as caught:
+                await kind.from_id(target, bad)
+            return caught.value
+    error = asyncio.run(refused())
+    assert error.field == "id" and problem in error.problem
+    with horovod_batchai.Target.local(service=offline) as sync_target:
+        with pytest.raises(InvalidSpecError) as caught:
+            getattr(horovod_batchai, kind.__name__).from_id(sync_target, bad)
+    assert str(caught.value) == str(error)  # the same words as the sync API's
+
+
+@pytest.mark.parametrize("name", ["Workspace", "Experiment", "GpuCluster", "FileShare", "Job"])
+def test_from_id_refuses_the_other_sides_target(tmp_path: Path, name: str) -> None:
+    import horovod_batchai
+    offline = ServiceInfo("https://127.0.0.1:9", tmp_path / "none.pem", tmp_path, 0)
+    some_id = _SUB + "Microsoft.BatchAI/workspaces/ws"
+
+    async def scenario() -> None:
+        async with Target.local(service=offline) as target:
+            with pytest.raises(InvalidSpecError) as caught:
+                getattr(horovod_batchai, name).from_id(target, some_id)  # an aio target to a sync class
+            assert caught.value.field == "target"
+            assert "a horovod_batchai.aio.Target is not a horovod_batchai.Target" in caught.value.problem
+            with horovod_batchai.Target.local(service=offline) as sync_target:
+                with pytest.raises(InvalidSpecError) as caught:
+                    await getattr(horovod_batchai.aio, name).from_id(sync_target, some_id)
+            assert "a horovod_batchai.Target is not a horovod_batchai.aio.Target" in caught.value.problem
+            assert caught.value.valid_form.startswith("a horovod_batchai.aio.Target (")
+            with pytest.raises(InvalidSpecError, match="str 'local' is not a horovod_batchai.aio.Target"):
+                await getattr(horovod_batchai.aio, name).from_id("local", some_id)
 
     asyncio.run(scenario())
 

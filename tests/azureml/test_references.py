@@ -44,3 +44,23 @@ def test_an_id_of_another_workspace_or_form_is_refused(target: Target, transport
 def test_a_target_with_the_callers_credential_is_not_pickled(target: Target) -> None:
     with pytest.raises(TargetError, match="credential of the caller's"):
         pickle.dumps(target)
+
+
+def test_an_aio_job_comes_back_from_its_id(transport: ReplayTransport) -> None:
+    """The aio Job.from_id reads the job's experiment too, each read in a worker thread."""
+    import asyncio
+
+    from horovod_batchai import aio
+    from replay import FakeCredential
+
+    submitted = S.SubmittedJob()
+    submitted.sent = {"properties": {"computeId": S.COMPUTE_PATH, "experimentName": S.EXPERIMENT, "properties": {}}}
+    transport.add(S.job_get(submitted, "Completed"), S.job_get(submitted, "Completed"))
+
+    async def scenario() -> aio.Job:
+        async with aio.Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=transport) as target:
+            return await aio.Job.from_id(target, f"{S.WS_PATH}/jobs/{S.JOB}")
+    job = asyncio.run(scenario())
+    assert isinstance(job, aio.Job) and isinstance(job.experiment, aio.Experiment)
+    assert (job.experiment.name, job.name, job.execution_state) == (S.EXPERIMENT, S.JOB, ExecutionState.SUCCEEDED)
+    transport.verify()

@@ -18,7 +18,7 @@ from ..._backends.batchai import (CLUSTER_HINT, DEFAULT_LOCATION, RESUBMIT_HINT,
                                   remote_logins_from_rest, scale_update, share_check_errors, usages_from_rest)
 from ..._cluster_spec import AutoScale, ClusterSpec
 from ..._conversions import CLUSTER_SECRET_FIELDS, SECRET_FIELDS, cluster_to_rest, job_to_rest
-from ..._errors import azure_errors
+from ..._errors import NotFoundError, azure_errors
 from ..._job_spec import HorovodJob
 from ..._lro import resume_token
 from ..._mounts import AzureFileShareMount
@@ -338,6 +338,13 @@ class AsyncBatchAIBackend:
             return await self.get_job(ref)
         except ResourceNotFoundError:
             return None
+
+    async def job_experiment(self, resource_group: str, workspace: str, name: str) -> str:
+        for experiment in await self.list_experiments(resource_group, workspace):
+            if await self.find_job(JobRef(resource_group, workspace, experiment, name)) is not None:
+                return experiment
+        resource = f"{self.workspace_id(resource_group, workspace)}/experiments/*/jobs/{name}"
+        raise NotFoundError(f"no experiment of workspace {workspace!r} has a job {name!r}", resource=resource)
 
     async def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
                                continuation_token: Optional[str] = None) -> "AsyncPoller[JobRecord]":

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Job", "JobBase", "OutputFile", "STDOUTERR", "EndWatch", "output_named",
            "check_download_link", "check_tail_bytes",
-           "tail_text"]
+           "tail_text", "metrics_link", "no_metrics", "metrics_from", "check_tensorboard_port"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,35 @@ def tail_text(data: bytes, start: int) -> str:
     if start > 0:
         text = text.split("\n", 1)[-1]  # drop the partial first line
     return "\n".join(text.splitlines()[-_TAIL_LINES:])
+
+
+def metrics_link(files: List[OutputFile]) -> Optional[str]:
+    """The download link of ``metrics.csv`` among a job's listed ``stdouterr`` files, or None."""
+    match = next((f for f in files if f.name == METRICS_FILE and not f.is_directory), None)
+    return match.download_url if match is not None and match.download_url else None
+
+
+def no_metrics(job: str, state: ExecutionState) -> MetricsTable:
+    """The empty table of a job with no ``metrics.csv``, its reason saying why for its state."""
+    if state is ExecutionState.QUEUED:
+        reason = "it is queued; its first row comes when its first epoch ends"
+    elif not state.is_terminal():
+        reason = f"it is {state.value} and has not finished an epoch yet (no {METRICS_FILE} in its output directory)"
+    else:
+        reason = (f"it ended {state.value} without writing {METRICS_FILE} to its output directory "
+                  "($AZ_BATCHAI_STDOUTERR_DIR); scripts other than the training package record metrics as the docs "
+                  "show (\"Experiments: curves and sweeps\")")
+    return MetricsTable(job, (), (), reason, state.value)
+
+
+def metrics_from(data: bytes, job: str, state: ExecutionState) -> MetricsTable:
+    """The table of the ``metrics.csv`` bytes read from a job in ``state``."""
+    return parse_metrics_csv(data.decode("utf-8", errors="replace"), job=job, execution_state=state.value)
+
+
+def check_tensorboard_port(port: object) -> None:
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise InvalidSpecError("port", f"{port!r} is not a TCP port", "an integer from 1 to 65535, or None")
 
 
 class EndWatch:
@@ -328,14 +357,13 @@ class Job(JobBase):
         recorded none gives an empty table whose ``reason`` says why.
         """
         state = self.refresh().execution_state
-        match = next((f for f in self.list_output_files(STDOUTERR) if f.name == METRICS_FILE and not f.is_directory),
-                     None)
-        if match is None or not match.download_url:
-            return MetricsTable(self.name, (), (), self._no_metrics_reason(state), state.value)
-        remote = self._backend.open_output(match.download_url)
+        link = metrics_link(self.list_output_files(STDOUTERR))
+        if link is None:
+            return no_metrics(self.name, state)
+        remote = self._backend.open_output(link)
         with azure_errors("reading metrics of", f"{self.name}/{STDOUTERR}/{METRICS_FILE}"):
             data = b"".join(remote.chunks())
-        return parse_metrics_csv(data.decode("utf-8", errors="replace"), job=self.name, execution_state=state.value)
+        return metrics_from(data, self.name, state)
 
     def sync_tensorboard(self, logdir: Union[str, Path]) -> int:
         """Fetch the job's TensorBoard event files (``tensorboard/`` in its output directory) that
@@ -350,18 +378,8 @@ class Job(JobBase):
         ``url`` it answers at, ``sync()`` fetches newer files and ``stop()`` ends it. Where
         TensorBoard is not installed nothing is started, and ``command_line`` says what to run."""
         from ._tensorboard import open_tensorboard
-        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
-            raise InvalidSpecError("port", f"{port!r} is not a TCP port", "an integer from 1 to 65535, or None")
+        check_tensorboard_port(port)
         return open_tensorboard(self, None if logdir is None else Path(logdir), port=port, start=start)
-
-    def _no_metrics_reason(self, state: ExecutionState) -> str:
-        if state is ExecutionState.QUEUED:
-            return "it is queued; its first row comes when its first epoch ends"
-        if not state.is_terminal():
-            return f"it is {state.value} and has not finished an epoch yet (no {METRICS_FILE} in its output directory)"
-        return (f"it ended {state.value} without writing {METRICS_FILE} to its output directory "
-                "($AZ_BATCHAI_STDOUTERR_DIR); scripts other than the training package record metrics as the docs "
-                "show (\"Experiments: curves and sweeps\")")
 
     def stderr_tail(self, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on

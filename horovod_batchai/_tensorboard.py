@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path, PurePosixPath
 import tempfile
-from typing import IO, TYPE_CHECKING, List, Optional
+from typing import IO, TYPE_CHECKING, Any, List, Optional, Tuple
 
 from ._errors import HorovodBatchAIError, WaitTimeoutError
 from ._names import local_directory
@@ -24,8 +24,10 @@ from ._paths import local_path_under
 
 if TYPE_CHECKING:
     from ._job import Job
+    from ._values import OutputFile
 
-__all__ = ["TensorBoard", "EVENTS_DIR", "sync_event_files", "tensorboard_installed"]
+__all__ = ["TensorBoard", "TensorBoardBase", "EVENTS_DIR", "sync_event_files", "tensorboard_installed",
+           "has_event_files", "event_files_to_fetch", "tensorboard_folder", "free_port"]
 
 log = logging.getLogger(__name__)
 
@@ -37,45 +39,57 @@ def tensorboard_installed() -> bool:
     return importlib.util.find_spec("tensorboard") is not None
 
 
+def has_event_files(top: List["OutputFile"]) -> bool:
+    """Whether a job's listed output directory has the directory of event files."""
+    return any(f.name == EVENTS_DIR and f.is_directory for f in top)
+
+
+def event_files_to_fetch(directory: str, items: List["OutputFile"],
+                         logdir: Path) -> Tuple[List[str], List[Tuple[str, Path]]]:
+    """What one listed ``directory`` of event files asks for: its subdirectories to list, and the
+    (remote path, local path) of each file missing from ``logdir`` or smaller there (its folder
+    made)."""
+    subdirectories: List[str] = []
+    downloads: List[Tuple[str, Path]] = []
+    for item in items:
+        remote = f"{directory}/{item.name}"
+        if item.is_directory:
+            subdirectories.append(remote)
+            continue
+        local = local_path_under(logdir, str(PurePosixPath(remote).relative_to(EVENTS_DIR)))
+        if local.exists() and item.size is not None and local.stat().st_size >= int(item.size):
+            continue
+        local.parent.mkdir(parents=True, exist_ok=True)
+        downloads.append((remote, local))
+    return subdirectories, downloads
+
+
 def sync_event_files(job: "Job", logdir: Path) -> int:
     """Fetch the job's event files that are missing from ``logdir`` or smaller there; returns
     how many were fetched. A job without event files fetches none."""
     fetched = 0
-    pending: List[str] = [EVENTS_DIR]
-    top = next((f for f in job.list_output_files() if f.name == EVENTS_DIR and f.is_directory), None)
-    if top is None:
-        return 0
+    pending: List[str] = [EVENTS_DIR] if has_event_files(job.list_output_files()) else []
     while pending:
         directory = pending.pop()
-        for item in job.list_output_files(directory=directory):
-            remote = f"{directory}/{item.name}"
-            if item.is_directory:
-                pending.append(remote)
-                continue
-            relative = PurePosixPath(remote).relative_to(EVENTS_DIR)
-            local = local_path_under(logdir, str(relative))
-            if local.exists() and item.size is not None and local.stat().st_size >= int(item.size):
-                continue
-            local.parent.mkdir(parents=True, exist_ok=True)
+        subdirectories, downloads = event_files_to_fetch(directory, job.list_output_files(directory=directory), logdir)
+        pending += subdirectories
+        for remote, local in downloads:
             job.download(remote, local)
             fetched += 1
     return fetched
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 
 
-class TensorBoard:
-    """A job's event files in a local folder, and TensorBoard on them when it is installed.
+class TensorBoardBase:
+    """TensorBoard's process on a folder of a job's event files: what the sync and the aio
+    ``TensorBoard`` share (they differ in how :meth:`sync` fetches the files)."""
 
-    :meth:`sync` fetches what the job wrote since; :attr:`url` is where TensorBoard listens (None
-    when it is not running); :attr:`command` is the command that starts it; :meth:`stop` ends it.
-    """
-
-    def __init__(self, job: "Job", logdir: Path, port: int) -> None:
+    def __init__(self, job: Any, logdir: Path, port: int) -> None:
         self.job = job
         self.logdir = logdir
         self.port = port
@@ -105,18 +119,14 @@ class TensorBoard:
             return None
         return f"http://127.0.0.1:{self.port}/"
 
-    def sync(self) -> int:
-        """Fetch the event files the job wrote since the last sync; returns how many."""
-        return sync_event_files(self.job, self.logdir)
-
-    def start(self, *, timeout: float = 120.0) -> "TensorBoard":
+    def _start(self, timeout: float) -> None:
         """Start TensorBoard on :attr:`logdir` and wait until it answers; when TensorBoard is not
         installed, log the command and return without starting anything."""
         if self.url is not None:
-            return self
+            return
         if not tensorboard_installed():
             log.warning("TensorBoard is not installed (it comes with TensorFlow); run: %s", self.command_line)
-            return self
+            return
         # its log goes to a file: a pipe nobody reads would block it once full
         self._stderr = tempfile.TemporaryFile()
         # a session of its own: Ctrl-C in the notebook or terminal that started it does not end it
@@ -127,17 +137,17 @@ class TensorBoard:
             if self.process.poll() is not None:
                 self._stderr.seek(0)
                 error = self._stderr.read().decode(errors="replace")
-                self.stop()
+                self._stop()
                 raise HorovodBatchAIError(f"TensorBoard exited at start: {error.strip()[-2000:]}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
+                    return
             except OSError:
                 time.sleep(0.25)
-        self.stop()
+        self._stop()
         raise WaitTimeoutError(f"TensorBoard did not listen on port {self.port} within {timeout:g}s")
 
-    def stop(self) -> None:
+    def _stop(self) -> None:
         """End TensorBoard if this object started it."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
@@ -151,6 +161,31 @@ class TensorBoard:
             self._stderr.close()
             self._stderr = None
 
+
+
+class TensorBoard(TensorBoardBase):
+    """A job's event files in a local folder, and TensorBoard on them when it is installed.
+
+    :meth:`sync` fetches what the job wrote since; :attr:`url` is where TensorBoard listens (None
+    when it is not running); :attr:`command` is the command that starts it; :meth:`stop` ends it.
+    """
+
+    job: "Job"
+
+    def sync(self) -> int:
+        """Fetch the event files the job wrote since the last sync; returns how many."""
+        return sync_event_files(self.job, self.logdir)
+
+    def start(self, *, timeout: float = 120.0) -> "TensorBoard":
+        """Start TensorBoard on :attr:`logdir` and wait until it answers; when TensorBoard is not
+        installed, log the command and return without starting anything."""
+        self._start(timeout)
+        return self
+
+    def stop(self) -> None:
+        """End TensorBoard if this object started it."""
+        self._stop()
+
     def __enter__(self) -> "TensorBoard":
         return self
 
@@ -158,9 +193,13 @@ class TensorBoard:
         self.stop()
 
 
+def tensorboard_folder(job: Any, logdir: Optional[Path]) -> Path:
+    """Where ``job.tensorboard(logdir)`` syncs to: ``logdir``, or ``./tensorboard/<job>``."""
+    return local_directory(logdir if logdir is not None else Path("tensorboard") / job.name, "logdir")
+
+
 def open_tensorboard(job: "Job", logdir: Optional[Path], *, port: Optional[int], start: bool) -> TensorBoard:
-    folder = local_directory(logdir if logdir is not None else Path("tensorboard") / job.name, "logdir")
-    board = TensorBoard(job, folder, port if port is not None else _free_port())
+    board = TensorBoard(job, tensorboard_folder(job, logdir), port if port is not None else free_port())
     board.sync()
     if start:
         board.start()

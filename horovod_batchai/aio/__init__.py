@@ -32,6 +32,7 @@ from ._fileshare import FileShare
 from ._job import Job
 from ._stream import AsyncOutputStream
 from ._target import Target
+from ._tensorboard import TensorBoard
 from ._workspace import Workspace
 
-__all__ = ["Target", "Workspace", "Experiment", "GpuCluster", "FileShare", "Job", "AsyncOutputStream"]
+__all__ = ["Target", "Workspace", "Experiment", "GpuCluster", "FileShare", "Job", "AsyncOutputStream", "TensorBoard"]

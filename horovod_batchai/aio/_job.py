@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Union
 from azure.core.exceptions import AzureError, HttpResponseError
 
 from .._errors import HorovodBatchAIError, azure_errors
-from .._job import STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, output_named, tail_text
+from .._job import (STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, check_tensorboard_port,
+                    metrics_from, metrics_link, no_metrics, output_named, tail_text)
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
+from .._metrics import METRICS_FILE, MetricsTable
 from .._names import local_destination, local_directory
 from .._paths import local_path_under
 from .._polling import Polling
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from ._backends import AsyncBackend
     from ._experiment import Experiment
     from ._target import Target
+    from ._tensorboard import TensorBoard
 
 __all__ = ["Job"]
 
@@ -171,6 +174,38 @@ class Job(JobBase):
             await remote.close()
         partial.replace(dest)
         return dest
+
+    # -- metrics ----------------------------------------------------------------------------------
+    async def metrics(self) -> MetricsTable:
+        """The job's metrics, one row per finished epoch, read now (see
+        :meth:`horovod_batchai.Job.metrics`); a job that has recorded none gives an empty table
+        whose ``reason`` says why."""
+        state = (await self.refresh()).execution_state
+        link = metrics_link(await self.list_output_files(STDOUTERR))
+        if link is None:
+            return no_metrics(self.name, state)
+        remote = await self._backend.open_output(link)
+        try:
+            with azure_errors("reading metrics of", f"{self.name}/{STDOUTERR}/{METRICS_FILE}"):
+                data = b"".join([chunk async for chunk in remote.chunks()])
+        finally:
+            await remote.close()
+        return metrics_from(data, self.name, state)
+
+    async def sync_tensorboard(self, logdir: Union[str, Path]) -> int:
+        """Fetch the job's TensorBoard event files that are new or have grown into ``logdir``;
+        returns how many were fetched (see :meth:`horovod_batchai.Job.sync_tensorboard`)."""
+        from ._tensorboard import sync_event_files
+        return await sync_event_files(self, local_directory(logdir, "logdir"))
+
+    async def tensorboard(self, logdir: Union[str, Path, None] = None, *, port: Optional[int] = None,
+                          start: bool = True) -> "TensorBoard":
+        """Sync the job's event files to ``logdir`` (default ``./tensorboard/<job>``) and start
+        TensorBoard on them (see :meth:`horovod_batchai.Job.tensorboard`); returns an aio
+        :class:`TensorBoard` (``await board.sync()``, ``await board.stop()``)."""
+        from ._tensorboard import open_tensorboard
+        check_tensorboard_port(port)
+        return await open_tensorboard(self, None if logdir is None else Path(logdir), port=port, start=start)
 
     async def stderr_tail(self, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's error log; empty when there is none or it cannot be read."""

@@ -1,0 +1,67 @@
+"""A job's TensorBoard event files, for asyncio: fetched through the aio clients, and TensorBoard
+started on them by the sync API's own process handling (see :mod:`horovod_batchai._tensorboard`)."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, List, Optional
+
+from .._tensorboard import EVENTS_DIR, TensorBoardBase, event_files_to_fetch, free_port, has_event_files, \
+    tensorboard_folder
+
+if TYPE_CHECKING:
+    from ._job import Job
+
+__all__ = ["TensorBoard", "sync_event_files", "open_tensorboard"]
+
+
+async def sync_event_files(job: "Job", logdir: Path) -> int:
+    """Fetch the job's event files missing from ``logdir`` or smaller there; returns how many."""
+    fetched = 0
+    pending: List[str] = [EVENTS_DIR] if has_event_files(await job.list_output_files()) else []
+    while pending:
+        directory = pending.pop()
+        listed = await job.list_output_files(directory=directory)
+        subdirectories, downloads = await asyncio.to_thread(event_files_to_fetch, directory, listed, logdir)
+        pending += subdirectories
+        for remote, local in downloads:
+            await job.download(remote, local)
+            fetched += 1
+    return fetched
+
+
+class TensorBoard(TensorBoardBase):
+    """A job's event files in a local folder and TensorBoard on them (see
+    :class:`horovod_batchai.TensorBoard`): ``await board.sync()`` fetches what the job wrote
+    since, :attr:`url` is where TensorBoard listens, ``await board.stop()`` ends it. Starting and
+    stopping the process wait in a worker thread."""
+
+    job: "Job"
+
+    async def sync(self) -> int:
+        """Fetch the event files the job wrote since the last sync; returns how many."""
+        return await sync_event_files(self.job, self.logdir)
+
+    async def start(self, *, timeout: float = 120.0) -> "TensorBoard":
+        """Start TensorBoard on :attr:`logdir` and wait (at most ``timeout`` seconds) until it
+        answers; when TensorBoard is not installed, log the command and start nothing."""
+        await asyncio.to_thread(self._start, timeout)
+        return self
+
+    async def stop(self) -> None:
+        """End TensorBoard if this object started it."""
+        await asyncio.to_thread(self._stop)
+
+    async def __aenter__(self) -> "TensorBoard":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+async def open_tensorboard(job: "Job", logdir: Optional[Path], *, port: Optional[int], start: bool) -> TensorBoard:
+    board = TensorBoard(job, tensorboard_folder(job, logdir), port if port is not None else free_port())
+    await board.sync()
+    if start:
+        await board.start()
+    return board

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union, cast
 
 from azure.core.polling import LROPoller
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ._target import Target
     from ._workspace import Workspace
 
-__all__ = ["Experiment", "ExperimentBase", "require_spec", "require_cluster"]
+__all__ = ["Experiment", "ExperimentBase", "require_spec", "require_cluster", "plan_sweep", "no_sweep"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,32 @@ def require_spec(spec: object) -> HorovodJob:
 def require_cluster(cluster: object, kind: type) -> None:
     if not isinstance(cluster, kind):
         raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
+
+
+def plan_sweep(spec: object, cluster: object, cluster_class: type, name: Optional[str], *, parameters: Mapping[str, Any],
+               sampling: str, num_trials: Optional[int], seed: Optional[int], max_concurrent_trials: int, metric: str,
+               mode: str, early_stopping: Optional[MedianStopping]) -> Tuple[HorovodJob, SweepDefinition]:
+    """``Experiment.sweep``'s arguments checked -- every trial's job included -- before anything is
+    submitted: the spec and the sweep's definition."""
+    spec = require_spec(spec)
+    spec.check_resolved()
+    check_no_sweep_variables(spec)
+    cluster_name = getattr(cluster, "name") if isinstance(cluster, cluster_class) else cluster
+    if not isinstance(cluster_name, str):
+        raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
+    check_batchai_name(cluster_name, "cluster")
+    definition = SweepDefinition.build(
+        f"sweep-{uuid.uuid4().hex[:8]}" if name is None else name, cluster=cluster_name,
+        base_arguments=spec.arguments, parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
+        metric=metric, mode=mode, max_concurrent_trials=max_concurrent_trials, early_stopping=early_stopping)
+    for index in range(len(definition.trials)):  # every trial's job is valid before one is submitted
+        trial_spec(spec, definition, index)
+    return spec, definition
+
+
+def no_sweep(experiment: "ExperimentBase", name: str) -> NotFoundError:
+    return NotFoundError(f"experiment {experiment.name!r} has no sweep {name!r} (no trial job carries it)",
+                         resource=f"{experiment.id}/sweeps/{name}")
 
 
 class ExperimentBase:
@@ -196,19 +222,9 @@ class Experiment(ExperimentBase):
         Everything is checked before the first trial is submitted; the first trials are submitted
         now, the others by :meth:`Sweep.wait`. The same call again returns the same sweep.
         """
-        spec = require_spec(spec)
-        spec.check_resolved()
-        check_no_sweep_variables(spec)
-        cluster_name = cluster.name if isinstance(cluster, GpuCluster) else cluster
-        if not isinstance(cluster_name, str):
-            raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
-        check_batchai_name(cluster_name, "cluster")
-        definition = SweepDefinition.build(
-            f"sweep-{uuid.uuid4().hex[:8]}" if name is None else name, cluster=cluster_name,
-            base_arguments=spec.arguments, parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
-            metric=metric, mode=mode, max_concurrent_trials=max_concurrent_trials, early_stopping=early_stopping)
-        for index in range(len(definition.trials)):  # every trial's job is valid before one is submitted
-            trial_spec(spec, definition, index)
+        spec, definition = plan_sweep(spec, cluster, GpuCluster, name, parameters=parameters, sampling=sampling,
+                                      num_trials=num_trials, seed=seed, max_concurrent_trials=max_concurrent_trials,
+                                      metric=metric, mode=mode, early_stopping=early_stopping)
         sweep = Sweep(self, definition, spec=spec)
         sweep.step()
         return sweep
@@ -220,8 +236,7 @@ class Experiment(ExperimentBase):
         check_batchai_name(name, "name")
         found = sweeps_in(self.list_jobs()).get(name)
         if found is None:
-            raise NotFoundError(f"experiment {self.name!r} has no sweep {name!r} (no trial job carries it)",
-                                resource=f"{self.id}/sweeps/{name}")
+            raise no_sweep(self, name)
         definition, jobs = found
         return Sweep(self, definition, jobs=jobs)
 

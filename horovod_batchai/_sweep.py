@@ -18,7 +18,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from ._errors import ConflictError, InvalidSpecError, NotFoundError, WaitTimeoutError
 from ._html import html_table
@@ -29,13 +29,16 @@ from ._sweep_spec import SWEEP_VARIABLE, TRIAL_VARIABLE, SweepDefinition, trial_
 
 if TYPE_CHECKING:
     from ._experiment import Experiment
-    from ._job import Job
+    from ._job import Job, JobBase
     from ._job_spec import HorovodJob
 
-__all__ = ["Sweep", "SweepState", "Trial", "TrialResult", "SweepResults", "trial_spec", "sweeps_in",
+__all__ = ["Sweep", "SweepBase", "SweepState", "Trial", "TrialResult", "SweepResults", "trial_spec", "sweeps_in",
            "check_no_sweep_variables"]
 
 log = logging.getLogger(__name__)
+
+#: a sync or an aio Job
+AnyJob = TypeVar("AnyJob", bound="JobBase")
 
 _TERMINATED = "JobTerminated"  # the error code a terminated job ends with
 
@@ -61,7 +64,7 @@ def trial_spec(base: "HorovodJob", definition: SweepDefinition, index: int) -> "
                         environment_variables=variables)
 
 
-def _definition_of(job: "Job") -> Optional[Tuple[SweepDefinition, int]]:
+def _definition_of(job: "JobBase") -> Optional[Tuple[SweepDefinition, int]]:
     record = job._record
     if record is None:
         return None
@@ -75,9 +78,10 @@ def _definition_of(job: "Job") -> Optional[Tuple[SweepDefinition, int]]:
         return None
 
 
-def sweeps_in(jobs: Sequence["Job"]) -> Dict[str, Tuple[SweepDefinition, Dict[int, "Job"]]]:
-    """The sweeps whose trials are among ``jobs``: name -> (definition, trial jobs by index)."""
-    found: Dict[str, Tuple[SweepDefinition, Dict[int, "Job"]]] = {}
+def sweeps_in(jobs: Sequence[AnyJob]) -> Dict[str, Tuple[SweepDefinition, Dict[int, AnyJob]]]:
+    """The sweeps whose trials are among ``jobs`` (sync or aio ones): name -> (definition, trial
+    jobs by index)."""
+    found: Dict[str, Tuple[SweepDefinition, Dict[int, AnyJob]]] = {}
     for job in jobs:
         carried = _definition_of(job)
         if carried is None:
@@ -197,16 +201,16 @@ class SweepResults:
         return caption + "</p>" + html_table(headers, rows, numeric=numeric)
 
 
-class Sweep:
-    """A sweep of trial jobs in an :class:`Experiment`; made by :meth:`Experiment.sweep`, found
-    again by :meth:`Experiment.get_sweep`."""
+class SweepBase:
+    """What a sweep decides from what was last fetched, with no request: the sync and the aio
+    Sweep share it, and differ only in how they fetch, submit and terminate."""
 
-    def __init__(self, experiment: "Experiment", definition: SweepDefinition, *,
-                 spec: Optional["HorovodJob"] = None, jobs: Optional[Dict[int, "Job"]] = None) -> None:
+    def __init__(self, experiment: Any, definition: SweepDefinition, *,
+                 spec: Optional["HorovodJob"] = None, jobs: Optional[Dict[int, Any]] = None) -> None:
         self.experiment = experiment
         self.definition = definition
         self._spec = spec  # with its keys: only the process that submits trials holds it
-        self._jobs: Dict[int, "Job"] = dict(jobs or {})
+        self._jobs: Dict[int, Any] = dict(jobs or {})
         self._stopped_early: set[int] = set()
         self._judged: Dict[int, int] = {}
         self._cancelled = False
@@ -234,9 +238,9 @@ class Sweep:
         return self._spec is not None and not self._cancelled
 
     # -- state ----------------------------------------------------------------------------------
-    def refresh(self) -> "Sweep":
-        """Fetch the trial jobs' states (one listing of the experiment's jobs)."""
-        found = sweeps_in(self.experiment.list_jobs()).get(self.name)
+    def _adopt(self, found: Optional[Tuple[SweepDefinition, Dict[int, Any]]]) -> None:
+        """Take the trial jobs a listing found (a definition of another sweep under this name is a
+        ConflictError)."""
         if found is not None:
             if found[0] != self.definition:
                 raise ConflictError(f"sweep {self.name!r} of experiment {self.experiment.name!r} exists with other "
@@ -244,7 +248,6 @@ class Sweep:
                                     "another name, or get it with experiment.get_sweep()",
                                     resource=f"{self.experiment.id}/sweeps/{self.name}")
             self._jobs.update(found[1])
-        return self
 
     def _trial_status(self, index: int) -> str:
         job = self._jobs.get(index)
@@ -279,21 +282,18 @@ class Sweep:
         return SweepState.FAILED if any(t.status == "failed" for t in self.trials) else SweepState.SUCCEEDED
 
     # -- driving --------------------------------------------------------------------------------
-    def _submit_ready(self) -> None:
+    def _to_submit(self) -> List[Tuple[int, str, "HorovodJob"]]:
+        """The trials that may start now: (index, job name, job spec) -- none unless driving."""
         if not self.driving:
-            return
+            return []
         assert self._spec is not None
         free = self.definition.max_concurrent_trials - len(self._active())
-        for index in range(len(self.definition.trials)):
-            if free <= 0:
-                break
-            if index in self._jobs:
-                continue
-            spec = trial_spec(self._spec, self.definition, index)
-            job = self.experiment.submit(trial_name(self.name, index), spec, cluster=self.definition.cluster)
-            log.info("sweep %s: submitted trial %s %s", self.name, job.name, dict(self.definition.trials[index]))
-            self._jobs[index] = job
-            free -= 1
+        pending = [i for i in range(len(self.definition.trials)) if i not in self._jobs][:max(free, 0)]
+        return [(i, trial_name(self.name, i), trial_spec(self._spec, self.definition, i)) for i in pending]
+
+    def _submitted(self, index: int, job: Any) -> None:
+        log.info("sweep %s: submitted trial %s %s", self.name, job.name, dict(self.definition.trials[index]))
+        self._jobs[index] = job
 
     def _notice_cancel(self) -> None:
         """A trial terminated by someone else means the sweep was cancelled elsewhere (e.g. the CLI)."""
@@ -306,22 +306,30 @@ class Sweep:
                 self._cancelled = True
                 return
 
-    def _metrics_of(self, index: int) -> Optional[MetricsTable]:
+    def _to_read(self, index: int) -> Optional[Any]:
+        """The trial job whose metrics must be read now: None when it has none yet or its final
+        table is kept (:meth:`_read`)."""
+        return None if index in self._finished else self._jobs.get(index)
+
+    def _read(self, index: int, table: Optional[MetricsTable]) -> Optional[MetricsTable]:
+        """A trial's table: ``table`` just read, kept once the trial has ended; else the kept one."""
         if index in self._finished:
             return self._finished[index]
         job = self._jobs.get(index)
-        if job is None:
-            return None
-        table = job.metrics()
-        if job.status.execution_state.is_terminal():
+        if table is not None and job is not None and job.status.execution_state.is_terminal():
             self._finished[index] = table
         return table
 
-    def _apply_stopping_rule(self) -> None:
+    def _judging(self) -> bool:
+        return self.definition.median_stopping is not None and not self._cancelled
+
+    def _to_stop(self, tables: Mapping[int, Optional[MetricsTable]]) -> List[int]:
+        """The running trials the stopping rule stops on these tables (each marked stopped early;
+        an epoch is judged once)."""
         rule = self.definition.median_stopping
         if rule is None or self._cancelled:
-            return
-        tables = {i: self._metrics_of(i) for i in self._jobs}
+            return []
+        stop: List[int] = []
         values: Dict[int, Dict[int, float]] = {}
         for index, table in tables.items():
             if table is not None and self.metric in table.columns:
@@ -340,7 +348,85 @@ class Sweep:
                 log.info("sweep %s: stopping trial %s early: %s %.4g at epoch %d is worse than the median of %d "
                          "other trial(s)", self.name, job.name, self.metric, mine[epoch], epoch, len(others))
                 self._stopped_early.add(index)
-                job.begin_terminate().result()
+                stop.append(index)
+        return stop
+
+    def _take_spec(self, spec: "HorovodJob") -> None:
+        """Resume with ``spec``, checked to be the one the sweep was made from."""
+        from ._job_spec import HorovodJob
+        if not isinstance(spec, HorovodJob):
+            raise InvalidSpecError("spec", f"{type(spec).__name__} is not a HorovodJob", "the spec the sweep was made from")
+        spec.check_resolved()
+        if spec.arguments != self.definition.base_arguments:
+            raise InvalidSpecError("spec", f"its arguments {spec.arguments!r} are not the sweep's "
+                                   f"{self.definition.base_arguments!r}", "the spec the sweep was made from")
+        self._spec = spec
+        self._cancelled = False
+
+    def _timeout_error(self, timeout: Optional[float]) -> WaitTimeoutError:
+        return WaitTimeoutError(f"sweep {self.name!r} was still running after {timeout:g}s "
+                                f"({len(self._active())} trial(s) running)", last_state=None)
+
+    def _poll_interval(self, poll_interval: Optional[float]) -> float:
+        return poll_interval if poll_interval is not None else max(1.0, self.experiment._backend.default_poll_interval)
+
+    def _results(self, tables: Mapping[int, Optional[MetricsTable]]) -> SweepResults:
+        """The results table from the trials' metrics tables (by trial index)."""
+        rows = []
+        for trial in self.trials:
+            table = tables.get(trial.index)
+            values = table.column(self.metric) if table is not None and self.metric in table.columns else []
+            present = [v for v in values if v is not None]
+            rows.append(TrialResult(trial, len(table) if table is not None else 0, present[-1] if present else None,
+                                    best_of(values, self.mode), table))
+        return SweepResults(self.name, self.metric, self.mode, self.state, list(self.definition.space), rows)
+
+    def _best_arguments(self, metric: Optional[str], mode: Optional[str]) -> Tuple[str, str]:
+        metric = self.metric if metric is None else metric
+        mode = self.mode if mode is None else check_mode(mode)
+        if not isinstance(metric, str) or not metric:
+            raise InvalidSpecError("metric", f"{metric!r} is not a metric name", "e.g. 'val_accuracy'")
+        return metric, mode
+
+    def _best_in(self, results: SweepResults, metric: str, mode: str) -> Trial:
+        scored: List[Tuple[float, Trial]] = []
+        for row in results:
+            table = row.metrics
+            if table is not None and metric in table.columns:
+                value = best_of(table.column(metric), mode)
+                if value is not None and not math.isnan(value):
+                    scored.append((value, row.trial))
+        if not scored:
+            raise NotFoundError(f"no trial of sweep {self.name!r} has recorded {metric!r} yet",
+                                resource=f"{self.experiment.id}/sweeps/{self.name}")
+        pick = max if mode == "max" else min
+        return pick(scored, key=lambda pair: pair[0])[1]
+
+
+class Sweep(SweepBase):
+    """A sweep of trial jobs in an :class:`Experiment`; made by :meth:`Experiment.sweep`, found
+    again by :meth:`Experiment.get_sweep`."""
+
+    experiment: "Experiment"
+
+    def refresh(self) -> "Sweep":
+        """Fetch the trial jobs' states (one listing of the experiment's jobs)."""
+        self._adopt(sweeps_in(self.experiment.list_jobs()).get(self.name))
+        return self
+
+    def _submit_ready(self) -> None:
+        for index, name, spec in self._to_submit():
+            self._submitted(index, self.experiment.submit(name, spec, cluster=self.definition.cluster))
+
+    def _metrics_of(self, index: int) -> Optional[MetricsTable]:
+        job = self._to_read(index)
+        return self._read(index, job.metrics() if job is not None else None)
+
+    def _apply_stopping_rule(self) -> None:
+        if not self._judging():
+            return
+        for index in self._to_stop({i: self._metrics_of(i) for i in self._jobs}):
+            self._jobs[index].begin_terminate().result()
 
     def step(self) -> SweepState:
         """One round: fetch the trials, apply the stopping rule, submit what may start. ``wait``
@@ -360,9 +446,8 @@ class Sweep:
         :class:`WaitTimeoutError` after ``timeout`` seconds (None: no limit) leaves the trials running.
         Setting ``stop`` (a ``threading.Event``) from another thread ends the wait within one poll
         interval with :class:`StoppedError`; the trials run on, and :meth:`wait` continues the sweep."""
-        backend_interval = self.experiment._backend.default_poll_interval
         polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop,
-                          poll_interval=poll_interval if poll_interval is not None else max(1.0, backend_interval))
+                          poll_interval=self._poll_interval(poll_interval))
         what = f"waiting for sweep {self.name!r}"
         while True:
             polling.check_stopped(what)
@@ -372,22 +457,13 @@ class Sweep:
             if state.is_terminal():
                 return self.results()
             if polling.expired():
-                raise WaitTimeoutError(f"sweep {self.name!r} was still running after {timeout:g}s "
-                                       f"({len(self._active())} trial(s) running)", last_state=None)
+                raise self._timeout_error(timeout)
             polling.pause()
 
     def resume(self, spec: "HorovodJob") -> "Sweep":
         """Take over submitting the remaining trials, with the spec the sweep was made from (its
         storage keys are needed, and no service returns them). Then call :meth:`wait`."""
-        from ._job_spec import HorovodJob
-        if not isinstance(spec, HorovodJob):
-            raise InvalidSpecError("spec", f"{type(spec).__name__} is not a HorovodJob", "the spec the sweep was made from")
-        spec.check_resolved()
-        if spec.arguments != self.definition.base_arguments:
-            raise InvalidSpecError("spec", f"its arguments {spec.arguments!r} are not the sweep's "
-                                   f"{self.definition.base_arguments!r}", "the spec the sweep was made from")
-        self._spec = spec
-        self._cancelled = False
+        self._take_spec(spec)
         return self
 
     def cancel(self) -> None:
@@ -403,37 +479,14 @@ class Sweep:
     def results(self) -> SweepResults:
         """One row per trial: parameters, status, epochs, the final and best value of the metric."""
         self.refresh()
-        parameters = list(self.definition.space)
-        rows = []
-        for trial in self.trials:
-            table = self._metrics_of(trial.index) if trial.job is not None else None
-            values = table.column(self.metric) if table is not None and self.metric in table.columns else []
-            present = [v for v in values if v is not None]
-            rows.append(TrialResult(trial, len(table) if table is not None else 0, present[-1] if present else None,
-                                    best_of(values, self.mode), table))
-        return SweepResults(self.name, self.metric, self.mode, self.state, parameters, rows)
+        return self._results({i: self._metrics_of(i) for i in self._jobs})
 
     def best(self, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
         """The trial with the best value of ``metric`` (default: the sweep's) over its epochs;
         ``mode`` 'max' or 'min' (default: the sweep's). :class:`NotFoundError` when no trial has
         recorded it yet."""
-        metric = self.metric if metric is None else metric
-        mode = self.mode if mode is None else check_mode(mode)
-        if not isinstance(metric, str) or not metric:
-            raise InvalidSpecError("metric", f"{metric!r} is not a metric name", "e.g. 'val_accuracy'")
-        results = self.results()
-        scored: List[Tuple[float, Trial]] = []
-        for row in results:
-            table = row.metrics
-            if table is not None and metric in table.columns:
-                value = best_of(table.column(metric), mode)
-                if value is not None and not math.isnan(value):
-                    scored.append((value, row.trial))
-        if not scored:
-            raise NotFoundError(f"no trial of sweep {self.name!r} has recorded {metric!r} yet",
-                                resource=f"{self.experiment.id}/sweeps/{self.name}")
-        pick = max if mode == "max" else min
-        return pick(scored, key=lambda pair: pair[0])[1]
+        metric, mode = self._best_arguments(metric, mode)
+        return self._best_in(self.results(), metric, mode)
 
 
 #: a definition's fields as the caller of Experiment.sweep() names them

@@ -31,8 +31,10 @@ from ._experiment import Experiment
 from ._fileshare import FileShare
 from ._job import Job
 from ._stream import AsyncOutputStream
+from ._sweep import Sweep
 from ._target import Target
 from ._tensorboard import TensorBoard
 from ._workspace import Workspace
 
-__all__ = ["Target", "Workspace", "Experiment", "GpuCluster", "FileShare", "Job", "AsyncOutputStream", "TensorBoard"]
+__all__ = ["Target", "Workspace", "Experiment", "GpuCluster", "FileShare", "Job", "AsyncOutputStream", "TensorBoard",
+           "Sweep"]

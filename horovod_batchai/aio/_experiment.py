@@ -1,18 +1,21 @@
 """Experiments, for asyncio: :class:`horovod_batchai.Experiment`'s methods, awaited."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union, cast
 
 
 from .._backends.base import JobRecord
-from .._experiment import require_cluster, require_spec
+from .._experiment import no_sweep, plan_sweep, require_cluster, require_spec
 from .._job_spec import HorovodJob
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._names import check_batchai_name
+from .._sweep import sweeps_in
+from .._sweep_spec import MedianStopping
 from .._resource_ids import names_from_id, parent_workspace, register_parent
 from ._cluster import GpuCluster
 from ._job import Job
 from ._lro import AsyncMappedPoller, AsyncPoller
+from ._sweep import Sweep
 from .._experiment import ExperimentBase
 
 if TYPE_CHECKING:
@@ -100,6 +103,36 @@ class Experiment(ExperimentBase):
         ws = self.workspace
         return [Job(self, r.name, _record=r)
                 for r in await self._backend.list_jobs(ws.resource_group, ws.name, self.name)]
+
+
+    # -- sweeps ---------------------------------------------------------------------------------
+    async def sweep(self, spec: HorovodJob, *, parameters: Mapping[str, Any], cluster: Union[GpuCluster, str],
+                    name: Optional[str] = None, sampling: str = "grid", num_trials: Optional[int] = None,
+                    seed: Optional[int] = None, max_concurrent_trials: int = 2, metric: str = "val_accuracy",
+                    mode: str = "max", early_stopping: Optional[MedianStopping] = None) -> Sweep:
+        """Start a sweep: one trial job of ``spec`` per configuration of ``parameters`` (see
+        :meth:`horovod_batchai.Experiment.sweep`). Everything is checked before the first trial is
+        submitted; the first trials are submitted now, the others by ``await`` :meth:`Sweep.wait`.
+        The same call again returns the same sweep."""
+        spec, definition = plan_sweep(spec, cluster, GpuCluster, name, parameters=parameters, sampling=sampling,
+                                      num_trials=num_trials, seed=seed, max_concurrent_trials=max_concurrent_trials,
+                                      metric=metric, mode=mode, early_stopping=early_stopping)
+        sweep = Sweep(self, definition, spec=spec)
+        await sweep.step()
+        return sweep
+
+    async def get_sweep(self, name: str) -> Sweep:
+        """The sweep ``name``, rebuilt from its trial jobs; :class:`NotFoundError` when no job of
+        this experiment is a trial of it. :meth:`Sweep.resume` submits its remaining trials."""
+        check_batchai_name(name, "name")
+        found = sweeps_in(await self.list_jobs()).get(name)
+        if found is None:
+            raise no_sweep(self, name)
+        return Sweep(self, found[0], jobs=found[1])
+
+    async def list_sweeps(self) -> List[Sweep]:
+        """The sweeps whose trials are jobs of this experiment."""
+        return [Sweep(self, definition, jobs=jobs) for definition, jobs in sweeps_in(await self.list_jobs()).values()]
 
 
 register_parent("experiment", Experiment, aio=True)

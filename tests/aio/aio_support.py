@@ -6,6 +6,8 @@ import asyncio
 import threading
 from typing import Any, Awaitable, Callable, TypeVar
 
+import pytest
+
 from horovod_batchai.aio import Target
 
 RG = "batchai.horovod"
@@ -33,3 +35,17 @@ def polling_threads() -> list[str]:
 def other_tasks() -> set["asyncio.Task[Any]"]:
     """Tasks of the running loop other than the one asking."""
     return {t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()}
+
+
+async def cancel_after(seconds: float, awaitable: Awaitable[Any], sent: list[str], *, quiet_s: float = 1.0) -> None:
+    """Await ``awaitable`` in a task, cancel it after ``seconds``, and check that no request
+    (``sent``: a request counter's list) goes out in the ``quiet_s`` seconds after the
+    cancellation reached the caller: the polling stopped at once."""
+    task = asyncio.ensure_future(awaitable)
+    await asyncio.sleep(seconds)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    count = len(sent)
+    await asyncio.sleep(quiet_s)
+    assert len(sent) == count, sent[count:]

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 import horovod_batchai
-from horovod_batchai import HorovodJob, InvalidSpecError, MetricsTable
-from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Job, Target, TensorBoard, Workspace
+from horovod_batchai import (ConflictError, ExecutionState, HorovodJob, InvalidSpecError, MedianStopping, MetricsTable,
+                             NotFoundError, SweepResults, SweepState)
+from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Job, Sweep, Target, TensorBoard, Workspace
 
-from aio_support import ACCOUNT, RG, SSH_KEY, run
+from aio_support import ACCOUNT, RG, SSH_KEY, cancel_after, other_tasks, run
+from test_aio_resources import CountRequests
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +34,22 @@ print("recorded", flush=True)
 
 SILENT = "print('no metrics here')\n"
 
+# A trial: its val_accuracy grows with --lr (as tests/sdk/test_sweeps.py's trials).
+TRIAL = """\
+import argparse, os, time
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, required=True)
+parser.add_argument("--epochs", type=int, default=2)
+parser.add_argument("--pause", type=float, default=0.3)
+args = parser.parse_args()
+with open(os.path.join(os.environ["AZ_BATCHAI_STDOUTERR_DIR"], "metrics.csv"), "w") as fh:
+    fh.write("epoch,loss,val_accuracy\\n")
+    for epoch in range(args.epochs):
+        time.sleep(args.pause)
+        fh.write(f"{epoch},{1 / (1 + epoch)},{args.lr * 100 + epoch / 100}\\n")
+        fh.flush()
+"""
+
 
 async def _setup(target: Target, tmp_path: Path, scripts: dict[str, str]) -> tuple[Experiment, GpuCluster, FileShare]:
     ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
@@ -45,9 +63,9 @@ async def _setup(target: Target, tmp_path: Path, scripts: dict[str, str]) -> tup
     return await ws.create_experiment("curves"), cluster, share
 
 
-def _spec(script: str, mount: Any, arguments: tuple[str, ...] = ()) -> HorovodJob:
+def _spec(script: str, mount: Any, arguments: str = "") -> HorovodJob:
     return HorovodJob(script=f"$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/scripts/{script}", mounts=[mount],
-                      arguments=list(arguments))
+                      arguments=arguments)
 
 
 def test_metrics_and_event_files_are_read_as_the_sync_api_reads_them(service: Any, tmp_path: Path) -> None:
@@ -90,3 +108,69 @@ def test_metrics_and_event_files_are_read_as_the_sync_api_reads_them(service: An
         assert target.sync._backend is None  # every request went through the aio clients
 
     run(service, scenario)
+
+
+def test_a_sweep_runs_its_trials_stops_the_worst_and_reads_as_the_sync_one(service: Any, tmp_path: Path) -> None:
+    async def scenario(target: Target) -> None:
+        experiment, cluster, share = await _setup(target, tmp_path, {"trial.py": TRIAL})
+        spec = _spec("trial.py", await share.mount(), "--epochs 30 --pause 0.4")
+        options: dict = dict(name="median", parameters={"lr": [0.3, 0.2, 0.1]}, cluster=cluster,
+                             max_concurrent_trials=2, early_stopping=MedianStopping(min_epochs=1, min_trials=2))
+        sweep = await experiment.sweep(spec, **options)
+        assert isinstance(sweep, Sweep) and sweep.state is SweepState.RUNNING
+        assert [t.status for t in sweep.trials][2] == "pending"  # two submitted at once, one waits for a slot
+        steps: list[SweepState] = []
+        # lr 0.3 and 0.2 finish first; 0.1 is then below their median from its first epoch on
+        results = await sweep.wait(timeout=300, poll_interval=0.5, on_step=lambda s: steps.append(s.state))
+        assert isinstance(results, SweepResults) and results.state is SweepState.SUCCEEDED and steps
+        assert [r.trial.status for r in results] == ["succeeded", "succeeded", "stopped early"]
+        assert results.results[2].epochs < 30
+        assert (await experiment.get_job("median-002")).execution_state is ExecutionState.FAILED  # terminated
+        assert (await sweep.best()).name == "median-000" and (await sweep.best("loss", "min")).name.startswith("median")
+        again = await experiment.sweep(spec, **options)  # the same sweep again: its trials are found
+        assert again.name == "median" and len(await experiment.list_jobs()) == 3
+        with pytest.raises(ConflictError, match=r"other settings \(parameters\)"):
+            await experiment.sweep(spec, **{**options, "parameters": {"lr": [0.3]}})
+
+        found = await experiment.get_sweep("median")
+        assert [s.name for s in await experiment.list_sweeps()] == ["median"] and not found.driving
+        records = (await found.results()).to_records()
+        with horovod_batchai.Target.local(service=service) as sync_target:
+            def sync_records() -> list:
+                return horovod_batchai.Experiment.from_id(sync_target, experiment.id).get_sweep("median").results() \
+                    .to_records()
+            # another process sees "terminated" where the sweep's own process saw "stopped early"
+            assert records == await asyncio.to_thread(sync_records)
+        assert [r["status"] for r in records] == ["succeeded", "succeeded", "terminated"]
+        assert records[0]["final_val_accuracy"] == pytest.approx(30 + 0.29)
+
+    run(service, scenario)
+
+
+def test_a_cancelled_wait_stops_polling_and_leaves_the_trials_running(service: Any, tmp_path: Path) -> None:
+    counter = CountRequests()
+
+    async def scenario() -> None:
+        async with Target.local(service=service, per_call_policies=[counter]) as target:
+            experiment, cluster, share = await _setup(target, tmp_path, {"trial.py": TRIAL})
+            spec = _spec("trial.py", await share.mount(), "--epochs 1 --pause 300")
+            with pytest.raises(InvalidSpecError, match=r"max_concurrent_trials"):
+                await experiment.sweep(spec, name="bad", parameters={"lr": [0.1]}, cluster=cluster,
+                                       max_concurrent_trials=0)
+            with pytest.raises(NotFoundError, match="no sweep 'bad'"):
+                await experiment.get_sweep("bad")  # nothing was submitted
+            sweep = await experiment.sweep(spec, name="stop", parameters={"lr": [0.1, 0.2, 0.3]}, cluster=cluster)
+            await cancel_after(1.0, sweep.wait(poll_interval=0.2), counter.sent, quiet_s=1.0)  # five poll intervals
+            assert not other_tasks()
+            await sweep.refresh()
+            assert [t.status for t in sweep.trials][:2] == ["running", "running"]  # the trials run on
+            with pytest.raises(InvalidSpecError, match="are not the sweep's"):
+                (await experiment.get_sweep("stop")).resume(spec.replace(arguments="--epochs 2"))
+
+            await sweep.cancel()
+            assert sweep.state is SweepState.CANCELLED
+            assert [t.status for t in sweep.trials] == ["terminated", "terminated", "cancelled"]
+            assert (await sweep.wait(timeout=60)).state is SweepState.CANCELLED
+            assert sorted(j.name for j in await experiment.list_jobs()) == ["stop-000", "stop-001"]
+
+    asyncio.run(scenario())

@@ -16,7 +16,7 @@ from horovod_batchai import (AllocationState, ClusterStatus, HorovodJob, Invalid
 from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Job, Target, Workspace
 from horovod_batchai.local import ServiceInfo
 
-from aio_support import ACCOUNT, RG, SSH_KEY, other_tasks, polling_threads, run
+from aio_support import ACCOUNT, RG, SSH_KEY, cancel_after, other_tasks, polling_threads, run
 
 
 class CountRequests(SansIOHTTPPolicy):  # type: ignore[type-arg]
@@ -110,14 +110,7 @@ def test_cancelling_a_poller_stops_its_requests(service: Any) -> None:
             cluster = await ws.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=0,
                                               admin_user_name="demo", ssh_public_key=SSH_KEY)
             resizing = await cluster.begin_resize(2)
-            task = asyncio.ensure_future(resizing.result())
-            await asyncio.sleep(0.3)
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            sent = len(counter.sent)
-            await asyncio.sleep(1.0)  # four poll intervals
-            assert len(counter.sent) == sent, counter.sent[sent:]
+            await cancel_after(0.3, resizing.result(), counter.sent, quiet_s=1.0)  # four poll intervals
             assert not other_tasks() and not polling_threads()
             assert (await resizing.result(120)).node_state_counts.idle == 2  # and it can be resumed
 

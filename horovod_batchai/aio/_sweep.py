@@ -83,8 +83,10 @@ class Sweep(SweepBase):
         """Terminate the running trials and submit no more; trials that ended keep their results."""
         await self.refresh()
         self._cancelled = True
+        # every request is sent before the first wait; waiting one after the other leaves no task behind
         pollers = [await job.begin_terminate() for index, job in self._jobs.items() if index in self._active()]
-        await asyncio.gather(*(poller.result() for poller in pollers))
+        for poller in pollers:
+            await poller.result()
         await self.refresh()
 
     async def results(self) -> SweepResults:

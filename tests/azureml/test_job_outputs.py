@@ -133,3 +133,46 @@ def test_a_reader_without_the_datastore_secret_still_gets_the_logs(target: Targe
     transport.add(*S.discovery(), S.run_details("Completed"), S.datastore_get(), refused)
     assert {f.name for f in job.list_output_files()} == {"stdout.txt", "stderr.txt", "user_logs", "system_logs"}
     transport.verify()
+
+
+def test_the_aio_job_reads_metrics_and_event_files_the_same_way(transport: ReplayTransport, tmp_path: Path) -> None:
+    """horovod_batchai.aio on Azure ML: the same requests as the sync reads above, each in a worker thread."""
+    import asyncio
+    import threading
+
+    from horovod_batchai import MetricsTable, aio
+    from horovod_batchai._backends.azureml.conversions import SPEC_PROPERTY, spec_property
+    from replay import FakeCredential
+
+    spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)
+    submitted = S.SubmittedJob()
+    submitted.sent = {"properties": {"computeId": S.COMPUTE_PATH, "experimentName": S.EXPERIMENT,
+                                     "properties": {SPEC_PROPERTY: spec_property(spec.replace(node_count=2))}}}
+    event = b"event-bytes"
+    name = "events.out.tfevents.1700000000.node-0"
+    transport.add(S.job_get(submitted, "Running"),
+                  S.job_get(submitted, "Running"), *S.discovery(), S.run_details("Running"),
+                  *S.stdouterr({"metrics.csv": len(METRICS)}, ("tensorboard",)),
+                  S.share_file(f"{S.STDOUTERR_PATH}/metrics.csv", METRICS),
+                  S.run_details("Running"), *S.stdouterr({"metrics.csv": len(METRICS)}, ("tensorboard",)),
+                  S.run_details("Running"), *S.stdouterr({name: len(event)}, directory="tensorboard"),
+                  S.run_details("Running"), *S.stdouterr({name: len(event)}, directory="tensorboard"),
+                  S.share_file(f"{S.STDOUTERR_PATH}/tensorboard/{name}", event))
+    threads: list[str] = []
+    send = transport.send
+
+    def recording_send(request: object, **kwargs: object) -> object:
+        threads.append(threading.current_thread().name)
+        return send(request, **kwargs)
+
+    transport.send = recording_send  # type: ignore[method-assign]
+
+    async def scenario() -> tuple[MetricsTable, int, str]:
+        async with aio.Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=transport) as target:
+            job = await aio.Experiment(aio.Workspace(target, S.RG, S.WS), S.EXPERIMENT).get_job(S.JOB)
+            return await job.metrics(), await job.sync_tensorboard(tmp_path), threading.current_thread().name
+    metrics, fetched, loop_thread = asyncio.run(scenario())
+    assert metrics.column("val_accuracy") == [0.3, 0.45] and metrics.execution_state == "running"
+    assert fetched == 1 and (tmp_path / name).read_bytes() == event
+    assert threads and loop_thread not in threads  # no request on the event loop's thread
+    transport.verify()

@@ -4,6 +4,9 @@ sync API reads -- and sweeps of trial jobs."""
 from __future__ import annotations
 
 import asyncio
+import json
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +108,25 @@ def test_metrics_and_event_files_are_read_as_the_sync_api_reads_them(service: An
         assert board.command_line.startswith("tensorboard --logdir ") and "--port" in board.command_line
         assert await board.sync() == 0
         await board.stop()  # nothing started: nothing to end
+
+        # TensorBoard started and stopped from the loop, which keeps serving meanwhile
+        gaps: list[float] = []
+
+        async def ticker() -> None:
+            last = time.monotonic()
+            while True:
+                await asyncio.sleep(0.01)
+                gaps.append(time.monotonic() - last)
+                last = time.monotonic()
+        ticking = asyncio.ensure_future(ticker())
+        async with await recorder.tensorboard(tmp_path / "board3") as running:
+            assert running.url is not None
+            url = running.url
+            runs = await asyncio.to_thread(lambda: json.load(urllib.request.urlopen(url + "data/runs", timeout=60)))
+            assert isinstance(runs, list)  # it answers (the files here are not real event files)
+        assert running.url is None and running.process is None  # ended on leaving the block
+        ticking.cancel()
+        assert gaps and max(gaps) < 1.0, max(gaps)  # starting and stopping waited in a worker thread
         assert target.sync._backend is None  # every request went through the aio clients
 
     run(service, scenario)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 from typing import Any, Awaitable, Callable, TypeVar
 
 import pytest
 
-from horovod_batchai.aio import Target
+from horovod_batchai.aio import FileShare, GpuCluster, Target, Workspace
 
 RG = "batchai.horovod"
 ACCOUNT = "mystorageaccount"
@@ -23,6 +24,21 @@ def run(service: Any, scenario: Callable[[Target], Awaitable[T]]) -> T:
         async with Target.local(service=service) as target:
             return await scenario(target)
     return asyncio.run(main())
+
+
+async def setup_jobs(target: Target, tmp_path: Path, scripts: dict[str, str], *,
+                     nodes: int = 1) -> tuple[Workspace, GpuCluster, FileShare]:
+    """A workspace, a ready cluster of ``nodes`` nodes and the share ``myshare`` holding
+    ``scripts`` (name -> text) under ``scripts/``."""
+    ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
+    cluster = await ws.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=nodes,
+                                      admin_user_name="demo", ssh_public_key=SSH_KEY)
+    share = await FileShare.create(target, RG, ACCOUNT, "myshare", location="eastus")
+    for name, text in scripts.items():
+        (tmp_path / name).write_text(text)
+        await share.upload_file(tmp_path / name, f"scripts/{name}", progress=False)
+    await cluster.wait_until_ready(timeout=120)
+    return ws, cluster, share
 
 
 def polling_threads() -> list[str]:

@@ -15,9 +15,9 @@ import pytest
 import horovod_batchai
 from horovod_batchai import (ConflictError, ExecutionState, HorovodJob, InvalidSpecError, MedianStopping, MetricsTable,
                              NotFoundError, SweepResults, SweepState)
-from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Job, Sweep, Target, TensorBoard, Workspace
+from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Job, Sweep, Target, TensorBoard
 
-from aio_support import ACCOUNT, RG, SSH_KEY, cancel_after, other_tasks, run
+from aio_support import cancel_after, other_tasks, run, setup_jobs
 from test_aio_resources import CountRequests
 
 pytestmark = pytest.mark.slow
@@ -55,14 +55,7 @@ with open(os.path.join(os.environ["AZ_BATCHAI_STDOUTERR_DIR"], "metrics.csv"), "
 
 
 async def _setup(target: Target, tmp_path: Path, scripts: dict[str, str]) -> tuple[Experiment, GpuCluster, FileShare]:
-    ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
-    cluster = await ws.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=2,
-                                      admin_user_name="demo", ssh_public_key=SSH_KEY)
-    share = await FileShare.create(target, RG, ACCOUNT, "myshare", location="eastus")
-    for name, text in scripts.items():
-        (tmp_path / name).write_text(text)
-        await share.upload_file(tmp_path / name, f"scripts/{name}", progress=False)
-    await cluster.wait_until_ready(timeout=120)
+    ws, cluster, share = await setup_jobs(target, tmp_path, scripts, nodes=2)  # two trials at once
     return await ws.create_experiment("curves"), cluster, share
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from horovod_batchai import ExecutionState, HorovodJob, JobFailedError
-from horovod_batchai.aio import FileShare, GpuCluster, Job, Target, Workspace
+from horovod_batchai.aio import Job, Target
 
-from aio_support import ACCOUNT, RG, SSH_KEY, other_tasks, polling_threads, run
+from aio_support import other_tasks, polling_threads, run, setup_jobs
 from test_aio_resources import CountRequests
 
 pytestmark = pytest.mark.slow
@@ -40,25 +40,13 @@ time.sleep(300)
 """
 
 
-async def _setup(target: Target, tmp_path: Path, scripts: dict[str, str]) -> tuple[Workspace, GpuCluster, FileShare]:
-    ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
-    cluster = await ws.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=1,
-                                      admin_user_name="demo", ssh_public_key=SSH_KEY)
-    share = await FileShare.create(target, RG, ACCOUNT, "myshare", location="eastus")
-    for name, text in scripts.items():
-        (tmp_path / name).write_text(text)
-        await share.upload_file(tmp_path / name, f"scripts/{name}", progress=False)
-    await cluster.wait_until_ready(timeout=120)
-    return ws, cluster, share
-
-
 def _spec(script: str, mount: Any) -> HorovodJob:
     return HorovodJob(script=f"$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/scripts/{script}", mounts=[mount])
 
 
 def test_submit_stream_wait_download(service: Any, tmp_path: Path) -> None:
     async def scenario(target: Target) -> None:
-        ws, cluster, share = await _setup(target, tmp_path, {"streamer.py": STREAMER, "failer.py": FAILER})
+        ws, cluster, share = await setup_jobs(target, tmp_path, {"streamer.py": STREAMER, "failer.py": FAILER})
         experiment = await ws.create_experiment("cifar")
         spec = _spec("streamer.py", await share.mount())
         poller = await experiment.begin_submit("streamer", spec, cluster=cluster)
@@ -95,7 +83,7 @@ def test_cancelling_a_wait_stops_polling_and_leaves_the_job_running(service: Any
 
     async def scenario() -> None:
         async with Target.local(service=service, per_call_policies=[counter]) as target:
-            ws, cluster, share = await _setup(target, tmp_path, {"sleeper.py": SLEEPER})
+            ws, cluster, share = await setup_jobs(target, tmp_path, {"sleeper.py": SLEEPER})
             experiment = await ws.create_experiment("cifar")
             job = await experiment.submit("sleeper", _spec("sleeper.py", await share.mount()), cluster=cluster)
 
@@ -129,7 +117,7 @@ def test_cancelling_a_wait_stops_polling_and_leaves_the_job_running(service: Any
 
 def test_terminate(service: Any, tmp_path: Path) -> None:
     async def scenario(target: Target) -> None:
-        ws, cluster, share = await _setup(target, tmp_path, {"sleeper.py": SLEEPER})
+        ws, cluster, share = await setup_jobs(target, tmp_path, {"sleeper.py": SLEEPER})
         experiment = await ws.create_experiment("cifar")
         job = await experiment.submit("sleeper", _spec("sleeper.py", await share.mount()), cluster=cluster)
         status = await job.terminate(timeout=60)

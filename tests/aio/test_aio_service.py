@@ -18,6 +18,7 @@ from horovod_batchai import AzureFileShareMount, ExecutionState, HorovodJob, Inv
 from horovod_batchai.aio import FileShare, Target, Workspace
 
 from aio_support import ACCOUNT, RG, SSH_KEY, run
+from service_support import interruptible
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +132,8 @@ def test_ctrl_c_ends_a_waiting_process_at_once(service: Any, tmp_path: Path) -> 
     script = WAITER.format(rg=RG, endpoint=info.endpoint, ca=str(info.ca_cert), state=str(info.state_dir),
                            pid=info.pid)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    waiter = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    waiter = subprocess.Popen([sys.executable, "-c", script], preexec_fn=interruptible,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               env=env, text=True)
     try:
         assert waiter.stdout is not None and waiter.stdout.readline().strip() == "waiting"

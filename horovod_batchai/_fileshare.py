@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, List, Optio
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
-from ._deprecation import deprecated
+from ._deprecation import deprecated, positional_options
 from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
 from ._mounts import AzureFileShareMount, azure_file_url
 from ._names import (check_count, check_location, check_resource_group, check_share_name, check_share_path,
@@ -345,7 +345,8 @@ class FileShare(FileShareBase):
     def _file_client(self, path: str) -> "ShareFileClient":
         return self._share_client().get_file_client(path)
 
-    def mount(self, relative_mount_path: Optional[str] = None) -> AzureFileShareMount:
+    @positional_options("relative_mount_path")
+    def mount(self, *, relative_mount_path: Optional[str] = None) -> AzureFileShareMount:
         """The mount entry a job (or cluster) needs: account name, share URL, key, and where it
         appears under ``$AZ_BATCHAI_JOB_MOUNT_ROOT`` (default: the share's name)."""
         return AzureFileShareMount.for_share(self._account_name, self.share_name,

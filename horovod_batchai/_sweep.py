@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 
 from azure.core.exceptions import AzureError
 
+from ._deprecation import positional_options
 from ._errors import ConflictError, HorovodBatchAIError, InvalidSpecError, NotFoundError, WaitTimeoutError
 from ._html import html_table
 from ._lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout
@@ -468,7 +469,8 @@ class Sweep:
                                     best_of(values, self.mode), table))
         return SweepResults(self.name, self.metric, self.mode, self.state, parameters, rows)
 
-    def best(self, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
+    @positional_options("metric", "mode")
+    def best(self, *, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
         """The trial with the best value of ``metric`` (default: the sweep's) over its epochs;
         ``mode`` 'max' or 'min' (default: the sweep's). :class:`NotFoundError` when no trial has
         recorded it yet."""

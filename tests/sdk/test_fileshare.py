@@ -35,7 +35,7 @@ def test_mount_entry_carries_the_listed_key(target: Target, share: FileShare) ->
     assert mount.account_name == ACCOUNT and mount.relative_mount_path == "myshare"
     assert mount.azure_file_url == f"https://{ACCOUNT}.file.core.windows.net/myshare"
     assert keys[0].value not in repr(mount) and keys[0].value not in repr(share)
-    assert share.mount("data").relative_mount_path == "data"
+    assert share.mount(relative_mount_path="data").relative_mount_path == "data"
 
 
 def test_upload_and_download_file(share: FileShare, tmp_path: Path) -> None:

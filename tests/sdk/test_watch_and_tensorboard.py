@@ -151,7 +151,7 @@ def test_tensorboard_syncs_a_running_jobs_event_files_and_starts(
         if "epoch 0" in text:
             break
     logdir = tmp_path / "logdir"
-    with job.tensorboard(logdir) as board:
+    with job.tensorboard(logdir=logdir) as board:
         assert board.url is not None and board.logdir == logdir
         files = list((logdir / "train").glob("events.out.tfevents.*"))
         assert len(files) == 1
@@ -175,7 +175,7 @@ def test_tensorboard_gives_the_command_when_it_is_not_started(
     job = _submit(experiment, cluster, share, tmp_path, "epochs", EPOCHS)
     job.wait(timeout=300)
     monkeypatch.setattr("horovod_batchai._tensorboard.tensorboard_installed", lambda: False)
-    board = job.tensorboard(tmp_path / "none", port=6123)
+    board = job.tensorboard(logdir=tmp_path / "none", port=6123)
     assert board.url is None and board.process is None
     assert board.command_line == f"tensorboard --logdir {tmp_path / 'none'} --host 127.0.0.1 --port 6123"
     assert "start TensorBoard with" in board._repr_html_()

@@ -298,7 +298,10 @@ class FileShare(FileShareBase):
                 log.info("deleting storage account %s", self._account_name)
                 self.target.storage().storage_accounts.delete(self.resource_group, self._account_name)
             with self._lock:
-                self._service, self._key = None, None
+                service, self._service, self._key = self._service, None, None
+            if service is not None:
+                self.target._disown(service)
+                service.close()
 
     # -- credentials and clients ----------------------------------------------------------------
     def get_account_key(self) -> str:
@@ -316,10 +319,28 @@ class FileShare(FileShareBase):
             self._read_account()
         key = self.get_account_key()
         with self._lock:
+            if self._service is not None and not self.target._holds(self._service):
+                self._service = None  # the target closed it: open another
             if self._service is None:
                 assert self._account_url is not None
                 self._service = self.target.share_service(self._account_url, key)
+                self.target._adopt(self._service)
             return self._service
+
+    def close(self) -> None:
+        """Close the share's data-plane client (opened again on next use); closing the target
+        closes it too."""
+        with self._lock:
+            service, self._service = self._service, None
+        if service is not None:
+            self.target._disown(service)
+            service.close()
+
+    def __enter__(self) -> "FileShare":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def _share_client(self) -> "ShareClient":
         client = self._service_client().get_share_client(self.share_name)

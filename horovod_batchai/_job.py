@@ -348,7 +348,7 @@ class Job(JobBase):
     def tensorboard(self, *, logdir: Union[str, Path, None] = None, port: Optional[int] = None,
                     start: bool = True) -> "TensorBoard":
         """Sync the job's event files to ``logdir`` (default ``./tensorboard/<job>``) and start
-        TensorBoard on them (on ``port``, default a free one); returns a :class:`TensorBoard` whose
+        TensorBoard on them (on ``port``, default one the system chooses); returns a :class:`TensorBoard` whose
         ``url`` it answers at, ``sync()`` fetches newer files and ``stop()`` ends it. Where
         TensorBoard is not installed nothing is started, and ``command_line`` says what to run."""
         from ._tensorboard import open_tensorboard

@@ -277,6 +277,8 @@ class FileShare(FileShareBase):
         return self._key
 
     async def _service_client(self) -> "ShareServiceClient":
+        if self._service is not None and not self.target._holds(self._service):
+            self._service = None  # the target closed it: open another
         if self._service is None:
             if self._account_url is None:
                 await self._read_account()

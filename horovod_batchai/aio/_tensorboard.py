@@ -6,8 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
-from .._tensorboard import EVENTS_DIR, TensorBoardBase, event_files_to_fetch, free_port, has_event_files, \
-    tensorboard_folder
+from .._tensorboard import EVENTS_DIR, TensorBoardBase, event_files_to_fetch, has_event_files, tensorboard_folder
 
 if TYPE_CHECKING:
     from ._job import Job
@@ -44,7 +43,7 @@ class TensorBoard(TensorBoardBase):
 
     async def start(self, *, timeout: float = 120.0) -> "TensorBoard":
         """Start TensorBoard on :attr:`logdir` and wait (at most ``timeout`` seconds) until it
-        answers; when TensorBoard is not installed, log the command and start nothing."""
+        says where it listens; when TensorBoard is not installed, log the command and start nothing."""
         await asyncio.to_thread(self._start, timeout)
         return self
 
@@ -60,7 +59,7 @@ class TensorBoard(TensorBoardBase):
 
 
 async def open_tensorboard(job: "Job", logdir: Optional[Path], *, port: Optional[int], start: bool) -> TensorBoard:
-    board = TensorBoard(job, tensorboard_folder(job, logdir), port if port is not None else free_port())
+    board = TensorBoard(job, tensorboard_folder(job, logdir), port)
     await board.sync()
     if start:
         await board.start()

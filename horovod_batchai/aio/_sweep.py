@@ -5,12 +5,20 @@ trial -- is the sync sweep's (:class:`horovod_batchai._sweep.SweepBase`); this c
 submits and terminates through the aio classes. :meth:`Sweep.wait` polls between
 ``asyncio.sleep``s: cancelling it stops the polling (and the submitting) at once, and leaves the
 trials running; ``wait()`` again continues the sweep.
+
+The stopping rule's terminations run in tasks of their own while the sweep is waited for (or
+stepped): a step looks at them and never waits on one, asking again after
+:data:`horovod_batchai._sweep.TERMINATE_PATIENCE_S` as the sync sweep does. When a wait ends
+they are cancelled with it; the next step asks again for a stopped trial that still runs.
 """
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Callable, Optional
+import time
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
+from .._deprecation import positional_options
+from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._metrics import MetricsTable
 from .._polling import Polling
 from .._sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in
@@ -18,8 +26,38 @@ from .._sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in
 if TYPE_CHECKING:
     from .._job_spec import HorovodJob
     from ._experiment import Experiment
+    from ._job import Job
 
 __all__ = ["Sweep"]
+
+
+def _terminate(job: "Job") -> "asyncio.Task[Any]":
+    """``await job.terminate()`` in a task of its own, its first request included: a service that
+    does not answer holds that task, never the sweep's caller."""
+    task = asyncio.ensure_future(job.terminate(timeout=None))
+    # the sweep reads the error of the terminations it still follows; one it dropped logs nothing
+    task.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return task
+
+
+class _Termination:
+    """A trial's termination in a task of its own, answering as the sync sweep's pollers do
+    (``done()``, ``result(0)`` raising its error, ``status()``) so the shared steps follow it."""
+
+    def __init__(self, job: "Job") -> None:
+        self._task = _terminate(job)
+
+    def done(self) -> bool:
+        return self._task.done()
+
+    def result(self, timeout: float = 0) -> None:
+        self._task.result()
+
+    def status(self) -> str:
+        return "Finished" if self._task.done() else "InProgress"
+
+    def cancel(self) -> None:
+        self._task.cancel()
 
 
 class Sweep(SweepBase):
@@ -46,12 +84,19 @@ class Sweep(SweepBase):
         if not self._judging():
             return
         for index in self._to_stop({i: await self._metrics_of(i) for i in self._jobs}):
-            await (await self._jobs[index].begin_terminate()).result()
+            self._terminate_stopped(index)
+
+    def _start_termination(self, job: "Job") -> _Termination:
+        return _Termination(job)
+
+    def _abandon_termination(self, termination: _Termination) -> None:
+        termination.cancel()
 
     async def step(self) -> SweepState:
         """One round: fetch the trials, apply the stopping rule, submit what may start."""
         await self.refresh()
         self._notice_cancel()
+        self._follow_terminations()
         await self._apply_stopping_rule()
         await self._submit_ready()
         return self.state
@@ -63,15 +108,25 @@ class Sweep(SweepBase):
         :class:`WaitTimeoutError` after ``timeout`` seconds leaves the trials running; so does
         cancelling the wait, which stops polling at once."""
         polling = Polling(timeout=timeout, poll_interval=self._poll_interval(poll_interval))
-        while True:
-            state = await self.step()
-            if on_step is not None:
-                on_step(self)
-            if state.is_terminal():
-                return await self.results()
-            if polling.expired():
-                raise self._timeout_error(timeout)
-            await asyncio.sleep(polling.next_pause())
+        try:
+            while True:
+                state = await self.step()
+                if on_step is not None:
+                    on_step(self)
+                if state.is_terminal():
+                    return await self.results()
+                if polling.expired():
+                    raise self._timeout_error(timeout)
+                await asyncio.sleep(polling.next_pause())
+        finally:
+            self._stop_following()
+
+    def _stop_following(self) -> None:
+        """Cancel the terminations still followed (no task outlives the wait); the next step asks
+        again for a stopped trial that still runs."""
+        for termination, _ in self._terminating.values():
+            self._abandon_termination(termination)
+        self._terminating.clear()
 
     def resume(self, spec: "HorovodJob") -> "Sweep":
         """Take over submitting the remaining trials, with the spec the sweep was made from; then
@@ -79,14 +134,36 @@ class Sweep(SweepBase):
         self._take_spec(spec)
         return self
 
-    async def cancel(self) -> None:
-        """Terminate the running trials and submit no more; trials that ended keep their results."""
+    async def cancel(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
+        """Terminate the running trials and submit no more; trials that ended keep their results.
+        Waits at most ``timeout`` seconds (None: no limit) for the terminations, then
+        :class:`WaitTimeoutError` naming the trials still terminating (the sweep stays cancelled,
+        the service goes on stopping them, and nothing here follows them any more)."""
+        check_timeout(timeout)
         await self.refresh()
         self._cancelled = True
-        # every request is sent before the first wait; waiting one after the other leaves no task behind
-        pollers = [await job.begin_terminate() for index, job in self._jobs.items() if index in self._active()]
-        for poller in pollers:
-            await poller.result()
+        self._stop_following()
+        deadline = self._cancel_deadline(timeout)
+        # every termination at once, under one deadline
+        tasks: Dict[str, "asyncio.Task[Any]"] = {job.name: _terminate(job) for index, job in self._jobs.items()
+                                                 if index in self._active()}
+        pending: set = set(tasks.values())
+        try:
+            if tasks:
+                _, pending = await asyncio.wait(tasks.values(), timeout=None if deadline is None
+                                                else max(0.0, deadline - time.monotonic()))
+        finally:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        unfinished: List[str] = []
+        for name, task in tasks.items():
+            if task in pending:
+                unfinished.append(name)
+            else:
+                task.result()  # a termination that failed raises its error
+        if unfinished:
+            raise self._cancel_timeout_error(unfinished, timeout)
         await self.refresh()
 
     async def results(self) -> SweepResults:
@@ -94,7 +171,8 @@ class Sweep(SweepBase):
         await self.refresh()
         return self._results({i: await self._metrics_of(i) for i in self._jobs})
 
-    async def best(self, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
+    @positional_options("metric", "mode")
+    async def best(self, *, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
         """The trial with the best value of ``metric`` (default: the sweep's) over its epochs
         (see :meth:`horovod_batchai.Sweep.best`)."""
         metric, mode = self._best_arguments(metric, mode)

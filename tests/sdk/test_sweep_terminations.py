@@ -18,23 +18,9 @@ from horovod_batchai import _sweep
 from horovod_batchai.local import LocalService
 
 from sdk_support import ACCOUNT, RG, SSH_KEY
+from sweep_support import TRIAL
 
 pytestmark = pytest.mark.slow
-
-# lr 0.3 and 0.2 record three epochs and end; lr 0.1 records two worse ones, then runs on
-TRIAL = """\
-import argparse, os, time
-parser = argparse.ArgumentParser()
-parser.add_argument("--lr", type=float, required=True)
-parser.add_argument("--pause", type=float, default=0)
-args = parser.parse_args()
-with open(os.path.join(os.environ["AZ_BATCHAI_STDOUTERR_DIR"], "metrics.csv"), "w") as fh:
-    fh.write("epoch,val_accuracy\\n")
-    for epoch in range(3 if args.lr > 0.15 else 2):
-        fh.write(f"{epoch},{args.lr}\\n")
-        fh.flush()
-time.sleep(args.pause if args.lr > 0.15 else 600)
-"""
 
 
 class HeldTerminations:

@@ -19,7 +19,8 @@ def deprecated(old: str, new: str) -> None:
 
 def positional_options(*names: str) -> Callable[[F], F]:
     """Let a method whose options ``names`` became keyword-only take them positionally, in that
-    order after its positional parameters, for one release, warning with each keyword to use."""
+    order after its positional parameters, for one release, warning with each keyword to use.
+    The method's ``_positional_options`` are ``names`` (the aio parity test compares them)."""
 
     def decorate(func: F) -> F:
         positional = sum(1 for p in inspect.signature(func).parameters.values()
@@ -52,12 +53,14 @@ def positional_options(*names: str) -> Callable[[F], F]:
             async def wrapper_async(*args: Any, **kwargs: Any) -> Any:
                 args, kwargs = moved(args, kwargs)
                 return await func(*args, **kwargs)
+            wrapper_async._positional_options = names  # type: ignore[attr-defined]
             return wrapper_async  # type: ignore[return-value]
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             args, kwargs = moved(args, kwargs)
             return func(*args, **kwargs)
+        wrapper._positional_options = names  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
     return decorate

@@ -95,12 +95,16 @@ def test_metrics_and_event_files_are_read_as_the_sync_api_reads_them(service: An
 
         with pytest.raises(InvalidSpecError, match="port"):
             await recorder.tensorboard(port=70000)
-        board = await recorder.tensorboard(tmp_path / "board2", start=False)
-        assert isinstance(board, TensorBoard) and board.url is None
+        board = await recorder.tensorboard(logdir=tmp_path / "board2", start=False)
+        assert isinstance(board, TensorBoard) and board.url is None and board.port is None
         assert sorted(p.name for p in (tmp_path / "board2").iterdir()) == ["train", "validation"]
-        assert board.command_line.startswith("tensorboard --logdir ") and "--port" in board.command_line
+        # without a port TensorBoard binds one the system chooses, and reports it once started
+        assert board.command_line.startswith("tensorboard --logdir ") and board.command_line.endswith("--port 0")
         assert await board.sync() == 0
         await board.stop()  # nothing started: nothing to end
+        with pytest.warns(DeprecationWarning, match=r"passing logdir to Job.tensorboard\(\) by position .* "
+                                                    r"use logdir=\.\.\."):
+            assert (await recorder.tensorboard(tmp_path / "board2", start=False)).logdir == board.logdir
 
         # TensorBoard started and stopped from the loop, which keeps serving meanwhile
         gaps: list[float] = []
@@ -112,12 +116,13 @@ def test_metrics_and_event_files_are_read_as_the_sync_api_reads_them(service: An
                 gaps.append(time.monotonic() - last)
                 last = time.monotonic()
         ticking = asyncio.ensure_future(ticker())
-        async with await recorder.tensorboard(tmp_path / "board3") as running:
-            assert running.url is not None
+        async with await recorder.tensorboard(logdir=tmp_path / "board3") as running:
+            assert running.url is not None and running.port is not None and running.port > 0
+            assert running.url == f"http://127.0.0.1:{running.port}/"
             url = running.url
             runs = await asyncio.to_thread(lambda: json.load(urllib.request.urlopen(url + "data/runs", timeout=60)))
             assert isinstance(runs, list)  # it answers (the files here are not real event files)
-        assert running.url is None and running.process is None  # ended on leaving the block
+        assert running.url is None and running.process is None and running.port is None  # ended on leaving the block
         ticking.cancel()
         assert gaps and max(gaps) < 1.0, max(gaps)  # starting and stopping waited in a worker thread
         assert target.sync._backend is None  # every request went through the aio clients
@@ -141,7 +146,11 @@ def test_a_sweep_runs_its_trials_stops_the_worst_and_reads_as_the_sync_one(servi
         assert [r.trial.status for r in results] == ["succeeded", "succeeded", "stopped early"]
         assert results.results[2].epochs < 30
         assert (await experiment.get_job("median-002")).execution_state is ExecutionState.FAILED  # terminated
-        assert (await sweep.best()).name == "median-000" and (await sweep.best("loss", "min")).name.startswith("median")
+        assert (await sweep.best()).name == "median-000"
+        assert (await sweep.best(metric="loss", mode="min")).name.startswith("median")
+        with pytest.warns(DeprecationWarning, match=r"passing metric, mode to Sweep.best\(\) by position .* "
+                                                    r"use metric=\.\.\., mode=\.\.\."):
+            assert await sweep.best("loss", "min") == await sweep.best(metric="loss", mode="min")
         again = await experiment.sweep(spec, **options)  # the same sweep again: its trials are found
         assert again.name == "median" and len(await experiment.list_jobs()) == 3
         with pytest.raises(ConflictError, match=r"other settings \(parameters\)"):

@@ -289,7 +289,8 @@ def test_the_async_classes_have_every_public_member_of_the_sync_ones() -> None:
 
 def test_the_async_methods_take_the_sync_ones_arguments() -> None:
     """The same names, kinds and defaults, but for what differs by design: ``stop`` (an async
-    wait is cancelled instead), a wait's fake clock, and ``terminate_on_cancel``."""
+    wait is cancelled instead), a wait's fake clock, and ``terminate_on_cancel``; and the same
+    options still taken by position for one release (with a DeprecationWarning)."""
     import inspect
 
     import horovod_batchai
@@ -304,6 +305,7 @@ def test_the_async_methods_take_the_sync_ones_arguments() -> None:
                 continue
             shapes = [[(p.name, p.kind, p.default) for p in inspect.signature(m).parameters.values()
                        if p.name not in by_design] for m in members]
-            if shapes[0] != shapes[1]:
+            deprecated = [getattr(m, "_positional_options", ()) for m in members]
+            if shapes[0] != shapes[1] or deprecated[0] != deprecated[1]:
                 differ.append(f"{name}.{method}")
     assert not differ, f"arguments differ between horovod_batchai and horovod_batchai.aio: {differ}"

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -46,14 +46,17 @@ async def _prepare(target: Target, tmp_path: Path) -> None:
     await cluster.wait_until_ready(timeout=120)
 
 
-async def train(target: Target, name: str, script: str) -> dict:
-    """The docs' handler, with the job built in code instead of read from job.json."""
+async def train(target: Target, name: str, script: str, submitted: Optional[asyncio.Event] = None) -> dict:
+    """The docs' handler, with the job built in code instead of read from job.json; ``submitted``
+    is set once the service has accepted the job (the handler then awaits ``job.wait``)."""
     ws = await Workspace.get(target, RG, "batchaidev")
     cluster = await ws.get_cluster("nc6cluster")
     share = await FileShare.get(target, RG, ACCOUNT, "myshare")
     spec = HorovodJob(script=f"$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/scripts/{script}", mounts=[await share.mount()])
     experiment = await ws.create_experiment("cifar")
     job = await experiment.submit(name, spec, cluster=cluster)
+    if submitted is not None:
+        submitted.set()
     try:
         status = await job.wait(timeout=3600, terminate_on_cancel=True)
     except JobFailedError as err:
@@ -83,11 +86,18 @@ def test_a_handler_awaits_a_job_while_the_loop_serves(service: Any, tmp_path: Pa
         assert ticks >= elapsed / 0.05 / 2, (ticks, elapsed)
 
         # A client that goes away: its handler is cancelled, and the job is terminated with it.
-        handler = asyncio.ensure_future(train(target, "abandoned", "sleeper.py"))
+        # It is cancelled in job.wait: a submit cancelled once the service has the job stops
+        # waiting without terminating it (as any cancelled poller's result()).
+        submitted = asyncio.Event()
+        handler = asyncio.ensure_future(train(target, "abandoned", "sleeper.py", submitted))
         experiment = await (await Workspace.get(target, RG, "batchaidev")).create_experiment("cifar")
-        while True:  # until the job runs
+        while True:  # until the handler awaits the running job
+            if handler.done():
+                handler.result()  # its error, if it failed
+                pytest.fail("the handler returned before it was cancelled")
             jobs = {j.name: j for j in await experiment.list_jobs()}
-            if "abandoned" in jobs and jobs["abandoned"].execution_state is ExecutionState.RUNNING:
+            if submitted.is_set() and "abandoned" in jobs and \
+                    jobs["abandoned"].execution_state is ExecutionState.RUNNING:
                 break
             await asyncio.sleep(0.2)
         handler.cancel()

@@ -73,7 +73,7 @@ async def aio_round(info: ServiceInfo, work: Path, source: Path, name: str) -> t
         cluster = await ws.get_cluster("c1")
         experiment = await ws.create_experiment("bench")
         share = await FileShare.create(target, RG, ACCOUNT, "bench")
-        mount = await share.mount("bench")
+        mount = await share.mount(relative_mount_path="bench")
 
         async def job_and_stream() -> None:
             job = await experiment.submit(name, spec(mount), cluster=cluster)

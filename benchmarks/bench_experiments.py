@@ -61,7 +61,7 @@ def trial_spec(kind: str, share: FileShare, work: Path, epoch_seconds: float) ->
         (work / "sleeper.py").write_text(SLEEPER)
         share.upload_file(work / "sleeper.py", "bench/sleeper.py", progress=False)
         return HorovodJob(script=f"{root}/sleeper.py", arguments=f"--epoch-seconds {epoch_seconds}",
-                          mounts=[share.mount("bench")], std_out_err_path_prefix=f"{root}/logs")
+                          mounts=[share.mount(relative_mount_path="bench")], std_out_err_path_prefix=f"{root}/logs")
     from training.synthetic import write_synthetic_cifar10
     data = write_synthetic_cifar10(work / "cifar-10-batches-py", num_train=320, num_test=96, seed=0)
     share.upload_file(REPO / "training" / "cifar_cnn_distributed.py", "bench/cifar_cnn_distributed.py", progress=False)
@@ -69,7 +69,7 @@ def trial_spec(kind: str, share: FileShare, work: Path, epoch_seconds: float) ->
     return HorovodJob(script=f"{root}/cifar_cnn_distributed.py",
                       arguments=f"--dir=$AZ_BATCHAI_JOB_TEMP/run --data-dir={root}/cifar-10-batches-py --epochs=2 "
                                 "--warmup-epochs=0 --no-augmentation --seed=0",
-                      mounts=[share.mount("bench")], std_out_err_path_prefix=f"{root}/logs")
+                      mounts=[share.mount(relative_mount_path="bench")], std_out_err_path_prefix=f"{root}/logs")
 
 
 def by_hand(experiment, cluster, spec: HorovodJob, tag: str) -> float:

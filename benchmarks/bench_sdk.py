@@ -46,7 +46,7 @@ def stream_latency(target: Target, share: FileShare, work: Path, lines: int) -> 
     share.upload_file(script, "bench/timestamped.py", progress=False)
     cluster.wait_until_ready(timeout=300)
     spec = HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/bench/bench/timestamped.py",
-                      mounts=[share.mount("bench")])
+                      mounts=[share.mount(relative_mount_path="bench")])
     job = ws.create_experiment("bench").submit(f"stream{int(time.time())}", spec, cluster=cluster)
     delays: list[float] = []
     buffered = ""

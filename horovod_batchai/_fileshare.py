@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, List, Optio
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
-from ._deprecation import deprecated
+from ._deprecation import deprecated, positional_options
 from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
 from ._mounts import AzureFileShareMount, azure_file_url
 from ._names import (check_count, check_location, check_resource_group, check_share_name, check_share_path,
@@ -298,7 +298,10 @@ class FileShare(FileShareBase):
                 log.info("deleting storage account %s", self._account_name)
                 self.target.storage().storage_accounts.delete(self.resource_group, self._account_name)
             with self._lock:
-                self._service, self._key = None, None
+                service, self._service, self._key = self._service, None, None
+            if service is not None:
+                self.target._disown(service)
+                service.close()
 
     # -- credentials and clients ----------------------------------------------------------------
     def get_account_key(self) -> str:
@@ -316,10 +319,28 @@ class FileShare(FileShareBase):
             self._read_account()
         key = self.get_account_key()
         with self._lock:
+            if self._service is not None and not self.target._holds(self._service):
+                self._service = None  # the target closed it: open another
             if self._service is None:
                 assert self._account_url is not None
                 self._service = self.target.share_service(self._account_url, key)
+                self.target._adopt(self._service)
             return self._service
+
+    def close(self) -> None:
+        """Close the share's data-plane client (opened again on next use); closing the target
+        closes it too."""
+        with self._lock:
+            service, self._service = self._service, None
+        if service is not None:
+            self.target._disown(service)
+            service.close()
+
+    def __enter__(self) -> "FileShare":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def _share_client(self) -> "ShareClient":
         client = self._service_client().get_share_client(self.share_name)
@@ -345,7 +366,8 @@ class FileShare(FileShareBase):
     def _file_client(self, path: str) -> "ShareFileClient":
         return self._share_client().get_file_client(path)
 
-    def mount(self, relative_mount_path: Optional[str] = None) -> AzureFileShareMount:
+    @positional_options("relative_mount_path")
+    def mount(self, *, relative_mount_path: Optional[str] = None) -> AzureFileShareMount:
         """The mount entry a job (or cluster) needs: account name, share URL, key, and where it
         appears under ``$AZ_BATCHAI_JOB_MOUNT_ROOT`` (default: the share's name)."""
         return AzureFileShareMount.for_share(self._account_name, self.share_name,

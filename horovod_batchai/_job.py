@@ -17,7 +17,7 @@ from azure.core.polling import LROPoller
 from ._backends.base import JobRecord, JobRef
 from ._errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError, azure_errors
 from ._job_spec import HorovodJob
-from ._deprecation import deprecated
+from ._deprecation import deprecated, positional_options
 from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
 from ._names import check_batchai_name, local_destination, local_directory
@@ -269,7 +269,8 @@ class Job(JobBase):
         return status
 
     # -- output files ---------------------------------------------------------------------------
-    def list_output_files(self, output_directory_id: str = STDOUTERR, directory: str = ".", *,
+    @positional_options("output_directory_id", "directory")
+    def list_output_files(self, *, output_directory_id: str = STDOUTERR, directory: str = ".",
                           link_expiry_minutes: int = 60) -> List[OutputFile]:
         """Files and directories in ``directory`` of the output directory ``output_directory_id``
         (``stdouterr`` holds stdout.txt, stderr.txt and the logs)."""
@@ -296,11 +297,11 @@ class Job(JobBase):
         leaving no partial file."""
         stop = check_stop_event(stop)
         directory, _, name = check_output_path(path, "path").strip("/").rpartition("/")
-        match = output_named(self.list_output_files(output_directory_id, directory or "."), name, path,
+        match = output_named(self.list_output_files(output_directory_id=output_directory_id, directory=directory or "."), name, path,
                              output_directory_id)
         if match.is_directory:
             dest = local_directory(dest)
-            for child in self.list_output_files(output_directory_id, path.strip("/")):
+            for child in self.list_output_files(output_directory_id=output_directory_id, directory=path.strip("/")):
                 self.download(f"{path.strip('/')}/{child.name}", local_path_under(dest, child.name),
                               output_directory_id=output_directory_id, stop=stop)
             return dest
@@ -328,7 +329,7 @@ class Job(JobBase):
         recorded none gives an empty table whose ``reason`` says why.
         """
         state = self.refresh().execution_state
-        match = next((f for f in self.list_output_files(STDOUTERR) if f.name == METRICS_FILE and not f.is_directory),
+        match = next((f for f in self.list_output_files(output_directory_id=STDOUTERR) if f.name == METRICS_FILE and not f.is_directory),
                      None)
         if match is None or not match.download_url:
             return MetricsTable(self.name, (), (), self._no_metrics_reason(state), state.value)
@@ -343,10 +344,11 @@ class Job(JobBase):
         from ._tensorboard import sync_event_files
         return sync_event_files(self, local_directory(logdir, "logdir"))
 
-    def tensorboard(self, logdir: Union[str, Path, None] = None, *, port: Optional[int] = None,
+    @positional_options("logdir")
+    def tensorboard(self, *, logdir: Union[str, Path, None] = None, port: Optional[int] = None,
                     start: bool = True) -> "TensorBoard":
         """Sync the job's event files to ``logdir`` (default ``./tensorboard/<job>``) and start
-        TensorBoard on them (on ``port``, default a free one); returns a :class:`TensorBoard` whose
+        TensorBoard on them (on ``port``, default one the system chooses); returns a :class:`TensorBoard` whose
         ``url`` it answers at, ``sync()`` fetches newer files and ``stop()`` ends it. Where
         TensorBoard is not installed nothing is started, and ``command_line`` says what to run."""
         from ._tensorboard import open_tensorboard
@@ -363,12 +365,14 @@ class Job(JobBase):
                 "($AZ_BATCHAI_STDOUTERR_DIR); scripts other than the training package record metrics as the docs "
                 "show (\"Experiments: curves and sweeps\")")
 
-    def stderr_tail(self, max_bytes: int = TAIL_BYTES) -> str:
+    @positional_options("max_bytes")
+    def stderr_tail(self, *, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on
         Azure ML); empty when there is none or it cannot be read."""
         return self._tail(self._backend.failure_log_name, max_bytes)
 
-    def stdout_tail(self, max_bytes: int = TAIL_BYTES) -> str:
+    @positional_options("max_bytes")
+    def stdout_tail(self, *, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's ``stdout.txt`` (at most 30, from its last ``max_bytes``
         bytes); empty when there is none or it cannot be read."""
         return self._tail("stdout.txt", max_bytes)
@@ -377,7 +381,7 @@ class Job(JobBase):
         check_tail_bytes(max_bytes)
         directory, _, name = wanted.rpartition("/")
         try:
-            match = next((f for f in self.list_output_files(STDOUTERR, directory or ".") if f.name == name), None)
+            match = next((f for f in self.list_output_files(output_directory_id=STDOUTERR, directory=directory or ".") if f.name == name), None)
             if match is None or not match.download_url or match.size == 0:
                 return ""
             remote = self._backend.open_output(match.download_url)

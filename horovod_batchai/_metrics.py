@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from ._deprecation import positional_options
 from ._errors import InvalidSpecError, import_optional
 from ._html import html_table
 
@@ -128,7 +129,8 @@ class MetricsTable:
         values = self.column(name)
         return values[-1] if values else None
 
-    def best(self, name: str, mode: str = "max") -> Optional[float]:
+    @positional_options("mode")
+    def best(self, name: str, *, mode: str = "max") -> Optional[float]:
         """The best value of ``name`` over the epochs: the largest (``mode='max'``) or smallest."""
         return best_of(self.column(name), check_mode(mode))
 

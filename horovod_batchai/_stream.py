@@ -229,5 +229,6 @@ class OutputStream(StreamCursor, Iterator[str]):
         url = self._valid_link()
         if url is not None:
             return url
-        return self._take_link(self._job.list_output_files(self._output_directory_id, self._directory,
+        return self._take_link(self._job.list_output_files(output_directory_id=self._output_directory_id,
+                                                           directory=self._directory,
                                                            link_expiry_minutes=self._link_expiry_minutes))

@@ -20,14 +20,20 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ._errors import ConflictError, InvalidSpecError, NotFoundError, WaitTimeoutError
+from azure.core.exceptions import AzureError
+
+from ._deprecation import positional_options
+from ._errors import ConflictError, HorovodBatchAIError, InvalidSpecError, NotFoundError, WaitTimeoutError
 from ._html import html_table
+from ._lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout
 from ._metrics import MetricsTable, best_of, check_mode, format_number, json_records, text_table
 from ._polling import Polling
 from ._states import ExecutionState
 from ._sweep_spec import SWEEP_VARIABLE, TRIAL_VARIABLE, SweepDefinition, trial_arguments, trial_name
 
 if TYPE_CHECKING:
+    from azure.core.polling import LROPoller
+
     from ._experiment import Experiment
     from ._job import Job
     from ._job_spec import HorovodJob
@@ -38,6 +44,9 @@ __all__ = ["Sweep", "SweepState", "Trial", "TrialResult", "SweepResults", "trial
 log = logging.getLogger(__name__)
 
 _TERMINATED = "JobTerminated"  # the error code a terminated job ends with
+
+#: how long the stopping rule lets a trial's termination run before asking the service again
+TERMINATE_PATIENCE_S = 60.0
 
 
 class SweepState(str, enum.Enum):
@@ -59,6 +68,12 @@ def trial_spec(base: "HorovodJob", definition: SweepDefinition, index: int) -> "
     variables = {**base.environment_variables, SWEEP_VARIABLE: definition.to_json(), TRIAL_VARIABLE: str(index)}
     return base.replace(arguments=trial_arguments(base.arguments, definition.trials[index]),
                         environment_variables=variables)
+
+
+def _begin_terminate(job: "Job") -> "LROPoller[Any]":
+    """``job.terminate()`` on azure-core's poller thread, its first request included: a service
+    that does not answer holds that thread, never the sweep's caller."""
+    return background_poller(lambda: job.terminate(timeout=None), action="terminating job", resource=job.id)
 
 
 def _definition_of(job: "Job") -> Optional[Tuple[SweepDefinition, int]]:
@@ -211,6 +226,8 @@ class Sweep:
         self._judged: Dict[int, int] = {}
         self._cancelled = False
         self._finished: Dict[int, MetricsTable] = {}
+        # trials the stopping rule asked to terminate: their pollers and when they were asked
+        self._terminating: Dict[int, Tuple["LROPoller[Any]", float]] = {}
 
     def __repr__(self) -> str:
         return (f"Sweep(experiment={self.experiment.name!r}, name={self.name!r}, trials={len(self.definition.trials)}, "
@@ -340,13 +357,39 @@ class Sweep:
                 log.info("sweep %s: stopping trial %s early: %s %.4g at epoch %d is worse than the median of %d "
                          "other trial(s)", self.name, job.name, self.metric, mine[epoch], epoch, len(others))
                 self._stopped_early.add(index)
-                job.begin_terminate().result()
+                self._terminate_stopped(index)
+
+    def _terminate_stopped(self, index: int) -> None:
+        """Ask the service to stop a trial the rule stopped, without waiting: the steps that follow
+        watch the termination (a service that never finishes it must not hang the sweep)."""
+        self._terminating[index] = (_begin_terminate(self._jobs[index]), time.monotonic())
+
+    def _follow_terminations(self) -> None:
+        """Forget the terminations that ended; ask again for one that failed or has run longer than
+        :data:`TERMINATE_PATIENCE_S`, and log it."""
+        for index, (poller, asked) in list(self._terminating.items()):
+            job = self._jobs[index]
+            if job.status.execution_state.is_terminal():
+                del self._terminating[index]
+            elif poller.done():
+                try:
+                    poller.result(0)
+                except (AzureError, HorovodBatchAIError) as err:  # refused or failed: the next step asks again
+                    log.warning("sweep %s: terminating trial %s failed (%s); asking again", self.name, job.name, err)
+                    self._terminate_stopped(index)
+                else:
+                    del self._terminating[index]
+            elif time.monotonic() - asked >= TERMINATE_PATIENCE_S:
+                log.warning("sweep %s: terminating trial %s had not finished after %gs (status %s); asking again",
+                            self.name, job.name, TERMINATE_PATIENCE_S, poller.status())
+                self._terminate_stopped(index)
 
     def step(self) -> SweepState:
         """One round: fetch the trials, apply the stopping rule, submit what may start. ``wait``
         calls it until the sweep ends."""
         self.refresh()
         self._notice_cancel()
+        self._follow_terminations()
         self._apply_stopping_rule()
         self._submit_ready()
         return self.state
@@ -390,13 +433,26 @@ class Sweep:
         self._cancelled = False
         return self
 
-    def cancel(self) -> None:
-        """Terminate the running trials and submit no more; trials that ended keep their results."""
+    def cancel(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
+        """Terminate the running trials and submit no more; trials that ended keep their results.
+        Waits at most ``timeout`` seconds (None: no limit) for the terminations, then
+        :class:`WaitTimeoutError` naming the trials still terminating (the sweep stays cancelled
+        and the service goes on stopping them)."""
+        check_timeout(timeout)
         self.refresh()
         self._cancelled = True
-        pollers = [job.begin_terminate() for index, job in self._jobs.items() if index in self._active()]
-        for poller in pollers:
-            poller.result()
+        deadline = None if timeout is None or math.isinf(timeout) else time.monotonic() + timeout
+        pollers = [(job, _begin_terminate(job)) for index, job in self._jobs.items() if index in self._active()]
+        unfinished = []
+        for job, poller in pollers:
+            try:
+                poller.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except WaitTimeoutError:
+                unfinished.append(job.name)
+        if unfinished:
+            raise WaitTimeoutError(f"cancelling sweep {self.name!r}: terminating trial(s) {', '.join(unfinished)} had "
+                                   f"not finished after {timeout:g}s (the sweep submits no more trials; the service "
+                                   "goes on stopping them)", last_state=None)
         self.refresh()
 
     # -- results --------------------------------------------------------------------------------
@@ -413,7 +469,8 @@ class Sweep:
                                     best_of(values, self.mode), table))
         return SweepResults(self.name, self.metric, self.mode, self.state, parameters, rows)
 
-    def best(self, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
+    @positional_options("metric", "mode")
+    def best(self, *, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
         """The trial with the best value of ``metric`` (default: the sweep's) over its epochs;
         ``mode`` 'max' or 'min' (default: the sweep's). :class:`NotFoundError` when no trial has
         recorded it yet."""

@@ -426,8 +426,25 @@ class Target:
         self.check_data_url(url.split("?", 1)[0], "the download URL")
         return ShareFileClient.from_file_url(url, **self._data_plane_kwargs())
 
+    def _adopt(self, client: Any) -> None:
+        """Close ``client`` (a share's data-plane client) with the target."""
+        with self._lock:
+            self._clients[f"adopted-{id(client)}"] = client
+
+    def _disown(self, client: Any) -> None:
+        with self._lock:
+            self._clients.pop(f"adopted-{id(client)}", None)
+
+    def _holds(self, client: Any) -> bool:
+        """Whether ``client`` was adopted and not closed since (by :meth:`close`)."""
+        with self._lock:
+            return self._clients.get(f"adopted-{id(client)}") is client
+
     # -- lifetime -------------------------------------------------------------------------------
     def close(self) -> None:
+        """Close every client this target opened, the file shares' data-plane clients included; a
+        credential given by the caller stays open. The target may be used again (its clients are
+        then opened anew)."""
         with self._lock:
             clients, self._clients = self._clients, {}
             backend, self._backend = self._backend, None

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import re
 import shlex
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 #: the directory of event files in a job's output directory
 EVENTS_DIR = "tensorboard"
+
+#: what TensorBoard prints once it listens (2.15: "TensorBoard 2.15.2 at http://127.0.0.1:40711/ ...")
+_SERVING = re.compile(rb"^TensorBoard \S+ at http://127\.0\.0\.1:(\d+)/", re.MULTILINE)
 
 
 def tensorboard_installed() -> bool:
@@ -62,27 +65,25 @@ def sync_event_files(job: "Job", logdir: Path) -> int:
     return fetched
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class TensorBoard:
     """A job's event files in a local folder, and TensorBoard on them when it is installed.
 
     :meth:`sync` fetches what the job wrote since; :attr:`url` is where TensorBoard listens (None
     when it is not running); :attr:`command` is the command that starts it; :meth:`stop` ends it.
+    Without a ``port``, TensorBoard binds one the system chooses (``--port 0``) and :attr:`port`
+    is the one it reports: picking a free port first and binding it later would let another
+    process take it in between.
     """
 
-    def __init__(self, job: "Job", logdir: Path, port: int) -> None:
+    def __init__(self, job: "Job", logdir: Path, port: Optional[int]) -> None:
         self.job = job
         self.logdir = logdir
-        self.port = port
+        self.port = port  # None until TensorBoard reports the port it bound
+        self._requested = port
         self.process: Optional[subprocess.Popen] = None
         self._stderr: Optional[IO[bytes]] = None
         self.command = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1",
-                        "--port", str(port)]
+                        "--port", str(port if port is not None else 0)]
 
     def __repr__(self) -> str:
         return f"TensorBoard(job={self.job.name!r}, logdir={str(self.logdir)!r}, url={self.url!r})"
@@ -101,7 +102,7 @@ class TensorBoard:
 
     @property
     def url(self) -> Optional[str]:
-        if self.process is None or self.process.poll() is not None:
+        if self.process is None or self.process.poll() is not None or self.port is None:
             return None
         return f"http://127.0.0.1:{self.port}/"
 
@@ -122,20 +123,25 @@ class TensorBoard:
         # a session of its own: Ctrl-C in the notebook or terminal that started it does not end it
         self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=self._stderr,
                                         start_new_session=True)
+        # Ready once it says where it listens (it prints that after binding): its own word, where
+        # connecting to the port could reach another process that listens there.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                self._stderr.seek(0)
-                error = self._stderr.read().decode(errors="replace")
+            exited = self.process.poll() is not None
+            self._stderr.seek(0)
+            log_text = self._stderr.read()
+            serving = _SERVING.search(log_text)
+            if serving is not None and not exited:
+                self.port = int(serving.group(1))
+                return self
+            if exited:
                 self.stop()
-                raise HorovodBatchAIError(f"TensorBoard exited at start: {error.strip()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.25)
+                raise HorovodBatchAIError("TensorBoard exited at start: "
+                                          f"{log_text.decode(errors='replace').strip()[-2000:]}")
+            time.sleep(0.25)
         self.stop()
-        raise WaitTimeoutError(f"TensorBoard did not listen on port {self.port} within {timeout:g}s")
+        where = f"on port {self._requested}" if self._requested is not None else "on the port the system chose"
+        raise WaitTimeoutError(f"TensorBoard did not listen {where} within {timeout:g}s")
 
     def stop(self) -> None:
         """End TensorBoard if this object started it."""
@@ -147,6 +153,7 @@ class TensorBoard:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+        self.port = self._requested
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
@@ -160,7 +167,7 @@ class TensorBoard:
 
 def open_tensorboard(job: "Job", logdir: Optional[Path], *, port: Optional[int], start: bool) -> TensorBoard:
     folder = local_directory(logdir if logdir is not None else Path("tensorboard") / job.name, "logdir")
-    board = TensorBoard(job, folder, port if port is not None else _free_port())
+    board = TensorBoard(job, folder, port)
     board.sync()
     if start:
         board.start()

@@ -1,6 +1,6 @@
 """What tests share besides fixtures: the subscription the local service is addressed with, fast
-service settings, the keyword arguments that point a management client at a local service, and
-killing a daemon the test started.
+service settings, the keyword arguments that point a management client at a local service,
+killing a daemon the test started, and starting a child that Ctrl-C reaches.
 
 (Kept out of conftest.py: several conftest modules exist, and ``from conftest import ...`` would
 reach whichever was imported first.)
@@ -29,3 +29,10 @@ def kill_daemon(pid: int) -> None:
     state lock included)."""
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child a test sends SIGINT, as a terminal's Ctrl-C would: a shell
+    without job control starts background commands with SIGINT ignored, the child inherits
+    that, and Python then installs no KeyboardInterrupt handler at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, List, Opti
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 from .._errors import NotFoundError, azure_errors
-from .._deprecation import deprecated
+from .._deprecation import deprecated, positional_options
 from .._fileshare import (DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY,
                           UPLOAD_TEMP_RE, VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, range_md5_refused,
                           check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, file_endpoint,
@@ -277,6 +277,8 @@ class FileShare(FileShareBase):
         return self._key
 
     async def _service_client(self) -> "ShareServiceClient":
+        if self._service is not None and not self.target._holds(self._service):
+            self._service = None  # the target closed it: open another
         if self._service is None:
             if self._account_url is None:
                 await self._read_account()
@@ -310,7 +312,8 @@ class FileShare(FileShareBase):
     async def _file_client(self, path: str) -> "ShareFileClient":
         return (await self._share_client()).get_file_client(path)
 
-    async def mount(self, relative_mount_path: Optional[str] = None) -> AzureFileShareMount:
+    @positional_options("relative_mount_path")
+    async def mount(self, *, relative_mount_path: Optional[str] = None) -> AzureFileShareMount:
         """The mount entry a job (or cluster) needs, with the account key."""
         return AzureFileShareMount.for_share(self._account_name, self.share_name,
                                              relative_mount_path=relative_mount_path or self.share_name,

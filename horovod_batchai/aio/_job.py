@@ -16,6 +16,7 @@ from azure.core.exceptions import AzureError, HttpResponseError
 
 from .._errors import HorovodBatchAIError, azure_errors
 from .._job import STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, output_named, tail_text
+from .._deprecation import positional_options
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._names import local_destination, local_directory
 from .._paths import local_path_under
@@ -116,7 +117,8 @@ class Job(JobBase):
                         type(err).__name__)
 
     # -- output files ---------------------------------------------------------------------------
-    async def list_output_files(self, output_directory_id: str = STDOUTERR, directory: str = ".", *,
+    @positional_options("output_directory_id", "directory")
+    async def list_output_files(self, *, output_directory_id: str = STDOUTERR, directory: str = ".",
                                 link_expiry_minutes: int = 60) -> List[OutputFile]:
         """Files and directories in ``directory`` of the output directory ``output_directory_id``."""
         check_link_expiry(link_expiry_minutes)
@@ -135,11 +137,11 @@ class Job(JobBase):
         """Download output file ``path`` (a directory is fetched whole) to ``dest`` (see
         :meth:`horovod_batchai.Job.download`); the file is written in a worker thread."""
         directory, _, name = check_output_path(path, "path").strip("/").rpartition("/")
-        match = output_named(await self.list_output_files(output_directory_id, directory or "."), name, path,
+        match = output_named(await self.list_output_files(output_directory_id=output_directory_id, directory=directory or "."), name, path,
                              output_directory_id)
         if match.is_directory:
             dest = local_directory(dest)
-            for child in await self.list_output_files(output_directory_id, path.strip("/")):
+            for child in await self.list_output_files(output_directory_id=output_directory_id, directory=path.strip("/")):
                 await self.download(f"{path.strip('/')}/{child.name}", local_path_under(dest, child.name),
                                     output_directory_id=output_directory_id)
             return dest
@@ -158,11 +160,13 @@ class Job(JobBase):
         partial.replace(dest)
         return dest
 
-    async def stderr_tail(self, max_bytes: int = TAIL_BYTES) -> str:
+    @positional_options("max_bytes")
+    async def stderr_tail(self, *, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's error log; empty when there is none or it cannot be read."""
         return await self._tail(self._backend.failure_log_name, max_bytes)
 
-    async def stdout_tail(self, max_bytes: int = TAIL_BYTES) -> str:
+    @positional_options("max_bytes")
+    async def stdout_tail(self, *, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's ``stdout.txt``; empty when there is none or it cannot be read."""
         return await self._tail("stdout.txt", max_bytes)
 
@@ -170,7 +174,7 @@ class Job(JobBase):
         check_tail_bytes(max_bytes)
         directory, _, name = wanted.rpartition("/")
         try:
-            files = await self.list_output_files(STDOUTERR, directory or ".")
+            files = await self.list_output_files(output_directory_id=STDOUTERR, directory=directory or ".")
             match = next((f for f in files if f.name == name), None)
             if match is None or not match.download_url or match.size == 0:
                 return ""

@@ -87,4 +87,4 @@ class AsyncOutputStream(StreamCursor, AsyncIterator[str]):
         if url is not None:
             return url
         return self._take_link(await self._job_async.list_output_files(
-            self._output_directory_id, self._directory, link_expiry_minutes=self._link_expiry_minutes))
+            output_directory_id=self._output_directory_id, directory=self._directory, link_expiry_minutes=self._link_expiry_minutes))

@@ -259,6 +259,10 @@ class Target:
     def _disown(self, client: Any) -> None:
         self._clients.pop(f"adopted-{id(client)}", None)
 
+    def _holds(self, client: Any) -> bool:
+        """Whether ``client`` was adopted and not closed since (by :meth:`close`)."""
+        return self._clients.get(f"adopted-{id(client)}") is client
+
     # -- lifetime -------------------------------------------------------------------------------
     async def close(self) -> None:
         """Close every client this target opened (and, on Azure ML, the sync target's); a

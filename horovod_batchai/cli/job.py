@@ -75,7 +75,7 @@ def job_stream(ctx: Context) -> Result:
 def job_file_list(ctx: Context) -> Result:
     job = ctx.job(ctx.args.job)
     job.refresh()
-    files = job.list_output_files(ctx.args.output_directory_id, ctx.args.directory)
+    files = job.list_output_files(output_directory_id=ctx.args.output_directory_id, directory=ctx.args.directory)
     return Result(output_files_data(files), output_files_table(files))
 
 
@@ -114,7 +114,7 @@ def job_tensorboard(ctx: Context) -> Result:
     args = ctx.args
     if args.sync_interval <= 0:
         raise UsageError(f"--sync-interval: expected seconds > 0, got {args.sync_interval:g}")
-    board = job.tensorboard(args.logdir, port=args.port, start=not args.no_start)
+    board = job.tensorboard(logdir=args.logdir, port=args.port, start=not args.no_start)
     if board.url is None:
         print(f"event files of job {job.name} are in {board.logdir}; start TensorBoard with:\n  {board.command_line}")
         return Result(quiet=True)

@@ -13,6 +13,7 @@ import sys
 from typing import Any, Dict, List, Union
 
 from .. import LogUniform, MedianStopping, Sweep, SweepResults, SweepState, Uniform
+from .._lro import DEFAULT_LRO_TIMEOUT
 from .._metrics import format_number, json_records
 from .context import EXIT_FAILED, Context, UsageError
 from .parser import _Commands, _exp, _job_file, _name, _positive, _timeout, job_spec_from_args
@@ -115,7 +116,7 @@ def sweep_results(ctx: Context) -> Result:
 
 def sweep_cancel(ctx: Context) -> Result:
     sweep = ctx.experiment().get_sweep(ctx.args.name)
-    sweep.cancel()
+    sweep.cancel(timeout=ctx.args.timeout)
     return Result(sweep_data(sweep), sweep_table(sweep))
 
 
@@ -151,12 +152,14 @@ def register(c: _Commands) -> None:
                    help="return once the first trials are submitted (the rest wait for a `sweep create` to continue)")
     p.add_argument("--csv", action="store_true", help="print the results as CSV")
     _timeout(p, None, "the sweep")
-    for verb, func, text in (("show", sweep_show, "a sweep's trials and their states (exit 1 if it failed, was "
-                                                  "cancelled or stopped)"),
-                             ("cancel", sweep_cancel, "terminate a sweep's running trials; no more are submitted")):
-        p = c.command(sub, verb, func, text)
-        _exp(p)
-        _name(p, "sweep")
+    p = c.command(sub, "show", sweep_show, "a sweep's trials and their states (exit 1 if it failed, was "
+                  "cancelled or stopped)")
+    _exp(p)
+    _name(p, "sweep")
+    p = c.command(sub, "cancel", sweep_cancel, "terminate a sweep's running trials; no more are submitted")
+    _exp(p)
+    _name(p, "sweep")
+    _timeout(p, DEFAULT_LRO_TIMEOUT, "the terminations")
     p = c.command(sub, "results", sweep_results, "one row per trial: parameters, status, final and best metric "
                   "(exit 1 if the sweep failed, was cancelled or stopped)")
     _exp(p)

@@ -83,6 +83,15 @@ def test_submit_stream_wait_download(service: Any, tmp_path: Path) -> None:
             await failing.wait(timeout=120)
         assert failed.value.exit_code != 0 and "the data set is missing" in failed.value.stderr_tail
         assert "the data set is missing" in await failing.stderr_tail()
+        # the same keyword-only options as the sync classes, positional for one release with a warning
+        with pytest.warns(DeprecationWarning, match=r"Job.stderr_tail\(\) by position .* use max_bytes="):
+            assert "the data set is missing" in await failing.stderr_tail(8192)
+        with pytest.warns(DeprecationWarning, match=r"Job.stdout_tail\(\) by position .* use max_bytes="):
+            assert await failing.stdout_tail(8192) == await failing.stdout_tail(max_bytes=8192)
+        with pytest.warns(DeprecationWarning, match=r"Job.list_output_files\(\) by position"):
+            assert {f.name for f in await job.list_output_files("stdouterr")} == names
+        with pytest.warns(DeprecationWarning, match=r"FileShare.mount\(\) by position .* use relative_mount_path="):
+            assert await share.mount("data") == await share.mount(relative_mount_path="data")
         await failing.delete(timeout=60)
         assert await experiment.list_jobs() == [job]
 

@@ -101,6 +101,22 @@ def test_async_with_closes_every_client(service: Any) -> None:
     assert asyncio.run(scenario()).closed  # closed on leaving the block
 
 
+def test_a_share_opens_a_new_client_after_its_target_was_closed(service: Any, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_bytes(b"x" * 100)
+
+    async def scenario() -> None:
+        target = Target.local(service=service)
+        share = await FileShare.create(target, RG, "storageacct1", "myshare", location="eastus")
+        await share.upload_file(tmp_path / "a.txt", "a.txt", progress=False)
+        first = share._service
+        await target.close()  # closes the share's client too; the target may be used again
+        assert [i.name for i in await share.list()] == ["a.txt"]
+        assert share._service is not first and share._service is not None
+        await target.close()
+
+    asyncio.run(scenario())
+
+
 def test_cancelling_a_poller_stops_its_requests(service: Any) -> None:
     counter = CountRequests()
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -18,6 +18,7 @@ from horovod_batchai import AzureFileShareMount, ExecutionState, HorovodJob, Inv
 from horovod_batchai.aio import FileShare, Target, Workspace
 
 from aio_support import ACCOUNT, RG, SSH_KEY, run
+from service_support import interruptible
 
 pytestmark = pytest.mark.slow
 
@@ -46,19 +47,17 @@ async def _prepare(target: Target, tmp_path: Path) -> None:
     await cluster.wait_until_ready(timeout=120)
 
 
-async def train(target: Target, name: str, script: str, submitted: Optional[asyncio.Event] = None) -> dict:
-    """The docs' handler, with the job built in code instead of read from job.json; ``submitted``
-    is set once the service has accepted the job (the handler then awaits ``job.wait``)."""
+async def train(target: Target, name: str, script: str, on_state: Any = None) -> dict:
+    """The docs' handler, with the job built in code instead of read from job.json (and the
+    states its wait sees reported to ``on_state``)."""
     ws = await Workspace.get(target, RG, "batchaidev")
     cluster = await ws.get_cluster("nc6cluster")
     share = await FileShare.get(target, RG, ACCOUNT, "myshare")
     spec = HorovodJob(script=f"$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/scripts/{script}", mounts=[await share.mount()])
     experiment = await ws.create_experiment("cifar")
     job = await experiment.submit(name, spec, cluster=cluster)
-    if submitted is not None:
-        submitted.set()
     try:
-        status = await job.wait(timeout=3600, terminate_on_cancel=True)
+        status = await job.wait(timeout=3600, terminate_on_cancel=True, on_state=on_state)
     except JobFailedError as err:
         return {"job": job.name, "state": "failed", "log": err.stderr_tail}
     return {"job": job.name, "state": status.execution_state.value}
@@ -86,25 +85,18 @@ def test_a_handler_awaits_a_job_while_the_loop_serves(service: Any, tmp_path: Pa
         assert ticks >= elapsed / 0.05 / 2, (ticks, elapsed)
 
         # A client that goes away: its handler is cancelled, and the job is terminated with it.
-        # It is cancelled in job.wait: a submit cancelled once the service has the job stops
-        # waiting without terminating it (as any cancelled poller's result()).
-        submitted = asyncio.Event()
-        handler = asyncio.ensure_future(train(target, "abandoned", "sleeper.py", submitted))
-        experiment = await (await Workspace.get(target, RG, "batchaidev")).create_experiment("cifar")
-        while True:  # until the handler awaits the running job
-            if handler.done():
-                handler.result()  # its error, if it failed
-                pytest.fail("the handler returned before it was cancelled")
-            jobs = {j.name: j for j in await experiment.list_jobs()}
-            if submitted.is_set() and "abandoned" in jobs and \
-                    jobs["abandoned"].execution_state is ExecutionState.RUNNING:
-                break
-            await asyncio.sleep(0.2)
+        # Cancelled once its wait has seen the job run: a cancel that lands in submit() leaves
+        # the accepted job alone, as documented (only the wait terminates on cancel).
+        running = asyncio.Event()
+        handler = asyncio.ensure_future(train(target, "abandoned", "sleeper.py",
+                                              lambda state: state is ExecutionState.RUNNING and running.set()))
+        await asyncio.wait_for(running.wait(), 120)
         handler.cancel()
         with pytest.raises(asyncio.CancelledError):
             await handler
+        experiment = await (await Workspace.get(target, RG, "batchaidev")).get_experiment("cifar")
         with pytest.raises(JobFailedError):  # terminated: ends failed, as on Batch AI
-            await jobs["abandoned"].wait(timeout=60)
+            await (await experiment.get_job("abandoned")).wait(timeout=60)
 
     run(service, scenario)
 
@@ -141,7 +133,8 @@ def test_ctrl_c_ends_a_waiting_process_at_once(service: Any, tmp_path: Path) -> 
     script = WAITER.format(rg=RG, endpoint=info.endpoint, ca=str(info.ca_cert), state=str(info.state_dir),
                            pid=info.pid)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    waiter = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    waiter = subprocess.Popen([sys.executable, "-c", script], preexec_fn=interruptible,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               env=env, text=True)
     try:
         assert waiter.stdout is not None and waiter.stdout.readline().strip() == "waiting"

@@ -90,7 +90,7 @@ def test_an_older_service_hands_out_the_account_key(target: Target, transport: R
                   S.share_listing(path, {"metrics.csv": len(METRICS)}, signed="key"),
                   S.share_file(f"{path}/metrics.csv", METRICS, signed="key"))
     metrics = job.metrics()
-    assert metrics.last("loss") == 1.5 and metrics.best("val_loss", "min") == 1.6
+    assert metrics.last("loss") == 1.5 and metrics.best("val_loss", mode="min") == 1.6
     transport.verify()
 
 

@@ -115,7 +115,10 @@ def test_cancel_from_another_invocation_stops_a_sweep(cli: Cli, config: Path) ->
                      "--max-concurrent-trials", "1", "--no-wait", "--json")
     assert started.code == 0, started.err
     assert [t["status"] for t in started.json()["trials"]][1:] == ["pending", "pending"]
-    cancelled = cli("sweep", "cancel", *EXP, "-n", "long", "--json")
+    refused = cli("sweep", "cancel", *EXP, "-n", "long", "--timeout", "-1")
+    assert refused.code == 2 and "--timeout" in refused.err
+    assert [t["status"] for t in cli("sweep", "show", *EXP, "-n", "long", "--json").json()["trials"]][0] != "terminated"
+    cancelled = cli("sweep", "cancel", *EXP, "-n", "long", "--timeout", "120", "--json")
     assert cancelled.code == 0, cancelled.err
     assert [t["status"] for t in cancelled.json()["trials"]] == ["terminated", "cancelled", "cancelled"]
     shown = cli("sweep", "show", *EXP, "-n", "long")

@@ -49,12 +49,6 @@ def raw(service) -> Iterator[RawArm]:
         yield arm
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _port_open(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -387,12 +381,21 @@ def _stop(proc: subprocess.Popen) -> int:
         raise
 
 
+def _served_port(log: Path, proc: subprocess.Popen) -> int:
+    """The port a ``serve --port 0`` bound, as it printed it (the system chose it: no other
+    process can have taken it between a choice and the bind)."""
+    endpoint = _wait_for_line(log, "Management endpoint:", proc).split()[-1]
+    match = re.fullmatch(r"https://127\.0\.0\.1:(\d+)", endpoint)
+    assert match, endpoint
+    return int(match.group(1))
+
+
 def test_serve_prints_its_endpoints_refuses_a_second_copy_and_stops_on_sigterm(tmp_path: Path):
-    state, port, log = tmp_path / "state", _free_port(), tmp_path / "serve.log"
-    proc = _serve(state, port, log=log)
+    state, log = tmp_path / "state", tmp_path / "serve.log"
+    proc = _serve(state, 0, log=log)
     try:
-        line = _wait_for_line(log, "Management endpoint:", proc)
-        assert line.split()[-1] == f"https://127.0.0.1:{port}"
+        port = _served_port(log, proc)
+        assert port != 0 and _port_open(port)
         text = log.read_text()
         assert f"Files endpoint:      https://127.0.0.1:{port}/<account>" in text
         assert f"CA certificate:      {state / 'tls-cert.pem'}" in text
@@ -402,7 +405,7 @@ def test_serve_prints_its_endpoints_refuses_a_second_copy_and_stops_on_sigterm(t
             assert re.fullmatch(r"https://127\.0\.0\.1:\d+/<account>", blob), blob
             blob_port = int(blob.rsplit(":", 1)[1].split("/")[0])
 
-        second = _serve(state, _free_port())
+        second = _serve(state, 0)
         out, err = second.communicate(timeout=60)
         assert second.returncode == 1
         assert b"already running" in err
@@ -493,10 +496,10 @@ def test_a_malformed_request_line_is_logged_without_its_query(service: LocalServ
 
 
 def test_no_secret_reaches_the_daemon_log(tmp_path: Path):
-    state, port, log = tmp_path / "state", _free_port(), tmp_path / "serve.log"
-    proc = _serve(state, port, log=log)
+    state, log = tmp_path / "state", tmp_path / "serve.log"
+    proc = _serve(state, 0, log=log)
     try:
-        _wait_for_line(log, "Management endpoint:", proc)
+        port = _served_port(log, proc)
 
         class _Daemon:  # what the helpers need of a service, for one started by `serve`
             endpoint = f"https://127.0.0.1:{port}"

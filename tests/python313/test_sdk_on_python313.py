@@ -31,8 +31,10 @@ FLOW = Path(__file__).with_name("sdk_flow.py")
 
 
 def _runtime_dirs() -> list[str]:
-    """The directories the node runtime (this environment) needs, outermost only."""
-    wanted = sorted({sys.prefix, sys.base_prefix, str(Path(os.path.realpath(sys.executable)).parents[1])})
+    """The directories the node runtime (this environment) needs, outermost only: its scripts'
+    shebangs name the path the venv was made at, which differs from ``sys.prefix`` behind a link."""
+    wanted = sorted({sys.prefix, os.path.realpath(sys.prefix), sys.base_prefix,
+                     str(Path(os.path.realpath(sys.executable)).parents[1])})
     return [d for d in wanted if not any(d != other and d.startswith(other.rstrip("/") + "/") for other in wanted)]
 
 

@@ -9,6 +9,7 @@ import pytest
 from azure.core.exceptions import ResourceNotFoundError
 
 from horovod_batchai import FileShare, InvalidSpecError, NotFoundError, ShareItem, Target, TransferError
+from horovod_batchai.local import LocalService
 from sdk_support import ACCOUNT, RG
 
 
@@ -35,7 +36,7 @@ def test_mount_entry_carries_the_listed_key(target: Target, share: FileShare) ->
     assert mount.account_name == ACCOUNT and mount.relative_mount_path == "myshare"
     assert mount.azure_file_url == f"https://{ACCOUNT}.file.core.windows.net/myshare"
     assert keys[0].value not in repr(mount) and keys[0].value not in repr(share)
-    assert share.mount("data").relative_mount_path == "data"
+    assert share.mount(relative_mount_path="data").relative_mount_path == "data"
 
 
 def test_upload_and_download_file(share: FileShare, tmp_path: Path) -> None:
@@ -193,3 +194,40 @@ def test_upload_stores_the_md5_of_what_it_sent_and_download_checks_it(share: Fil
     with pytest.raises(TransferError, match="does not match the MD5"):
         share.download_file("big.bin", out, progress=False)
     assert list(out.iterdir()) == []
+
+
+
+def _closed(client: object) -> bool:
+    """Whether an azure-storage client's transport was closed: azure-core then refuses to send."""
+    try:
+        list(client.list_shares(timeout=5))  # type: ignore[attr-defined]
+    except ValueError as err:
+        return "closed" in str(err)
+    return False
+
+
+def test_closing_the_target_closes_the_shares_data_plane_clients(service: LocalService, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_bytes(b"x" * 1000)
+    with Target.local(service=service) as target:
+        share = FileShare.create(target, RG, ACCOUNT, "myshare", location="eastus")
+        share.upload_file(tmp_path / "a.txt", "a.txt", progress=False)
+        first = share._service
+        assert first is not None and not _closed(first)
+    assert _closed(first)  # `with` closed every client of the target, the share's one too
+    # the target may be used again: the share opens a new client, which the next close() closes
+    assert share.download_file("a.txt", tmp_path / "b.txt", progress=False).read_bytes() == b"x" * 1000
+    second = share._service
+    assert second is not first and second is not None and not _closed(second)
+    target.close()
+    assert _closed(second)
+    # a share alone: `with share:` (FileShare.close()) closes its own client, and it reopens on use
+    with FileShare.get(target, RG, ACCOUNT, "myshare") as other:
+        assert [i.name for i in other.list()] == ["a.txt"]
+        third = other._service
+    assert third is not None and _closed(third) and other._service is None
+    # deleting the account drops the share's client: closed, not left to the garbage collector
+    other.list()
+    fourth = other._service
+    other.delete(delete_account=True)
+    assert _closed(fourth)
+    target.close()

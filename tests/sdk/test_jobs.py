@@ -134,6 +134,25 @@ def test_failed_job_raises_with_exit_code_and_stderr(experiment: Experiment, clu
     assert "the data set is missing" in info.value.stderr_tail
     assert f"exit code {info.value.exit_code}" in str(info.value) and "the data set is missing" in str(info.value)
     assert job.execution_state is ExecutionState.FAILED
+    # options are keyword-only; for one release the positional form works and warns naming the keyword
+    tail = job.stderr_tail(max_bytes=8192)
+    assert "the data set is missing" in tail
+    with pytest.warns(DeprecationWarning, match=r"passing max_bytes to Job.stderr_tail\(\) by position is deprecated "
+                                                r"and will be removed in the next release; use max_bytes=\.\.\.") as warned:
+        assert job.stderr_tail(8192) == tail
+    assert [w.filename for w in warned] == [__file__]  # it points at the caller's line
+    with pytest.warns(DeprecationWarning, match=r"Job.stdout_tail\(\) by position .* use max_bytes="):
+        assert job.stdout_tail(8192) == job.stdout_tail(max_bytes=8192)
+    names = [f.name for f in job.list_output_files(output_directory_id="stdouterr", directory=".")]
+    with pytest.warns(DeprecationWarning, match=r"passing output_directory_id, directory to Job.list_output_files\(\) "
+                                                r"by position .* use output_directory_id=\.\.\., directory=\.\.\."):
+        assert [f.name for f in job.list_output_files("stdouterr", ".")] == names
+    with pytest.raises(TypeError, match="got multiple values for argument 'max_bytes'"):
+        job.stdout_tail(10, max_bytes=10)
+    with pytest.raises(TypeError, match=r"at most 1 deprecated positional option\(s\) \(max_bytes\)"):
+        job.stdout_tail(10, 20)
+    with pytest.warns(DeprecationWarning, match=r"FileShare.mount\(\) by position .* use relative_mount_path="):
+        assert share.mount("data") == share.mount(relative_mount_path="data")
 
 
 def test_terminate(experiment: Experiment, cluster: GpuCluster, share: FileShare, tmp_path: Path) -> None:

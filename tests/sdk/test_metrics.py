@@ -96,7 +96,9 @@ def test_metrics_are_read_while_the_job_runs_and_after(experiment: Experiment, c
     done = job.metrics()
     assert done.execution_state == "succeeded"
     assert done.epochs == [1, 2, 3]  # the half-written fourth row is not read
-    assert done.last("accuracy") == 0.75 and done.best("val_loss", "min") == 1.2
+    assert done.last("accuracy") == 0.75 and done.best("val_loss", mode="min") == 1.2
+    with pytest.warns(DeprecationWarning, match=r"passing mode to MetricsTable.best\(\) by position .* use mode="):
+        assert done.best("val_loss", "min") == 1.2
     assert json.loads(done.to_json())["rows"][2] == {"epoch": 3, "loss": 1.0, "accuracy": 0.75, "val_loss": 1.2,
                                                       "val_accuracy": 0.6, "lr": 0.001, "my_score": 9.0}
     with pytest.raises(InvalidSpecError, match="'val_los' is not recorded"):

@@ -24,6 +24,7 @@ from horovod_batchai._lro import MappedPoller
 from horovod_batchai._sweep_spec import SweepDefinition
 from horovod_batchai.local import LocalService, ServiceSettings
 from sdk_support import ACCOUNT, RG, SSH_KEY
+from service_support import interruptible
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # they measure how soon a wait ends
 
@@ -253,7 +254,7 @@ print("finished", flush=True)
 
 def test_ctrl_c_stops_a_job_wait_at_once(service: LocalService, sleeping_job: Job) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(service.state_dir), RG],
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(service.state_dir), RG], preexec_fn=interruptible,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout is not None and child.stderr is not None

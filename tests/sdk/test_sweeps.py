@@ -91,7 +91,10 @@ def test_a_grid_sweep_runs_every_combination_two_at_a_time(experiment: Experimen
                                        "epochs": 2, "final_val_accuracy": pytest.approx(0.1 + 0.01 + 0.0032),
                                        "best_val_accuracy": pytest.approx(0.1 + 0.01 + 0.0032)}
     assert sweep.best().name == "grid-003" and results.best().trial.name == "grid-003"
-    assert sweep.best("loss", "min").name in {"grid-000", "grid-001", "grid-002", "grid-003"}
+    assert sweep.best(metric="loss", mode="min").name in {"grid-000", "grid-001", "grid-002", "grid-003"}
+    with pytest.warns(DeprecationWarning, match=r"passing metric, mode to Sweep.best\(\) by position .* "
+                                                r"use metric=\.\.\., mode=\.\.\."):
+        assert sweep.best("loss", "min") == sweep.best(metric="loss", mode="min")
     html = results._repr_html_()
     assert html.count("<tr>") == 5 and "best trial <code>grid-003</code>" in html
     assert _overlap(share, tmp_path, 4) <= 2

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -24,11 +26,26 @@ def _kill(state: Path, pid: int) -> None:
         time.sleep(0.05)
 
 
+def _hold(endpoint: str) -> Optional[socket.socket]:
+    """Bind the port of ``endpoint``, which its killed daemon freed, without listening (a
+    connection there is refused, as after the kill); None when another process took it first
+    (it is taken either way)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # its old connections may linger in TIME_WAIT
+    try:
+        sock.bind(("127.0.0.1", int(endpoint.rsplit(":", 1)[1])))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
 @pytest.mark.parametrize("restarted_by", ["someone else", "the target"])
 def test_a_target_follows_its_daemon_to_a_new_port(tmp_path: Path, restarted_by: str) -> None:
     state = tmp_path / "state"
     source = tmp_path / "hello.txt"
     source.write_text("hello")
+    held: Optional[socket.socket] = None
     try:
         with Target.local(state_dir=state) as target:
             workspace = Workspace.create(target, "rg", "ws", location="eastus")
@@ -38,6 +55,8 @@ def test_a_target_follows_its_daemon_to_a_new_port(tmp_path: Path, restarted_by:
             assert first is not None and first.endpoint == target.management_endpoint
 
             _kill(state, first.pid)
+            # the port it had stays taken (as another process may take it): the daemon comes back elsewhere
+            held = _hold(first.endpoint)
             if restarted_by == "someone else":
                 second = ensure_running(state)
                 assert second.endpoint != first.endpoint
@@ -52,3 +71,5 @@ def test_a_target_follows_its_daemon_to_a_new_port(tmp_path: Path, restarted_by:
                 assert now.pid == second.pid  # found, not started again
     finally:
         stop_daemon(state)
+        if held is not None:
+            held.close()

@@ -18,6 +18,7 @@ from horovod_batchai import FileShare
 from horovod_batchai._fileshare import UPLOAD_TEMP_MARK
 from horovod_batchai.local import LocalService
 from sdk_support import ACCOUNT, RG
+from service_support import interruptible
 
 MIB = 1024 * 1024
 
@@ -124,7 +125,7 @@ print("finished", flush=True)
 def _interrupt(service: LocalService, *args: str) -> tuple[float, str]:
     """Run a transfer in a child process, Ctrl-C it once bytes flow; (seconds to exit, its stdout)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(service.state_dir), *args],
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(service.state_dir), *args], preexec_fn=interruptible,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout is not None

@@ -4,13 +4,15 @@ and after, and the TensorBoard that `make install` provides started on them."""
 from __future__ import annotations
 
 import json
+import socket
 import urllib.request
 from pathlib import Path
 from typing import Any, List
 
 import pytest
 
-from horovod_batchai import ExecutionState, Experiment, FileShare, GpuCluster, HorovodJob, Workspace
+from horovod_batchai import ExecutionState, Experiment, FileShare, GpuCluster, HorovodBatchAIError, HorovodJob, Workspace
+from horovod_batchai import _tensorboard
 from horovod_batchai._watch import NotebookView, TextView, watch
 
 pytestmark = pytest.mark.slow
@@ -151,7 +153,7 @@ def test_tensorboard_syncs_a_running_jobs_event_files_and_starts(
         if "epoch 0" in text:
             break
     logdir = tmp_path / "logdir"
-    with job.tensorboard(logdir) as board:
+    with job.tensorboard(logdir=logdir) as board:
         assert board.url is not None and board.logdir == logdir
         files = list((logdir / "train").glob("events.out.tfevents.*"))
         assert len(files) == 1
@@ -175,8 +177,47 @@ def test_tensorboard_gives_the_command_when_it_is_not_started(
     job = _submit(experiment, cluster, share, tmp_path, "epochs", EPOCHS)
     job.wait(timeout=300)
     monkeypatch.setattr("horovod_batchai._tensorboard.tensorboard_installed", lambda: False)
-    board = job.tensorboard(tmp_path / "none", port=6123)
+    board = job.tensorboard(logdir=tmp_path / "none", port=6123)
     assert board.url is None and board.process is None
     assert board.command_line == f"tensorboard --logdir {tmp_path / 'none'} --host 127.0.0.1 --port 6123"
     assert "start TensorBoard with" in board._repr_html_()
     assert job.sync_tensorboard(tmp_path / "none") == 0  # this job wrote no event files
+
+
+def _listener() -> socket.socket:
+    """A socket listening on a port of the system's choice: another process's server."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
+
+
+def test_tensorboard_listens_on_a_port_it_bound_itself_and_reports(
+        experiment: Experiment, cluster: GpuCluster, share: FileShare, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    job = _submit(experiment, cluster, share, tmp_path, "epochs", EPOCHS)
+    job.wait(timeout=300)
+    others: List[socket.socket] = []
+
+    def picked_then_taken() -> int:
+        # what a concurrent process does to a port picked before TensorBoard binds it: it takes it
+        others.append(_listener())
+        return int(others[-1].getsockname()[1])
+
+    monkeypatch.setattr(_tensorboard, "_free_port", picked_then_taken, raising=False)
+    try:
+        with job.tensorboard(logdir=tmp_path / "tb") as board:
+            assert board.port is not None and board.url == f"http://127.0.0.1:{board.port}/"
+            assert board.port not in [s.getsockname()[1] for s in others]
+            assert json.load(urllib.request.urlopen(board.url + "data/runs", timeout=60)) == []  # TensorBoard answers
+            assert board.command_line.endswith("--port 0")
+        assert board.url is None and board.port is None
+        # a port the caller names that another process holds: TensorBoard's own error, not that process's URL
+        taken = _listener()
+        others.append(taken)
+        with pytest.raises(HorovodBatchAIError, match=r"(?s)TensorBoard exited at start: .*could not bind to port "
+                                                      rf"{taken.getsockname()[1]}, it was already in use"):
+            job.tensorboard(logdir=tmp_path / "tb", port=taken.getsockname()[1])
+    finally:
+        for sock in others:
+            sock.close()

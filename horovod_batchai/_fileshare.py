@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from ._target import Target
 
-__all__ = ["FileShare", "FileShareBase", "ShareItem", "SKUS", "upload_temp_path", "walk_tree", "check_quota",
+__all__ = ["FileShare", "FileShareBase", "ShareItem", "SKUS", "upload_temp_path", "plan_download_directory", "walk_tree", "check_quota",
            "check_account_options",
            "full_key", "add_entries", "check_read_back", "holds_upload", "finish_download", "file_endpoint",
            "DEFAULT_FILE_CONCURRENCY", "UPLOAD_TEMP_RE", "check_upload_source", "plan_upload_directory",
@@ -636,15 +636,7 @@ class FileShare(FileShareBase):
         check_concurrency(max_concurrency)
         stop = check_stop_event(stop)
         dest = local_directory(dest)
-        items = self.list(path, recursive=True)
-        prefix = f"{path}/" if path else ""
-        for item in items:
-            if item.is_directory:
-                local_path_under(dest, item.path[len(prefix):]).mkdir(parents=True, exist_ok=True)
-        # Another client's uploads in flight are not content yet (they appear under their name when done).
-        files = [item for item in items if not item.is_directory and not UPLOAD_TEMP_RE.fullmatch(item.name)]
-        total = sum(item.size or 0 for item in files)
-        targets = [local_path_under(dest, item.path[len(prefix):]) for item in files]
+        files, targets, total = plan_download_directory(self.list(path, recursive=True), path, dest)
         with Progress(progress, total, dest.name) as bar:
             def task(item: ShareItem, local: Path) -> Callable[[threading.Event], None]:
                 def fetch(stop: threading.Event) -> None:
@@ -687,6 +679,19 @@ def plan_upload_directory(source: Union[str, Path], path: str
     for _, remote in files:
         check_share_path(remote, "source (a file name in the tree)")
     return source, path, directories, files, {remote: local.stat().st_size for local, remote in files}
+
+
+def plan_download_directory(items: List[ShareItem], path: str, dest: Path
+                            ) -> tuple[List[ShareItem], List[Path], int]:
+    """The files of the tree ``items`` (listed under ``path``) to fetch, where each goes under
+    ``dest``, and their total size; the tree's directories are made under ``dest`` on the way."""
+    prefix = f"{path}/" if path else ""
+    for item in items:
+        if item.is_directory:
+            local_path_under(dest, item.path[len(prefix):]).mkdir(parents=True, exist_ok=True)
+    # Another client's uploads in flight are not content yet (they appear under their name when done).
+    files = [item for item in items if not item.is_directory and not UPLOAD_TEMP_RE.fullmatch(item.name)]
+    return files, [local_path_under(dest, item.path[len(prefix):]) for item in files], sum(item.size or 0 for item in files)
 
 
 def check_concurrency(max_concurrency: object) -> None:

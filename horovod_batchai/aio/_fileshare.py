@@ -22,13 +22,13 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from .._errors import NotFoundError, azure_errors
 from .._deprecation import deprecated, positional_options
 from .._fileshare import (DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY,
-                          UPLOAD_TEMP_RE, VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, range_md5_refused,
+                          VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, range_md5_refused,
                           check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, file_endpoint,
-                          finish_download, full_key, holds_upload, plan_upload_directory, upload_temp_path)
+                          finish_download, full_key, holds_upload, plan_download_directory, plan_upload_directory,
+                          upload_temp_path)
 from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
 from .._mounts import AzureFileShareMount
 from .._names import check_share_path, local_destination, local_directory
-from .._paths import local_path_under
 from .._progress import Progress, ProgressArg
 from .._resource_ids import names_from_id
 from .._retry import IDEMPOTENT_POST
@@ -550,15 +550,7 @@ class FileShare(FileShareBase):
         path = check_share_path(path, allow_root=True)
         check_concurrency(max_concurrency)
         dest = local_directory(dest)
-        items = await self.list(path, recursive=True)
-        prefix = f"{path}/" if path else ""
-        for item in items:
-            if item.is_directory:
-                local_path_under(dest, item.path[len(prefix):]).mkdir(parents=True, exist_ok=True)
-        # Another client's uploads in flight are not content yet (they appear under their name when done).
-        files = [item for item in items if not item.is_directory and not UPLOAD_TEMP_RE.fullmatch(item.name)]
-        total = sum(item.size or 0 for item in files)
-        targets = [local_path_under(dest, item.path[len(prefix):]) for item in files]
+        files, targets, total = plan_download_directory(await self.list(path, recursive=True), path, dest)
         with Progress(progress, total, dest.name) as bar:
             def task(item: ShareItem, local: Path) -> Callable[[], Awaitable[None]]:
                 async def fetch() -> None:

@@ -36,14 +36,20 @@ T = TypeVar("T")
 
 async def _within(awaitable: Awaitable[Any], timeout: Optional[float]) -> None:
     """Await ``awaitable`` for at most ``timeout`` seconds (None or inf: no limit); on the
-    deadline it is cancelled and this returns (the caller looks at ``done()``)."""
+    deadline it is cancelled and this returns (the caller looks at ``done()``).
+
+    Not ``asyncio.wait_for``: on Python 3.11 it returns the inner result when the caller's
+    cancellation arrives just as the awaited operation finishes, and the cancellation is lost
+    (a cancelled ``submit`` went on into ``job.wait``). ``asyncio.timeout`` runs the wait in the
+    caller's task and tells its own deadline from an outside ``cancel()``."""
     check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
     if timeout is None or math.isinf(timeout):
         await awaitable
         return
     try:
-        await asyncio.wait_for(awaitable, timeout)
-    except asyncio.TimeoutError:
+        async with asyncio.timeout(timeout):
+            await awaitable
+    except TimeoutError:
         pass
 
 

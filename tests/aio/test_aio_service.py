@@ -47,8 +47,9 @@ async def _prepare(target: Target, tmp_path: Path) -> None:
     await cluster.wait_until_ready(timeout=120)
 
 
-async def train(target: Target, name: str, script: str) -> dict:
-    """The docs' handler, with the job built in code instead of read from job.json."""
+async def train(target: Target, name: str, script: str, on_state: Any = None) -> dict:
+    """The docs' handler, with the job built in code instead of read from job.json (and the
+    states its wait sees reported to ``on_state``)."""
     ws = await Workspace.get(target, RG, "batchaidev")
     cluster = await ws.get_cluster("nc6cluster")
     share = await FileShare.get(target, RG, ACCOUNT, "myshare")
@@ -56,7 +57,7 @@ async def train(target: Target, name: str, script: str) -> dict:
     experiment = await ws.create_experiment("cifar")
     job = await experiment.submit(name, spec, cluster=cluster)
     try:
-        status = await job.wait(timeout=3600, terminate_on_cancel=True)
+        status = await job.wait(timeout=3600, terminate_on_cancel=True, on_state=on_state)
     except JobFailedError as err:
         return {"job": job.name, "state": "failed", "log": err.stderr_tail}
     return {"job": job.name, "state": status.execution_state.value}
@@ -84,18 +85,18 @@ def test_a_handler_awaits_a_job_while_the_loop_serves(service: Any, tmp_path: Pa
         assert ticks >= elapsed / 0.05 / 2, (ticks, elapsed)
 
         # A client that goes away: its handler is cancelled, and the job is terminated with it.
-        handler = asyncio.ensure_future(train(target, "abandoned", "sleeper.py"))
-        experiment = await (await Workspace.get(target, RG, "batchaidev")).create_experiment("cifar")
-        while True:  # until the job runs
-            jobs = {j.name: j for j in await experiment.list_jobs()}
-            if "abandoned" in jobs and jobs["abandoned"].execution_state is ExecutionState.RUNNING:
-                break
-            await asyncio.sleep(0.2)
+        # Cancelled once its wait has seen the job run: a cancel that lands in submit() leaves
+        # the accepted job alone, as documented (only the wait terminates on cancel).
+        running = asyncio.Event()
+        handler = asyncio.ensure_future(train(target, "abandoned", "sleeper.py",
+                                              lambda state: state is ExecutionState.RUNNING and running.set()))
+        await asyncio.wait_for(running.wait(), 120)
         handler.cancel()
         with pytest.raises(asyncio.CancelledError):
             await handler
+        experiment = await (await Workspace.get(target, RG, "batchaidev")).get_experiment("cifar")
         with pytest.raises(JobFailedError):  # terminated: ends failed, as on Batch AI
-            await jobs["abandoned"].wait(timeout=60)
+            await (await experiment.get_job("abandoned")).wait(timeout=60)
 
     run(service, scenario)
 

@@ -52,6 +52,7 @@ INSTALLER_SHIMS = ("apt", "apt-get", "pip", "pip3", "conda")
 RUN_DIR_ENV = "HOROVOD_BATCHAI_RUN_DIR"
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
 RANK_EXEC = Path(__file__).with_name("rank_exec.py")
+HOROVODRUN = Path(__file__).with_name("horovodrun.py")
 #: how long a stopped supervisor may take beyond the grace it gives the job's processes.
 SUPERVISOR_EXTRA_S = 10.0
 
@@ -286,7 +287,7 @@ class JobRun:
                 raise JobStartError("MountFailed", f"Mounting volumes failed: {exc}") from None
         vm_size = str(cluster_props.get("vmSize") or "")
         runtime = self.runtime
-        machine = Machine(python=runtime.python, horovodrun=runtime.horovodrun, rank_exec=str(RANK_EXEC),
+        machine = Machine(python=runtime.python, horovodrun=str(HOROVODRUN), rank_exec=str(RANK_EXEC),
                           environment=base_environment(carry_python_path=runtime.is_service_python),
                           gpus=detect_gpus())
         plan = plan_job(job=job, job_private=job_private, cluster=cluster, nodes=self.nodes, run_tag=self.tag,

@@ -12,7 +12,9 @@ on this machine, so a job's nodes share one file system:
   them;
 - ``jobPreparation`` runs first on every node; then the toolkit runs on the master node:
   ``horovodrun -np <processCount> -H localhost:<processCount> --gloo <python> <script> <args>`` for
-  Horovod, or the command line under ``/bin/bash -c`` for custom MPI and custom toolkit jobs.
+  Horovod (horovodrun's own launcher, started through ``horovodrun.py``, which spares it importing
+  TensorFlow before any rank starts), or the command line under ``/bin/bash -c`` for custom MPI and
+  custom toolkit jobs.
   Command lines reach a shell untouched, so ``$AZ_BATCHAI_*`` variables are expanded on the node.
 - Every process starts from a clean environment (``environment.py``), never the service's. The
   job's secrets are in the environments of its processes and nowhere else: horovodrun, which
@@ -65,7 +67,7 @@ class JobStartError(Exception):
 class Machine:
     """What a plan needs to know of this machine."""
     python: str                      # the interpreter jobs run with (the node runtime's)
-    horovodrun: str                  # horovodrun next to it
+    horovodrun: str                  # horovodrun.py: horovodrun's launcher, run with ``python``
     rank_exec: str                   # rank_exec.py: starts a rank with the job's secrets from a file
     environment: Mapping[str, str]   # what the job's processes start from (environment.base_environment)
     gpus: int                        # NVIDIA GPUs this machine has
@@ -130,7 +132,7 @@ def _toolkit_argv(props: Mapping[str, Any], process_count: int, machine: Machine
         # horovodrun writes its environment into every rank's command line, so it runs without the
         # secrets (env -u takes names, never values) and each rank reads them from a 0600 file.
         unset = "".join(f"-u {shlex.quote(name)} " for name in secret_names)
-        start = (f"env {unset}" if unset else "") + shlex.quote(machine.horovodrun)
+        start = (f"env {unset}" if unset else "") + f"{shlex.quote(machine.python)} {shlex.quote(machine.horovodrun)}"
         rank = (f"{shlex.quote(machine.python)} {shlex.quote(machine.rank_exec)} {shlex.quote(str(secrets_file))} -- "
                 if secrets_file is not None else "")
         # The script path and arguments go to the shell as written, so that the shell expands

@@ -19,7 +19,7 @@ from horovod_batchai.local.runner.node_setup import NodeSlot
 
 GOLDEN = Path(__file__).parent / "golden"
 STATE = Path("/state")
-MACHINE = Machine(python="/venv/bin/python", horovodrun="/venv/bin/horovodrun", rank_exec="/pkg/rank_exec.py",
+MACHINE = Machine(python="/venv/bin/python", horovodrun="/pkg/horovodrun.py", rank_exec="/pkg/rank_exec.py",
                   environment={"PATH": "/usr/bin:/bin", "HOME": "/home/user", "LANG": "C.UTF-8"}, gpus=0)
 NODES = [NodeSlot(0, "tvm-1_1-20260101t000000z-p"), NodeSlot(1, "tvm-1_2-20260101t000000z-p")]
 SEGMENT = "00000000-0000-0000-0000-000000000000/rg/workspaces/ws/experiments/cifar/jobs/job/1234"
@@ -90,8 +90,8 @@ def test_the_tutorials_horovod_job_on_two_nodes():
     # horovodrun runs without the secret (it copies its environment onto each rank's command line);
     # each rank reads it from a 0600 file in the run's directory.
     assert plan.toolkit.argv == (
-        "/bin/bash", "-c", "exec env -u TOKEN /venv/bin/horovodrun -np 2 -H localhost:2 --gloo /venv/bin/python "
-        "/pkg/rank_exec.py /state/jobs/j/runs/tag-1/rank-secrets.json -- /venv/bin/python "
+        "/bin/bash", "-c", "exec env -u TOKEN /venv/bin/python /pkg/horovodrun.py -np 2 -H localhost:2 --gloo "
+        "/venv/bin/python /pkg/rank_exec.py /state/jobs/j/runs/tag-1/rank-secrets.json -- /venv/bin/python "
         "$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/cifar/cifar_cnn_distributed.py --epochs 3")
     assert plan.rank_secrets == {"TOKEN": "s3cret-value"}
     assert "s3cret-value" not in repr(plan)

@@ -69,7 +69,7 @@ def test_two_node_horovod_job_prints_each_rank_and_the_size(service, batchai):
     # One execution log per node, named by node id as Azure names them.
     logs = [name for name in lab.files("hvd") if name.startswith("execution-")]
     assert len(logs) == 2 and all(re.fullmatch(r"execution-tvm-\d+_\d-\d{8}t\d{6}z-p\.log", n) for n in logs)
-    assert "horovodrun -np 2 -H localhost:2 --gloo" in lab.read("hvd", logs[0]) + lab.read("hvd", logs[1])
+    assert "horovodrun.py -np 2 -H localhost:2 --gloo" in lab.read("hvd", logs[0]) + lab.read("hvd", logs[1])
     assert tagged_processes(service.state_dir) == []
     assert lab.wait_steady().node_state_counts.idle_node_count == 2
 

@@ -61,10 +61,16 @@ python313: install chroot-tools
 
 # Two parts: every test that can share the machine, on every core at once (pytest-xdist; tests are
 # independent: each has its own state directory, ports and daemons); then, alone, the few marked
-# `serial`, which measure how fast something reacts or load every core themselves.
+# `serial`, which measure how fast something reacts or load every core themselves. The client
+# virtualenvs and the 3.13 chroot build in the background meanwhile (mostly downloads and unpacking),
+# into .test-builds.log: the tests that use them start last (tests/conftest.py) and wait for a build
+# still under way (each holds a lock), or build it themselves if it failed. Tests are handed out one at
+# a time (--maxschedchunk 1), the long ones first, so both workers stay busy to the end.
 TEST_WORKERS ?= auto
-test: install client-venvs python313
-	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not serial"; parallel=$$?; \
+test: install chroot-tools
+	($(PY) tests/client_venvs.py && $(PY) tests/python313/trixie.py) >.test-builds.log 2>&1 & builds=$$!; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --maxschedchunk 1 -m "not serial"; parallel=$$?; \
+	wait $$builds || { echo "== building the test clients failed:"; cat .test-builds.log; }; \
 	$(PY) -m pytest -q -m serial; serial=$$?; \
 	test $$parallel -eq 0 && test $$serial -eq 0
 

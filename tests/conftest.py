@@ -72,6 +72,22 @@ def storage(service: LocalService):
         yield client
 
 
+# -- the order tests start in ------------------------------------------------------------------------
+#: the tests that use what `make test` builds while the others run: a client virtualenv or the 3.13 chroot
+USES_BUILT_CLIENTS = ("tests/azure_cli/", "tests/client_versions/", "tests/python313/")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The `slow` tests first, so that the workers of `make test` end together instead of one
+    running a long test alone at the end; after them those that use a built client, whose builds
+    run meanwhile; then the rest, in file order."""
+    def group(item: pytest.Item) -> int:
+        if item.nodeid.startswith(USES_BUILT_CLIENTS):
+            return 1
+        return 0 if item.get_closest_marker("slow") is not None else 2
+    items.sort(key=group)  # stable: file order within each group
+
+
 # -- the conformance figures of tests/local/batchai/test_conformance.py, at the end of a run ----------
 # Under pytest-xdist (`make test`) the tests run in worker processes and the summary is written by
 # the controller, which imports no test module: each worker hands its figures over on the way out.

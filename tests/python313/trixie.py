@@ -203,8 +203,10 @@ class Chroot:
                 shutil.copy2(src, dest)
         wheelhouse = self.wheelhouse()
         self.run(["python3", "-m", "venv", venv])
-        self.run([f"{venv}/bin/python", "-m", "pip", "install", "--quiet", "--no-index", "--find-links", wheelhouse,
-                  source])
+        # --no-compile: the flow imports a small part of what is installed (one API version of each
+        # management library): 9.6 CPU seconds to install and 1.8 to import without, 13.4 and 0.7 with.
+        self.run([f"{venv}/bin/python", "-m", "pip", "install", "--quiet", "--no-compile", "--no-index",
+                  "--find-links", wheelhouse, source])
 
     def stop_processes(self) -> list[int]:
         """End every process whose root is this chroot (what this session started there); their pids."""

@@ -57,7 +57,7 @@ def main() -> None:
 
     built = tensorflow_extension_gloo_built()
     if built is not None:
-        launch.gloo_built = lambda verbose=False: built  # type: ignore[assignment]
+        launch.gloo_built = lambda verbose=False: built
     sys.argv[0] = "horovodrun"
     launch.run_commandline()
 

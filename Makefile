@@ -63,9 +63,9 @@ python313: install chroot-tools
 # independent: each has its own state directory, ports and daemons); then, alone, the few marked
 # `serial`, which measure how fast something reacts or load every core themselves. The client
 # virtualenvs and the 3.13 chroot build in the background meanwhile (mostly downloads and unpacking),
-# into .test-builds.log: the tests that use them start after the long ones (tests/conftest.py) and wait for a build
-# still under way (each holds a lock), or build it themselves if it failed. Tests are handed out one at
-# a time (--maxschedchunk 1), the long ones first, so both workers stay busy to the end.
+# into .test-builds.log: the tests that use them start after the long ones (tests/conftest.py), wait
+# for a build still under way (each holds a lock), or build it themselves if it failed. Tests are
+# handed out one at a time (--maxschedchunk 1), the long ones first, so the workers end together.
 TEST_WORKERS ?= auto
 test: install chroot-tools
 	($(PY) tests/client_venvs.py && $(PY) tests/python313/trixie.py) >.test-builds.log 2>&1 & builds=$$!; \

@@ -3,12 +3,12 @@ one question answered by Horovod's extension library itself.
 
 Before it starts any rank, horovodrun asks whether Horovod was built with Gloo by importing each
 framework's Horovod extension in a forked process; for TensorFlow that imports TensorFlow: 4 to 5
-CPU seconds, and as long again on a busy machine, at every job. The extension library exports the
-answer (``horovod_gloo_built``, what ``hvd.gloo_built()`` returns): this file loads the TensorFlow
-extension with ctypes, after the two TensorFlow libraries it links against (a third of a CPU
-second), and hands that answer to horovodrun. Where the library cannot be loaded so (no
-TensorFlow, another framework, another layout), horovodrun asks its own way. Arguments, output,
-exit codes and the ranks' processes are horovodrun's own.
+CPU seconds at every job. The extension library exports the answer (``horovod_gloo_built``, what
+``hvd.gloo_built()`` returns): this file loads the TensorFlow extension with ctypes, after the two
+TensorFlow libraries it links against (a third of a CPU second), and hands that answer to
+horovodrun. Where the library cannot be loaded so (no TensorFlow, another framework, another
+layout), horovodrun asks its own way. Arguments, output, exit codes and the ranks' processes are
+horovodrun's own.
 
     python horovodrun.py -np 2 -H localhost:2 --gloo python train.py ...
 

@@ -171,7 +171,6 @@ class TensorBoardBase:
             self._stderr = None
 
 
-
 class TensorBoard(TensorBoardBase):
     """A job's event files in a local folder, and TensorBoard on them when it is installed.
 

@@ -89,10 +89,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"CA certificate:      {info.ca_cert}", flush=True)
         print(f"State directory:     {info.state_dir}", flush=True)
         print(f"Node runtime:        {service.node_runtime.describe()}", flush=True)
-        # Last: Azurite may still be starting (about a second).
         blob = service.context.blob if service.context is not None else None
         if blob is not None and blob.available:
-            print(f"Blob endpoint:       {blob.require().endpoint}/<account>  (Azurite)", flush=True)
+            print(f"Blob endpoint:       {blob.url}/<account>  (Azurite, started at the first blob request)",
+                  flush=True)
         else:
             print(f"Blob endpoint:       none: {blob.problem if blob is not None else 'not started'}", flush=True)
         # Wait in short slices: a signal may be delivered to any thread, and only the main thread

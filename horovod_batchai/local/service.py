@@ -198,8 +198,8 @@ class LocalService:
         self.context.node_runtime = self.node_runtime
         self._server = HttpsServer(self.host, self.port, make_app(self.context), cert=cert, key=key)
         self.context.base_url = self.endpoint
-        # Azurite (the blob endpoint) starts with the first storage account, in a thread of its own:
-        # about a CPU-second of Node.js start-up that only blob requests and blob mounts wait for.
+        # The blob endpoint's port is bound with the first storage account; Azurite (about a CPU-second
+        # of Node.js start-up) starts only at the first blob request or blob mount.
         from .storage.accounts import all_account_keys
         from .blob.endpoint import BlobEndpoint
         store = self.context.store

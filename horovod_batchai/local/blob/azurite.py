@@ -7,7 +7,8 @@ How it runs (the reasons are measured in the project's notes and in ``docs/local
   --disableTelemetry --silent``. Port 0 lets the system pick a free port; Azurite prints the one it
   got. The service's own loopback certificate means clients trust one CA for every endpoint.
   Path-style URLs (``https://127.0.0.1:PORT/<account>/<container>/<blob>``) because loopback has no
-  per-account host names. Microsoft's newest clients send storage versions newer than the pinned
+  per-account host names. Given a ``listener`` (a socket already bound and listening), Azurite serves
+  on it instead (``--listen-fd``, see ``launcher.js``): its port is known before Node.js runs. Microsoft's newest clients send storage versions newer than the pinned
   Azurite knows, hence ``--skipApiVersionCheck``. No telemetry and no access log (it would print
   SAS query strings).
 - Accounts and keys travel over the child's stdin (see ``launcher.js``): never on a command line,
@@ -29,6 +30,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -169,12 +171,16 @@ class Azurite:
     """Azurite's blob service, run by this process on loopback over HTTPS.
 
     ``location`` is the directory Azurite keeps its data in (created private, 0700); None keeps
-    everything in memory. ``port`` 0 lets the system choose. Use :meth:`start` / :meth:`stop` or
-    ``with``; :meth:`set_accounts` replaces the account set while it runs.
+    everything in memory. ``port`` 0 lets the system choose; a ``listener`` (a listening loopback
+    socket the caller keeps open) is served instead of a port of Azurite's own. Use :meth:`start` /
+    :meth:`stop` or ``with``; :meth:`set_accounts` replaces the account set while it runs.
     """
 
     def __init__(self, install: AzuriteInstall, *, cert: Path, key: Path, location: Optional[Path],
-                 host: str = "127.0.0.1", port: int = 0, start_timeout: float = 60.0) -> None:
+                 host: str = "127.0.0.1", port: int = 0, listener: Optional[socket.socket] = None,
+                 start_timeout: float = 60.0) -> None:
+        if listener is not None:
+            host, port = listener.getsockname()[:2]
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"host must be a loopback address (127.0.0.1, localhost or ::1), got {host!r}")
         self.install = install
@@ -182,6 +188,7 @@ class Azurite:
         self.location = Path(location) if location is not None else None
         self.host = host
         self.port = port
+        self.listener = listener
         self.start_timeout = start_timeout
         self._lock = threading.RLock()
         self._proc: Optional[subprocess.Popen[str]] = None
@@ -277,6 +284,12 @@ class Azurite:
             self._endpoint = None
             self._listening.clear()
 
+    def wait(self) -> Optional[int]:
+        """Block until this Azurite's process has ended (stopped or crashed); its exit code, or None
+        when none was started."""
+        proc = self._proc
+        return proc.wait() if proc is not None else None
+
     def abort(self) -> None:
         """Kill Azurite at once, from any thread (a start under way then fails); :meth:`stop` still
         cleans up."""
@@ -293,8 +306,12 @@ class Azurite:
     # -- inside ---------------------------------------------------------------------------------
 
     def _spawn(self, accounts_line: str) -> None:
-        argv = [str(self.install.node), str(LAUNCHER), str(self.install.package_dir),
-                "--blobHost", self.host, "--blobPort", str(self.port),
+        argv = [str(self.install.node), str(LAUNCHER), str(self.install.package_dir)]
+        passed: tuple[int, ...] = ()
+        if self.listener is not None:
+            passed = (self.listener.fileno(),)
+            argv += ["--listen-fd", str(passed[0])]
+        argv += ["--blobHost", self.host, "--blobPort", str(self.port),
                 "--cert", str(self.cert), "--key", str(self.key),
                 "--disableProductStyleUrl", "--skipApiVersionCheck", "--disableTelemetry", "--silent"]
         if self.location is not None:
@@ -314,7 +331,7 @@ class Azurite:
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     cwd=cwd, env=env, text=True, encoding="utf-8", errors="replace",
-                                    start_new_session=True, close_fds=True,
+                                    start_new_session=True, close_fds=True, pass_fds=passed,
                                     umask=0o077)  # Azurite's blob data is the account owner's alone
         except OSError as exc:
             raise BlobStorageUnavailable(f"Node.js at {str(self.install.node)!r} could not be started "

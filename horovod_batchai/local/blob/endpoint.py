@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime
 import logging
+import select
 import shutil
+import socket
 import threading
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence, Union
@@ -18,13 +20,16 @@ from urllib.parse import quote
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.storage.blob import BlobPrefix, BlobServiceClient, ContainerClient, generate_blob_sas
 
-from .azurite import Azurite, AzuriteError, find_azurite
+from .azurite import Azurite, AzuriteError, AzuriteInstall, find_azurite
 from .mirror import ContainerMirror
 from .sync import MirrorSync
 
 __all__ = ["BlobEndpoint", "BlobCheckFailed", "check_container_name"]
 
 log = logging.getLogger(__name__)
+
+#: where the blob endpoint listens (loopback only, like the rest of the service).
+HOST = "127.0.0.1"
 
 
 class BlobCheckFailed(Exception):
@@ -43,7 +48,13 @@ def check_container_name(name: str) -> Optional[str]:
 
 class BlobEndpoint:
     """Azurite for one local service. ``state_dir/blob`` holds Azurite's data and
-    ``state_dir/blob-mounts/<account>/<container>/`` the mirrors of mounted containers."""
+    ``state_dir/blob-mounts/<account>/<container>/`` the mirrors of mounted containers.
+
+    The endpoint's port is bound by the service itself when the first storage account needs a blob
+    URL to publish; Azurite (about a CPU-second of Node.js) starts only when a connection arrives on
+    that port or the service needs a blob operation of its own, and serves the same socket (a client
+    that connected meanwhile waits in its queue). Should Azurite exit, the next request starts it again.
+    """
 
     def __init__(self, state_dir: Path, *, cert: Path, key: Path, node: Union[str, Path, None] = None,
                  sync_interval: float = 2.0) -> None:
@@ -51,105 +62,193 @@ class BlobEndpoint:
         self.cert, self.key = Path(cert), Path(key)
         self.node = node
         self.problem: Optional[AzuriteError] = None
-        self._azurite: Optional[Azurite] = None
         self._accounts: Callable[[], Mapping[str, Sequence[str]]] = dict
-        self._ready = threading.Event()
-        self._ready.set()  # no start under way
-        self._starter: Optional[threading.Thread] = None
+        self._install: Optional[AzuriteInstall] = None
+        self._listener: Optional[socket.socket] = None
+        self._wake: Optional[tuple[socket.socket, socket.socket]] = None  # rouses the keeper thread
+        self._keeper: Optional[threading.Thread] = None
+        self._azurite: Optional[Azurite] = None
         self._starting: Optional[Azurite] = None
+        self._needed = False
         self._stopped = False
-        self._state_lock = threading.Lock()   # guards _starter and _stopped
-        self._lock = threading.RLock()        # one start, stop or account change at a time
+        self._changed = threading.Condition()    # guards the fields above; notified when a start ends
+        self._azurite_lock = threading.Lock()   # one start, stop or account change of Azurite at a time
+        self._lock = threading.RLock()          # the mirrors
         self._mirrors: dict[tuple[str, str], ContainerMirror] = {}
         #: keeps the mirrors that running jobs use in step with their containers.
         self.sync = MirrorSync(sync_interval)
 
     def __repr__(self) -> str:
-        return f"BlobEndpoint(azurite={self._azurite!r}, problem={str(self.problem) if self.problem else None!r})"
+        return (f"BlobEndpoint(url={self.url!r}, azurite={self._azurite!r}, "
+                f"problem={str(self.problem) if self.problem else None!r})")
 
     @property
     def mounts_root(self) -> Path:
         return self.state_dir / "blob-mounts"
 
+    @property
+    def url(self) -> Optional[str]:
+        """``https://127.0.0.1:PORT`` once the port is bound (an account's blob endpoint is
+        ``{url}/{account}/``), else None."""
+        listener = self._listener
+        return f"https://{HOST}:{listener.getsockname()[1]}" if listener is not None else None
+
     # -- life cycle -----------------------------------------------------------------------------
 
     def start(self, accounts: Callable[[], Mapping[str, Sequence[str]]], *, wait: bool = True) -> None:
-        """Start Azurite with the accounts ``accounts()`` names (name -> its keys); it is asked again
-        whenever they change (:meth:`refresh_accounts`). With ``wait=False`` Azurite starts in a
+        """Start Azurite now with the accounts ``accounts()`` names (name -> its keys); it is asked
+        again whenever they change (:meth:`refresh_accounts`). With ``wait=False`` Azurite starts in a
         thread of its own and whoever needs it waits for it. Where it cannot run, the reason is kept
         (see :attr:`problem`): the rest of the service does not need it."""
         self._accounts = accounts
-        self._begin()
+        self._demand()
         if wait:
             self.wait_ready(timeout=None)
 
     def start_when_needed(self, accounts: Callable[[], Mapping[str, Sequence[str]]]) -> None:
-        """Start Azurite (in a thread of its own) once there is a storage account -- now, if there
-        already is one. A service that never holds an account never pays for Node.js."""
+        """Take the accounts from ``accounts()`` and bind the port once there is one (now, if there
+        already is); Azurite starts at the first blob request. A service that never holds an account
+        binds nothing, and one whose clients never touch blobs never pays for Node.js."""
         self._accounts = accounts
         if accounts():
-            self._begin()
+            self._arm()
 
-    def _begin(self) -> None:
-        with self._state_lock:
-            if self._stopped or self._starter is not None:
-                return
-            self._ready.clear()
-            self._starter = threading.Thread(target=self._start, name="azurite-start", daemon=True)
-            self._starter.start()
+    def _arm(self) -> bool:
+        """Bind the port and start the thread that starts Azurite when asked (once); False where
+        blob storage cannot run here (:attr:`problem` says why) or the endpoint has stopped."""
+        with self._changed:
+            if self._stopped or self.problem is not None:
+                return False
+            if self._listener is not None:
+                return True
+            try:
+                self._install = find_azurite(node=self.node)
+                listener = socket.create_server((HOST, 0), backlog=128)
+            except AzuriteError as exc:
+                self.problem = exc
+                log.warning("blob storage is not available: %s", exc)
+                return False
+            except OSError as exc:
+                self.problem = AzuriteError(f"no port could be bound on {HOST} for the blob endpoint: {exc}")
+                log.warning("blob storage is not available: %s", self.problem)
+                return False
+            self._listener, self._wake = listener, socket.socketpair()
+            self._keeper = threading.Thread(target=self._keep, args=(listener, self._wake[0]),
+                                            name="azurite", daemon=True)
+            self._keeper.start()
+            return True
 
-    def _start(self) -> None:
-        try:
-            with self._lock:
-                try:
-                    install = find_azurite(node=self.node)
-                    azurite = Azurite(install, cert=self.cert, key=self.key, location=self.state_dir / "blob")
-                    self._starting = azurite
+    def _demand(self) -> None:
+        """Have Azurite started now, unless it runs or cannot."""
+        if not self._arm():
+            return
+        with self._changed:
+            if not self._needed and self._azurite is None and self._wake is not None:
+                self._needed = True
+                self._wake[1].send(b"!")
+
+    def _keep(self, listener: socket.socket, wake: socket.socket) -> None:
+        """The keeper thread: start Azurite at the first connection or demand, and again after it exits."""
+        while True:
+            while True:
+                with self._changed:
                     if self._stopped:
                         return
-                    # The account set is read under the lock, so a change made meanwhile waits and follows.
-                    azurite.start(self._accounts())
-                    self._azurite, self.problem = azurite, None
-                except AzuriteError as exc:
-                    self._azurite, self.problem = None, exc
-                    if not self._stopped:
-                        log.warning("blob storage is not available: %s", exc)
-                finally:
-                    self._starting = None
-        finally:
-            self._ready.set()
+                    if self._needed:
+                        break
+                poll = select.poll()
+                poll.register(listener, select.POLLIN)
+                poll.register(wake, select.POLLIN)
+                if listener.fileno() in {fd for fd, _ in poll.poll()}:
+                    break
+                wake.recv(64)
+            azurite = self._start_azurite(listener)
+            if azurite is None:
+                return
+            code = azurite.wait()
+            with self._changed:
+                if self._stopped:
+                    return
+                self._azurite = None
+            log.warning("Azurite (the blob endpoint) exited with code %s; the next blob request starts it again",
+                        code)
+
+    def _start_azurite(self, listener: socket.socket) -> Optional[Azurite]:
+        assert self._install is not None
+        # The account set is read under the lock, so a change made meanwhile waits and follows.
+        with self._azurite_lock:
+            with self._changed:
+                if self._stopped:
+                    return None
+                self._needed = False
+                azurite = Azurite(self._install, cert=self.cert, key=self.key, location=self.state_dir / "blob",
+                                  listener=listener)
+                self._starting = azurite
+            try:
+                azurite.start(self._accounts())
+                failure: Optional[AzuriteError] = None
+            except AzuriteError as exc:
+                failure = exc
+            with self._changed:
+                self._starting = None
+                stopped = self._stopped
+                if failure is None:
+                    self._azurite = azurite
+                elif not stopped:
+                    self.problem = failure
+                    # Clients waiting in the port's queue are turned away rather than left hanging.
+                    self._listener = None
+                    listener.close()
+                self._changed.notify_all()
+        if failure is not None and not stopped:
+            log.warning("blob storage is not available: %s", failure)
+        return azurite if failure is None else None
+
+    def _settled(self) -> bool:
+        """No start is under way or asked for (called with ``_changed`` held)."""
+        if self._stopped or self.problem is not None:
+            return True
+        return self._starting is None and not (self._needed and self._azurite is None)
 
     def wait_ready(self, timeout: Optional[float] = 90.0) -> bool:
-        """Wait until a start under way has finished (well or not); False if it did not within ``timeout``."""
-        return self._ready.wait(timeout)
+        """Wait until a start under way or asked for has finished (well or not); False if it did not
+        within ``timeout``."""
+        with self._changed:
+            return self._changed.wait_for(self._settled, timeout)
 
     def stop(self) -> None:
-        """A last push of every mirror in use, then Azurite stops (a start under way is cut short)."""
-        with self._state_lock:
+        """A last push of every mirror in use, then Azurite stops (a start under way is cut short)
+        and the port is closed."""
+        with self._changed:
             self._stopped = True
-            starter = self._starter
-        starting = self._starting
+            starting, keeper, wake, listener = self._starting, self._keeper, self._wake, self._listener
+            self._changed.notify_all()
+        if wake is not None:
+            wake[1].send(b"!")
         if starting is not None:
             starting.abort()
-        if starter is not None:
-            starter.join()
         self.sync.stop()
-        with self._lock:
+        with self._azurite_lock:
             if self._azurite is not None:
                 self._azurite.stop()
                 self._azurite = None
+        with self._lock:
             self._mirrors.clear()
+        if keeper is not None:
+            keeper.join()
+        for sock in (listener, *(wake or ())):
+            if sock is not None:
+                sock.close()
 
     @property
     def available(self) -> bool:
-        """Whether Azurite runs (starting it first if it was waiting for a need)."""
-        self._begin()
-        self.wait_ready()
-        return self._azurite is not None and self._azurite.running
+        """Whether blob storage is served here (the port is bound; Azurite starts when needed)."""
+        return self._arm()
 
     def require(self) -> Azurite:
-        """The running Azurite, or the reason there is none (BlobStorageUnavailable / AzuriteError)."""
-        self._begin()
+        """The running Azurite (started first if need be), or the reason there is none
+        (BlobStorageUnavailable / AzuriteError)."""
+        self._demand()
         if not self.wait_ready():
             raise AzuriteError("the blob endpoint (Azurite) is still starting; try again shortly")
         azurite = self._azurite
@@ -160,23 +259,17 @@ class BlobEndpoint:
         raise AzuriteError("the blob endpoint (Azurite) is not running; see the local service's log")
 
     def account_url(self, account: str) -> Optional[str]:
-        """``https://127.0.0.1:PORT/<account>/`` as an account publishes it, or None without Azurite."""
-        if not self.available:
+        """``https://127.0.0.1:PORT/<account>/`` as an account publishes it, or None without blob storage."""
+        if not self._arm():
             return None
-        return f"{self.require().account_url(account)}/"
+        return f"{self.url}/{account}/"
 
     def refresh_accounts(self) -> None:
-        """Tell Azurite the accounts and keys as they are now (a no-op without Azurite). The first
-        account starts Azurite, in a thread of its own."""
-        with self._state_lock:
-            dormant = self._starter is None
-        if dormant:
-            if self._accounts():
-                self._begin()  # the start reads the accounts as they are then
-            return
-        if not self.available:
-            return
-        with self._lock:
+        """Tell Azurite the accounts and keys as they are now, if it runs (a start reads them as they
+        are then). The first account binds the port."""
+        if self._accounts():
+            self._arm()
+        with self._azurite_lock:
             if self._azurite is not None and self._azurite.running:
                 self._azurite.set_accounts(self._accounts())
 
@@ -227,9 +320,10 @@ class BlobEndpoint:
 
     def delete_account_data(self, account: str, key: str) -> None:
         """Delete every container of ``account`` and its mirrors; call before the account leaves
-        Azurite's account set (its key is needed). Without Azurite only the mirrors go."""
+        Azurite's account set (its key is needed). Without Azurite only the mirrors go; Azurite is
+        started for this only where it has kept data in this state directory before."""
         with self._lock:
-            if self.available:
+            if self.available and (self._azurite is not None or self._has_data()):
                 with self._service_client(account, key) as client:
                     for item in client.list_containers():
                         try:
@@ -239,6 +333,12 @@ class BlobEndpoint:
             for wanted in [w for w in self._mirrors if w[0] == account.lower()]:
                 del self._mirrors[wanted]
             shutil.rmtree(self.mounts_root / account.lower(), ignore_errors=True)
+
+    def _has_data(self) -> bool:
+        try:
+            return any((self.state_dir / "blob").iterdir())
+        except OSError:
+            return False
 
     def list_directory(self, account: str, key: str, container: str, prefix: str) -> list[dict[str, object]]:
         """The blobs and virtual directories right under ``prefix`` (``''`` or ending in ``/``), sorted

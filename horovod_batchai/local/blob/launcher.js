@@ -9,13 +9,28 @@
 //   parse; that must never pass silently).
 // - It stops when stdin reaches its end, i.e. when the local service closed the pipe or died (even by
 //   SIGKILL): Azurite then shuts down as on SIGTERM, saving its metadata.
+// - With "--listen-fd N" it serves on the listening socket inherited as descriptor N instead of binding
+//   a port: the local service binds the port itself, publishes it, and starts Azurite only when a blob
+//   request arrives (connections wait in the socket's queue meanwhile).
 //
-// Usage: node launcher.js <azurite package dir> [azurite-blob options...]
+// Usage: node launcher.js <azurite package dir> [--listen-fd N] [azurite-blob options...]
 "use strict";
 
+const net = require("net");
 const path = require("path");
 
 const azuriteDir = process.argv[2];
+if (process.argv[3] === "--listen-fd") {
+  const fd = Number(process.argv[4]);
+  process.argv.splice(3, 2);
+  const originalListen = net.Server.prototype.listen;
+  // Azurite's blob service calls listen(port, host, callback) once, on its one HTTP(S) server.
+  net.Server.prototype.listen = function listen(...args) {
+    net.Server.prototype.listen = originalListen;
+    const callback = args.find((arg) => typeof arg === "function");
+    return originalListen.call(this, { fd }, callback);
+  };
+}
 const AccountDataStore = require(path.join(azuriteDir, "dist", "src", "common", "AccountDataStore")).default;
 const stores = [];
 const originalInit = AccountDataStore.prototype.init;

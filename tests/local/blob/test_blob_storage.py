@@ -3,7 +3,9 @@ blob endpoint (Azurite), containers are made with azure-storage-blob, keys follo
 deleting an account deletes its containers, and without Node.js only blob features fail."""
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -105,10 +107,24 @@ def _azurite_pids(state_dir: Path) -> list[int]:
 
 
 @needs_node
-def test_azurite_starts_with_the_first_storage_account(service, storage, group) -> None:
+def test_azurite_starts_at_the_first_blob_request_and_again_after_it_exits(service, storage, group) -> None:
     assert _azurite_pids(service.state_dir) == [], "no account yet: no Node.js to pay for"
-    _create_account(storage)
-    assert len(_azurite_pids(service.state_dir)) == 1
+    _create_account(storage, "unused")
+    storage.storage_accounts.delete(RG, "unused")  # Azurite never held data here: nothing to start it for
+    url, keys = _create_account(storage)
+    assert [a.primary_endpoints.blob for a in storage.storage_accounts.list_by_resource_group(RG)] == [url]
+    assert _azurite_pids(service.state_dir) == [], "an account publishes its blob endpoint without Node.js"
+    with _blobs(service, url, keys[0]) as blobs:
+        blobs.create_container("first")  # waits in the port's queue while Azurite starts
+    pid = service.context.blob.require().pid  # once its start has finished (it serves before that)
+    assert _azurite_pids(service.state_dir) == [pid]
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: pid not in _azurite_pids(service.state_dir), 30, what="Azurite's end")
+    with _blobs(service, url, keys[0]) as blobs:
+        blobs.create_container("second")
+        assert "second" in [c.name for c in blobs.list_containers()]
+    (again,) = _azurite_pids(service.state_dir)
+    assert again != pid
 
 
 @needs_node

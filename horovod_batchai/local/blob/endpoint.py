@@ -65,6 +65,7 @@ class BlobEndpoint:
         self._accounts: Callable[[], Mapping[str, Sequence[str]]] = dict
         self._install: Optional[AzuriteInstall] = None
         self._listener: Optional[socket.socket] = None
+        self._url: Optional[str] = None
         self._wake: Optional[tuple[socket.socket, socket.socket]] = None  # rouses the keeper thread
         self._keeper: Optional[threading.Thread] = None
         self._azurite: Optional[Azurite] = None
@@ -90,8 +91,7 @@ class BlobEndpoint:
     def url(self) -> Optional[str]:
         """``https://127.0.0.1:PORT`` once the port is bound (an account's blob endpoint is
         ``{url}/{account}/``), else None."""
-        listener = self._listener
-        return f"https://{HOST}:{listener.getsockname()[1]}" if listener is not None else None
+        return self._url
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -133,6 +133,7 @@ class BlobEndpoint:
                 log.warning("blob storage is not available: %s", self.problem)
                 return False
             self._listener, self._wake = listener, socket.socketpair()
+            self._url = f"https://{HOST}:{listener.getsockname()[1]}"
             self._keeper = threading.Thread(target=self._keep, args=(listener, self._wake[0]),
                                             name="azurite", daemon=True)
             self._keeper.start()
@@ -184,11 +185,13 @@ class BlobEndpoint:
                 azurite = Azurite(self._install, cert=self.cert, key=self.key, location=self.state_dir / "blob",
                                   listener=listener)
                 self._starting = azurite
+            failure: Optional[AzuriteError] = None
             try:
                 azurite.start(self._accounts())
-                failure: Optional[AzuriteError] = None
             except AzuriteError as exc:
                 failure = exc
+            except ValueError as exc:  # an account set Azurite could not carry (names it, never a key)
+                failure = AzuriteError(str(exc))
             with self._changed:
                 self._starting = None
                 stopped = self._stopped
@@ -197,7 +200,7 @@ class BlobEndpoint:
                 elif not stopped:
                     self.problem = failure
                     # Clients waiting in the port's queue are turned away rather than left hanging.
-                    self._listener = None
+                    self._listener = self._url = None
                     listener.close()
                 self._changed.notify_all()
         if failure is not None and not stopped:
@@ -260,9 +263,8 @@ class BlobEndpoint:
 
     def account_url(self, account: str) -> Optional[str]:
         """``https://127.0.0.1:PORT/<account>/`` as an account publishes it, or None without blob storage."""
-        if not self._arm():
-            return None
-        return f"{self.url}/{account}/"
+        url = self.url if self._arm() else None
+        return f"{url}/{account}/" if url is not None else None
 
     def refresh_accounts(self) -> None:
         """Tell Azurite the accounts and keys as they are now, if it runs (a start reads them as they

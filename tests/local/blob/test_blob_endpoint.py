@@ -1,6 +1,7 @@
 """The service's blob endpoint: Azurite with the service, container checks, listings and links."""
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Iterator
 
@@ -8,7 +9,7 @@ import pytest
 import requests
 
 from horovod_batchai.local.storage.accounts import new_key
-from horovod_batchai.local.blob.azurite import BlobStorageUnavailable
+from horovod_batchai.local.blob.azurite import AzuriteError, BlobStorageUnavailable
 from horovod_batchai.local.blob.endpoint import BlobCheckFailed, BlobEndpoint
 from horovod_batchai.local.core.tls import ensure_certificate
 
@@ -38,6 +39,33 @@ def test_without_node_the_endpoint_is_off_and_says_how_to_install(tmp_path: Path
     with pytest.raises(BlobStorageUnavailable):
         blob.check_container("acct1", KEY, "data")
     blob.stop()
+
+
+def test_an_azurite_that_cannot_start_turns_waiting_clients_away_and_says_why(tmp_path: Path) -> None:
+    # A Node.js that answers --version but dies on start: the port was already published.
+    node = tmp_path / "node"
+    node.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo v20.0.0; exit 0; }\necho 'out of memory'\nexit 3\n")
+    node.chmod(0o755)
+    cert, key = ensure_certificate(tmp_path)
+    blob = BlobEndpoint(tmp_path, cert=cert, key=key, node=node)
+    try:
+        blob.start_when_needed(lambda: {"acct1": [KEY]})
+        url = blob.account_url("acct1")
+        assert url is not None and url.startswith("https://127.0.0.1:")
+        port = int(url.split(":")[2].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as client:
+            client.settimeout(30)
+            try:
+                closed = client.recv(1) == b""
+            except ConnectionResetError:
+                closed = True
+            assert closed, "the failed start must turn the waiting client away, not leave it waiting"
+        assert blob.wait_ready(30)
+        assert blob.account_url("acct1") is None and not blob.available
+        with pytest.raises(AzuriteError, match=r"Azurite exited.*out of memory"):
+            blob.require()
+    finally:
+        blob.stop()
 
 
 @needs_node

@@ -8,9 +8,9 @@ How it runs (the reasons are measured in the project's notes and in ``docs/local
   got. The service's own loopback certificate means clients trust one CA for every endpoint.
   Path-style URLs (``https://127.0.0.1:PORT/<account>/<container>/<blob>``) because loopback has no
   per-account host names. Given a ``listener`` (a socket already bound and listening), Azurite serves
-  on it instead (``--listen-fd``, see ``launcher.js``): its port is known before Node.js runs. Microsoft's newest clients send storage versions newer than the pinned
-  Azurite knows, hence ``--skipApiVersionCheck``. No telemetry and no access log (it would print
-  SAS query strings).
+  on it instead (``--listen-fd``, see ``launcher.js``): its port is known before Node.js runs.
+  Microsoft's newest clients send storage versions newer than the pinned Azurite knows, hence
+  ``--skipApiVersionCheck``. No telemetry and no access log (it would print SAS query strings).
 - Accounts and keys travel over the child's stdin (see ``launcher.js``): never on a command line,
   and replaced in place, in milliseconds, when an account is created, deleted or gets a new key.
   Azurite itself would read them from ``AZURITE_ACCOUNTS`` at start only.
@@ -312,8 +312,8 @@ class Azurite:
             passed = (self.listener.fileno(),)
             argv += ["--listen-fd", str(passed[0])]
         argv += ["--blobHost", self.host, "--blobPort", str(self.port),
-                "--cert", str(self.cert), "--key", str(self.key),
-                "--disableProductStyleUrl", "--skipApiVersionCheck", "--disableTelemetry", "--silent"]
+                 "--cert", str(self.cert), "--key", str(self.key),
+                 "--disableProductStyleUrl", "--skipApiVersionCheck", "--disableTelemetry", "--silent"]
         if self.location is not None:
             self.location.mkdir(parents=True, exist_ok=True, mode=0o700)
             os.chmod(self.location, 0o700)  # blobs are the users' data: this user's only
@@ -372,7 +372,20 @@ class Azurite:
             proc.stdin.write(json.dumps(message) + "\n")
             proc.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
-            raise AzuriteError(f"Azurite exited{self._said()}") from None
+            raise self._exited() from None
+
+    def _exited(self, when: str = "") -> AzuriteError:
+        """The error for an Azurite that has exited: its exit code and last words (on a busy machine
+        the output reader may still be collecting them; it gets two seconds)."""
+        proc, code = self._proc, None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._reader is not None:
+            self._reader.join(timeout=2)
+        return AzuriteError(f"Azurite exited{f' with code {code}' if code is not None else ''}{when}{self._said()}")
 
     def _said(self) -> str:
         lines = [line for line in self._output if line.strip()]
@@ -382,10 +395,7 @@ class Azurite:
         deadline = time.monotonic() + self.start_timeout
         while not self._listening.wait(0.05):
             if self._proc is None or self._proc.poll() is not None:
-                if self._reader is not None:
-                    self._reader.join(timeout=2)  # let it collect the last words
-                code = self._proc.returncode if self._proc is not None else None
-                raise AzuriteError(f"Azurite exited with code {code} before it listened{self._said()}")
+                raise self._exited(" before it listened")
             if time.monotonic() > deadline:
                 raise AzuriteError(f"Azurite did not listen within {self.start_timeout:.0f} s{self._said()}")
 
@@ -411,7 +421,7 @@ class Azurite:
         with self._ack_changed:
             while seq not in self._acks:
                 if self._proc is None or self._proc.poll() is not None:
-                    raise AzuriteError(f"Azurite exited{self._said()}")
+                    raise self._exited()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise AzuriteError(f"Azurite did not confirm the new account set within {timeout:.0f} s")

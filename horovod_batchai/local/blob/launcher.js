@@ -1,4 +1,4 @@
-// Runs Azurite's blob service (dist/src/blob/main.js of the pinned package) in this process, with two
+// Runs Azurite's blob service (dist/src/blob/main.js of the pinned package) in this process, with three
 // things the local service needs and Azurite does not offer:
 //
 // - Accounts and keys arrive on stdin, one JSON line each: {"seq": N, "accounts": "name:key1:key2;..."}.

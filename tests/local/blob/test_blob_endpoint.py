@@ -41,6 +41,7 @@ def test_without_node_the_endpoint_is_off_and_says_how_to_install(tmp_path: Path
     blob.stop()
 
 
+@needs_node  # where Node.js is, make install has put Azurite's package, which is looked for first
 def test_an_azurite_that_cannot_start_turns_waiting_clients_away_and_says_why(tmp_path: Path) -> None:
     # A Node.js that answers --version but dies on start: the port was already published.
     node = tmp_path / "node"

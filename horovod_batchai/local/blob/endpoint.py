@@ -150,6 +150,9 @@ class BlobEndpoint:
 
     def _keep(self, listener: socket.socket, wake: socket.socket) -> None:
         """The keeper thread: start Azurite at the first connection or demand, and again after it exits."""
+        poll = select.poll()
+        poll.register(listener, select.POLLIN)
+        poll.register(wake, select.POLLIN)
         while True:
             while True:
                 with self._changed:
@@ -157,9 +160,6 @@ class BlobEndpoint:
                         return
                     if self._needed:
                         break
-                poll = select.poll()
-                poll.register(listener, select.POLLIN)
-                poll.register(wake, select.POLLIN)
                 if listener.fileno() in {fd for fd, _ in poll.poll()}:
                     break
                 wake.recv(64)
@@ -269,7 +269,7 @@ class BlobEndpoint:
     def refresh_accounts(self) -> None:
         """Tell Azurite the accounts and keys as they are now, if it runs (a start reads them as they
         are then). The first account binds the port."""
-        if self._accounts():
+        if self._url is None and self._accounts():
             self._arm()
         with self._azurite_lock:
             if self._azurite is not None and self._azurite.running:
@@ -337,6 +337,7 @@ class BlobEndpoint:
             shutil.rmtree(self.mounts_root / account.lower(), ignore_errors=True)
 
     def _has_data(self) -> bool:
+        """Whether an Azurite of this or an earlier run has kept anything in this state directory."""
         try:
             return any((self.state_dir / "blob").iterdir())
         except OSError:

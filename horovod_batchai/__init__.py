@@ -22,24 +22,24 @@ Every step of the tutorial is a method here, built on Microsoft's own clients::
 This module is the whole public surface; everything else is private.
 """
 from ._cluster import GpuCluster
-from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
-from ._errors import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
+from ._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
+from ._models.errors import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
                       LocalServiceDownError, MissingDependencyError, NotFoundError, ResourceError, ServiceErrorDetail,
                       StoppedError, TargetError, TransferError, WaitTimeoutError)
 from ._experiment import Experiment
 from ._fileshare import FileShare, ShareItem
 from ._job import Job
-from ._job_spec import ContainerRegistry, HorovodJob, InputDirectory, OutputDirectory
-from ._logging import install_redaction as _install_redaction
-from ._metrics import EpochMetrics, MetricsTable
-from ._mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount
-from ._states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
+from ._models.job_spec import ContainerRegistry, HorovodJob, InputDirectory, OutputDirectory
+from ._shared.redaction import install_redaction as _install_redaction
+from ._models.metrics import EpochMetrics, MetricsTable
+from ._models.mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount
+from ._models.states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
 from ._stream import OutputStream
 from ._target import Target
 from ._tensorboard import TensorBoard
-from ._values import OutputFile, RemoteLogin, Usage
+from ._models.values import OutputFile, RemoteLogin, Usage
 from ._sweep import Sweep, SweepResults, SweepState, Trial, TrialResult
-from ._sweep_spec import LogUniform, MedianStopping, Uniform
+from ._models.sweep_spec import LogUniform, MedianStopping, Uniform
 from ._workspace import Workspace
 
 __all__ = [

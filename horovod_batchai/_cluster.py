@@ -13,20 +13,20 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 from azure.core.polling import LROPoller
 
-from ._backends.base import ClusterRecord, ClusterRef
-from ._cluster_spec import AutoScale
-from ._errors import ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
-from ._deprecation import deprecated
-from ._lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout, resume_token
-from ._mounts import Mount
-from ._names import check_batchai_name
-from ._polling import Polling, poll_until
-from ._resource_ids import names_from_id, parent_workspace
-from ._states import ClusterStatus
-from ._values import RemoteLogin
+from ._places.base import ClusterRecord, ClusterRef
+from ._models.cluster_spec import AutoScale
+from ._models.errors import ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
+from ._shared.deprecation import deprecated
+from ._shared.lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout, resume_token
+from ._models.mounts import Mount
+from ._models.names import check_batchai_name
+from ._shared.polling import Polling, poll_until
+from ._shared.resource_ids import names_from_id, parent_workspace
+from ._models.states import ClusterStatus
+from ._models.values import RemoteLogin
 
 if TYPE_CHECKING:
-    from ._backends.base import Backend
+    from ._places.base import Backend
     from ._target import Target
     from ._workspace import Workspace
 

@@ -7,20 +7,20 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union, ca
 
 from azure.core.polling import LROPoller
 
-from ._backends.base import JobRecord
+from ._places.base import JobRecord
 from ._cluster import GpuCluster
-from ._errors import InvalidSpecError, NotFoundError
+from ._models.errors import InvalidSpecError, NotFoundError
 from ._job import Job
-from ._job_spec import HorovodJob
-from ._deprecation import deprecated
-from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
-from ._names import check_batchai_name
-from ._resource_ids import names_from_id, parent_workspace, register_parent
+from ._models.job_spec import HorovodJob
+from ._shared.deprecation import deprecated
+from ._shared.lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
+from ._models.names import check_batchai_name
+from ._shared.resource_ids import names_from_id, parent_workspace, register_parent
 from ._sweep import Sweep, check_no_sweep_variables, sweeps_in, trial_spec
-from ._sweep_spec import MedianStopping, SweepDefinition
+from ._models.sweep_spec import MedianStopping, SweepDefinition
 
 if TYPE_CHECKING:
-    from ._backends.base import Backend
+    from ._places.base import Backend
     from ._target import Target
     from ._workspace import Workspace
 

@@ -23,20 +23,20 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, List, Optio
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
-from ._deprecation import deprecated, positional_options
-from ._errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
-from ._mounts import AzureFileShareMount, azure_file_url
-from ._names import (check_count, check_location, check_resource_group, check_share_name, check_share_path,
+from ._shared.deprecation import deprecated, positional_options
+from ._models.errors import InvalidSpecError, NotFoundError, TransferError, azure_errors
+from ._models.mounts import AzureFileShareMount, azure_file_url
+from ._models.names import (check_count, check_location, check_resource_group, check_share_name, check_share_path,
                      check_storage_account, local_destination, local_directory)
-from ._parallel import check_stop, run_parallel
-from ._polling import check_stop_event
-from ._resource_ids import names_from_id
-from ._progress import Progress, ProgressArg
-from ._backends.arm import ensure_resource_group
-from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
-from ._paths import local_path_under
-from ._retry import IDEMPOTENT_POST
-from ._transfer_hash import HashingReader, OrderedHashWriter
+from ._shared.parallel import check_stop, run_parallel
+from ._shared.polling import check_stop_event
+from ._shared.resource_ids import names_from_id
+from ._shared.progress import Progress, ProgressArg
+from ._places.arm import ensure_resource_group
+from ._shared.lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
+from ._shared.paths import local_path_under
+from ._places.retry import IDEMPOTENT_POST
+from ._shared.transfer_hash import HashingReader, OrderedHashWriter
 
 if TYPE_CHECKING:
     from azure.core.polling import LROPoller

@@ -14,23 +14,23 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.core.polling import LROPoller
 
-from ._backends.base import JobRecord, JobRef
-from ._errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError, azure_errors
-from ._job_spec import HorovodJob
-from ._deprecation import deprecated, positional_options
-from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
-from ._metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
-from ._names import check_batchai_name, local_destination, local_directory
-from ._paths import local_path_under
-from ._parallel import check_stop
-from ._polling import Polling, check_stop_event, poll_until
-from ._resource_ids import names_from_id, parent_class, parent_workspace
-from ._states import ExecutionState, JobStatus
+from ._places.base import JobRecord, JobRef
+from ._models.errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError, azure_errors
+from ._models.job_spec import HorovodJob
+from ._shared.deprecation import deprecated, positional_options
+from ._shared.lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
+from ._models.metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
+from ._models.names import check_batchai_name, local_destination, local_directory
+from ._shared.paths import local_path_under
+from ._shared.parallel import check_stop
+from ._shared.polling import Polling, check_stop_event, poll_until
+from ._shared.resource_ids import names_from_id, parent_class, parent_workspace
+from ._models.states import ExecutionState, JobStatus
 from ._stream import OutputStream, check_link_expiry, check_output_path
-from ._values import OutputFile
+from ._models.values import OutputFile
 
 if TYPE_CHECKING:
-    from ._backends.base import Backend
+    from ._places.base import Backend
     from ._tensorboard import TensorBoard
     from ._experiment import Experiment
     from ._target import Target
@@ -424,7 +424,7 @@ class Job(JobBase):
         if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
             raise InvalidSpecError("lines", f"{lines!r} is not a number of lines", "an integer >= 0")
         if curves:
-            from ._errors import import_optional
+            from ._models.errors import import_optional
             import_optional("matplotlib", "watch() with curves")
         view = NotebookView() if in_notebook() else TextView()
         return watch(self, lines=lines, curves=curves, poll_interval=poll_interval, timeout=timeout, view=view)

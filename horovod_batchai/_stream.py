@@ -20,12 +20,12 @@ from urllib.parse import parse_qs, urlparse
 
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 
-from ._errors import InvalidSpecError, WaitTimeoutError, azure_errors
-from ._polling import Polling, check_seconds
+from ._models.errors import InvalidSpecError, WaitTimeoutError, azure_errors
+from ._shared.polling import Polling, check_seconds
 
 if TYPE_CHECKING:
     from ._job import Job
-    from ._values import OutputFile
+    from ._models.values import OutputFile
 
 __all__ = ["OutputStream", "StreamCursor", "sas_expiry", "check_link_expiry", "check_output_path"]
 

@@ -22,21 +22,21 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 
 from azure.core.exceptions import AzureError
 
-from ._deprecation import positional_options
-from ._errors import ConflictError, HorovodBatchAIError, InvalidSpecError, NotFoundError, WaitTimeoutError
-from ._html import html_table
-from ._lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout
-from ._metrics import MetricsTable, best_of, check_mode, format_number, json_records, text_table
-from ._polling import Polling
-from ._states import ExecutionState
-from ._sweep_spec import SWEEP_VARIABLE, TRIAL_VARIABLE, SweepDefinition, trial_arguments, trial_name
+from ._shared.deprecation import positional_options
+from ._models.errors import ConflictError, HorovodBatchAIError, InvalidSpecError, NotFoundError, WaitTimeoutError
+from ._models.html import html_table
+from ._shared.lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout
+from ._models.metrics import MetricsTable, best_of, check_mode, format_number, json_records, text_table
+from ._shared.polling import Polling
+from ._models.states import ExecutionState
+from ._models.sweep_spec import SWEEP_VARIABLE, TRIAL_VARIABLE, SweepDefinition, trial_arguments, trial_name
 
 if TYPE_CHECKING:
     from azure.core.polling import LROPoller
 
     from ._experiment import Experiment
     from ._job import Job, JobBase
-    from ._job_spec import HorovodJob
+    from ._models.job_spec import HorovodJob
 
 __all__ = ["Sweep", "SweepBase", "SweepState", "Trial", "TrialResult", "SweepResults", "trial_spec", "sweeps_in",
            "check_no_sweep_variables"]
@@ -168,7 +168,7 @@ class SweepResults:
         return pick(scored, key=lambda r: r.best)  # type: ignore[arg-type,return-value]
 
     def to_pandas(self) -> Any:
-        from ._errors import import_optional
+        from ._models.errors import import_optional
         pandas = import_optional("pandas", "SweepResults.to_pandas()")
         return pandas.DataFrame.from_records(self.to_records(), columns=list(self.columns)).set_index("trial")
 
@@ -421,7 +421,7 @@ class SweepBase:
 
     def _take_spec(self, spec: "HorovodJob") -> None:
         """Resume with ``spec``, checked to be the one the sweep was made from."""
-        from ._job_spec import HorovodJob
+        from ._models.job_spec import HorovodJob
         if not isinstance(spec, HorovodJob):
             raise InvalidSpecError("spec", f"{type(spec).__name__} is not a HorovodJob", "the spec the sweep was made from")
         spec.check_resolved()

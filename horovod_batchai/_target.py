@@ -17,9 +17,9 @@ from urllib.parse import urlparse
 
 from azure.core.credentials import TokenCredential
 
-from ._errors import InvalidSpecError, TargetError
-from ._local_endpoint import LOOPBACK_HOSTS, FollowLocalService
-from ._names import check_subscription_id
+from ._models.errors import InvalidSpecError, TargetError
+from ._places.local_endpoint import LOOPBACK_HOSTS, FollowLocalService
+from ._models.names import check_subscription_id
 
 if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
     from azure.mgmt.batchai import BatchAI
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
     from azure.mgmt.storage import StorageManagementClient
     from azure.storage.fileshare import ShareFileClient, ShareServiceClient
 
-    from ._backends.base import Backend
+    from ._places.base import Backend
     from .local import LocalService, ServiceInfo
 
 __all__ = ["Target", "TARGET_ENV", "SUBSCRIPTION_ENV", "RESOURCE_GROUP_ENV", "WORKSPACE_ENV", "LOCAL_SUBSCRIPTION",
@@ -183,7 +183,7 @@ class Target:
         """An Azure Machine Learning workspace: clusters are AmlCompute, shares are AzureFile
         datastores, jobs are command jobs with MPI distribution. ``credential`` defaults to
         ``azure.identity.DefaultAzureCredential()``. Needs ``pip install horovod-batchai[azureml]``."""
-        from ._names import check_batchai_name, check_resource_group
+        from ._models.names import check_batchai_name, check_resource_group
         check_resource_group(resource_group)
         check_batchai_name(workspace, "workspace")
         default = credential is None
@@ -253,11 +253,11 @@ class Target:
     # -- where things are -----------------------------------------------------------------------
     @property
     def backend(self) -> "Backend":
-        """The backend that does this target's requests (:mod:`horovod_batchai._backends`), built on
+        """The backend that does this target's requests (:mod:`horovod_batchai._places`), built on
         first use, shared by every object of the target, closed with it."""
         with self._lock:
             if self._backend is None:
-                from ._backends import build_backend
+                from ._places import build_backend
                 self._backend = build_backend(self)
             backend: "Backend" = self._backend
             return backend
@@ -385,7 +385,7 @@ class Target:
     def _data_plane_kwargs(self, *, asynchronous: bool = False) -> dict[str, Any]:
         """The options of a storage client; ``asynchronous`` for the aio clients, whose retry
         policies are their own classes."""
-        from . import _retry
+        from ._places import retry as _retry
         linear = _retry.AsyncThrottleAwareLinearRetry if asynchronous else _retry.ThrottleAwareLinearRetry
         exponential = _retry.AsyncThrottleAwareExponentialRetry if asynchronous else _retry.ThrottleAwareExponentialRetry
         options = {k: v for k, v in self._client_options.items() if k != "polling_interval"}

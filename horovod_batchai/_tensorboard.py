@@ -18,13 +18,13 @@ from pathlib import Path, PurePosixPath
 import tempfile
 from typing import IO, TYPE_CHECKING, Any, List, Optional, Tuple
 
-from ._errors import HorovodBatchAIError, WaitTimeoutError
-from ._names import local_directory
-from ._paths import local_path_under
+from ._models.errors import HorovodBatchAIError, WaitTimeoutError
+from ._models.names import local_directory
+from ._shared.paths import local_path_under
 
 if TYPE_CHECKING:
     from ._job import Job
-    from ._values import OutputFile
+    from ._models.values import OutputFile
 
 __all__ = ["TensorBoard", "TensorBoardBase", "EVENTS_DIR", "sync_event_files", "tensorboard_installed",
            "has_event_files", "event_files_to_fetch", "tensorboard_folder"]

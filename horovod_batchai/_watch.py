@@ -11,8 +11,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
-from ._polling import Polling
-from ._states import JobStatus
+from ._shared.polling import Polling
+from ._models.states import JobStatus
 
 if TYPE_CHECKING:
     from ._job import Job
@@ -92,7 +92,7 @@ def watch(job: "Job", *, lines: int, curves: bool, poll_interval: Optional[float
             if curves:
                 table = job.metrics()
                 if len(table) != drawn_epochs:  # draw again only when an epoch was added
-                    from ._curves import figure_png, metrics_figure
+                    from ._shared.curves import figure_png, metrics_figure
                     figure = metrics_figure(table)
                     png = figure_png(figure)
                     import matplotlib.pyplot as plt

@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union, cast
 
 from azure.core.polling import LROPoller
 
-from ._backends.base import ClusterRef, WorkspaceRecord
+from ._places.base import ClusterRef, WorkspaceRecord
 from ._cluster import GpuCluster
-from ._cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
-from ._errors import InvalidSpecError
+from ._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
+from ._models.errors import InvalidSpecError
 from ._experiment import Experiment
-from ._lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
-from ._mounts import Mount
-from ._names import check_batchai_name, check_location, check_resource_group
-from ._resource_ids import names_from_id, register_parent
-from ._values import Usage
+from ._shared.lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
+from ._models.mounts import Mount
+from ._models.names import check_batchai_name, check_location, check_resource_group
+from ._shared.resource_ids import names_from_id, register_parent
+from ._models.values import Usage
 
 if TYPE_CHECKING:
-    from ._backends.base import Backend, SpecChecks
+    from ._places.base import Backend, SpecChecks
     from ._target import Target
 
 __all__ = ["Workspace", "WorkspaceBase", "Usage", "cluster_spec_from_options", "check_cluster_spec",
@@ -283,7 +283,7 @@ def cluster_spec_from_options(*, vm_size: str, vm_priority: str, target_node_cou
     neither, naming the option)."""
     user = admin_user_name or _default_admin_user()
     if not ssh_public_key and not admin_password and generate_ssh_keys:
-        from ._ssh import ensure_ssh_key
+        from ._shared.ssh import ensure_ssh_key
         ssh_public_key = ensure_ssh_key(Path(ssh_key_path).expanduser() if ssh_key_path else None)
     return ClusterSpec(vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count,
                        auto_scale=auto_scale, admin_user_name=user,  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ import pytest
 import horovod_batchai
 
 REPO = Path(__file__).resolve().parents[1]
-MODULES = ["horovod_batchai._job_spec", "horovod_batchai._states"]
+MODULES = ["horovod_batchai._models.job_spec", "horovod_batchai._models.states"]
 
 
 @pytest.mark.parametrize("name", MODULES)

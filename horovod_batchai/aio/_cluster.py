@@ -7,18 +7,18 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, cast
 
 
 from .._cluster import ReadyWatch, check_resize
-from .._cluster_spec import AutoScale
-from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
-from .._polling import Polling
-from .._resource_ids import names_from_id, parent_workspace
-from .._states import ClusterStatus
-from .._values import RemoteLogin
-from ._lro import AsyncPoller, async_background_poller
-from ._polling import async_poll_until
+from .._models.cluster_spec import AutoScale
+from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
+from .._shared.polling import Polling
+from .._shared.resource_ids import names_from_id, parent_workspace
+from .._models.states import ClusterStatus
+from .._models.values import RemoteLogin
+from .._shared.lro_async import AsyncPoller, async_background_poller
+from .._shared.polling_async import async_poll_until
 from .._cluster import GpuClusterBase
 
 if TYPE_CHECKING:
-    from ._backends import AsyncBackend
+    from .._places.azureml.backend_async import AsyncBackend
     from ._target import Target
     from ._workspace import Workspace
 

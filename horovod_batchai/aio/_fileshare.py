@@ -19,21 +19,21 @@ from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, List, Opti
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
-from .._errors import NotFoundError, azure_errors
-from .._deprecation import deprecated, positional_options
+from .._models.errors import NotFoundError, azure_errors
+from .._shared.deprecation import deprecated, positional_options
 from .._fileshare import (DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY,
                           VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, range_md5_refused,
                           check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, file_endpoint,
                           finish_download, full_key, holds_upload, plan_download_directory, plan_upload_directory,
                           upload_temp_path)
-from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
-from .._mounts import AzureFileShareMount
-from .._names import check_share_path, local_destination, local_directory
-from .._progress import Progress, ProgressArg
-from .._resource_ids import names_from_id
-from .._retry import IDEMPOTENT_POST
-from .._transfer_hash import HashingReader, OrderedHashWriter, PositionedWriter
-from ._lro import AsyncMappedPoller, AsyncPoller, async_background_poller
+from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
+from .._models.mounts import AzureFileShareMount
+from .._models.names import check_share_path, local_destination, local_directory
+from .._shared.progress import Progress, ProgressArg
+from .._shared.resource_ids import names_from_id
+from .._places.retry import IDEMPOTENT_POST
+from .._shared.transfer_hash import HashingReader, OrderedHashWriter, PositionedWriter
+from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, async_background_poller
 
 if TYPE_CHECKING:
     from azure.storage.fileshare.aio import ShareClient, ShareFileClient, ShareServiceClient

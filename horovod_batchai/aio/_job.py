@@ -14,26 +14,26 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Union
 
 from azure.core.exceptions import AzureError, HttpResponseError
 
-from .._errors import HorovodBatchAIError, azure_errors
-from .._deprecation import positional_options
+from .._models.errors import HorovodBatchAIError, azure_errors
+from .._shared.deprecation import positional_options
 from .._job import (STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, check_tensorboard_port,
                     metrics_from, metrics_link, no_metrics, output_named, tail_text)
-from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
-from .._metrics import METRICS_FILE, MetricsTable
-from .._names import local_destination, local_directory
-from .._paths import local_path_under
-from .._polling import Polling
-from .._resource_ids import names_from_id, parent_class, parent_workspace
-from .._states import ExecutionState, JobStatus
+from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout
+from .._models.metrics import METRICS_FILE, MetricsTable
+from .._models.names import local_destination, local_directory
+from .._shared.paths import local_path_under
+from .._shared.polling import Polling
+from .._shared.resource_ids import names_from_id, parent_class, parent_workspace
+from .._models.states import ExecutionState, JobStatus
 from .._stream import check_link_expiry, check_output_path
-from .._values import OutputFile
-from ._lro import AsyncMappedPoller, AsyncPoller
-from ._polling import async_poll_until
+from .._models.values import OutputFile
+from .._shared.lro_async import AsyncMappedPoller, AsyncPoller
+from .._shared.polling_async import async_poll_until
 from ._stream import AsyncOutputStream
 from .._job import JobBase
 
 if TYPE_CHECKING:
-    from ._backends import AsyncBackend
+    from .._places.azureml.backend_async import AsyncBackend
     from ._experiment import Experiment
     from ._target import Target
     from ._tensorboard import TensorBoard

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Optional
 
 from azure.core.exceptions import HttpResponseError
 
-from .._errors import azure_errors
+from .._models.errors import azure_errors
 from .._stream import StreamCursor
 
 if TYPE_CHECKING:

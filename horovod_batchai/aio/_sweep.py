@@ -17,14 +17,14 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
-from .._deprecation import positional_options
-from .._lro import DEFAULT_LRO_TIMEOUT, check_timeout
-from .._metrics import MetricsTable
-from .._polling import Polling
+from .._shared.deprecation import positional_options
+from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout
+from .._models.metrics import MetricsTable
+from .._shared.polling import Polling
 from .._sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in
 
 if TYPE_CHECKING:
-    from .._job_spec import HorovodJob
+    from .._models.job_spec import HorovodJob
     from ._experiment import Experiment
     from ._job import Job
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 from azure.core.credentials import AccessToken, AccessTokenInfo, TokenCredential
 from azure.core.credentials_async import AsyncTokenCredential
 
-from .._errors import TargetError
+from .._models.errors import TargetError
 
 from .._target import (AZURE_MANAGEMENT_ENDPOINT, CREDENTIAL_OPTIONS, LOCAL_SUBSCRIPTION, Target as SyncTarget,
                        target_from_env)
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from azure.storage.fileshare.aio import ShareFileClient, ShareServiceClient
 
     from ..local import LocalService, ServiceInfo
-    from ._backends import AsyncBackend
+    from .._places.azureml.backend_async import AsyncBackend
 
 __all__ = ["Target"]
 
@@ -166,9 +166,9 @@ class Target:
     @property
     def backend(self) -> "AsyncBackend":
         """The backend that does this target's requests, built on first use (see
-        :mod:`horovod_batchai.aio._backends`)."""
+        :mod:`horovod_batchai._places.azureml.backend_async`)."""
         if self._backend is None:
-            from ._backends import build_backend
+            from .._places.azureml.backend_async import build_backend
             self._backend = build_backend(self)
         return self._backend
 

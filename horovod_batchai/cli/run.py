@@ -12,7 +12,7 @@ from azure.core.exceptions import AzureError, ResourceExistsError, ResourceNotFo
 
 from .. import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
                 NotFoundError, TargetError, TransferError, WaitTimeoutError)
-from .._errors import redact
+from .._models.errors import redact
 from . import cluster, experiment, job, local, storage, sweep, workspace
 from .context import (EXIT_CONFLICT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE, PROG,
                       Context, UsageError)

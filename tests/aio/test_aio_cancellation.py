@@ -11,7 +11,7 @@ import pytest
 from azure.core.polling import AsyncLROPoller, AsyncPollingMethod
 
 from horovod_batchai import WaitTimeoutError
-from horovod_batchai.aio._lro import AsyncMappedPoller
+from horovod_batchai._shared.lro_async import AsyncMappedPoller
 
 
 class Steps(AsyncPollingMethod):  # type: ignore[type-arg]

@@ -133,7 +133,7 @@ def test_another_workspace_than_the_targets(target: Target, transport: ReplayTra
 
 
 def test_idle_time_is_an_azure_ml_setting_only() -> None:
-    from horovod_batchai._backends.azureml.conversions import compute_entity
+    from horovod_batchai._places.azureml.conversions import compute_entity
     from horovod_batchai import ClusterSpec
     spec = ClusterSpec(vm_size=S.VM_SIZE, admin_user_name="azureuser", ssh_public_key=S.SSH_KEY,
                        auto_scale=AutoScale(minimum=0, maximum=4, idle_time_before_scale_down=timedelta(minutes=5)))

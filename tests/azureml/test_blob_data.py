@@ -111,7 +111,7 @@ def test_a_blob_datastore_that_is_the_container_is_reused(target: Target, transp
 def test_a_blob_mounts_credential_is_the_datastores(credentials: dict, wire: dict) -> None:
     """What azure-ai-ml sends for each kind of blob credential (library behaviour: only the
     credential-less kind is recorded, recording 10)."""
-    from horovod_batchai._backends.azureml.conversions import datastore_entity
+    from horovod_batchai._places.azureml.conversions import datastore_entity
     mount = AzureBlobMount(account_name=S.ACCOUNT, container_name=DATA, relative_mount_path="data", **credentials)
     body = datastore_entity(mount, description="d")._to_rest_object().as_dict()["properties"]
     assert (body["datastoreType"], body["accountName"], body["containerName"]) == ("AzureBlob", S.ACCOUNT, DATA)
@@ -154,7 +154,7 @@ def test_read_only_is_blobfuses_ro_option() -> None:
 def test_batch_ai_mounts_blob_containers_with_the_key_only(tmp_path: Path, credentials: dict, words: str) -> None:
     """The same spec on the Batch AI API: blobfuse there takes the account key, so an
     identity-based or SAS mount is refused before any request, naming the mount."""
-    from horovod_batchai._backends.batchai import BatchAIBackend
+    from horovod_batchai._places.batchai.backend import BatchAIBackend
     target = Target.local(state_dir=tmp_path)  # nothing is started: the check sends no request
     spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)
     spec = spec.replace(mounts=spec.mounts + (AzureBlobMount(account_name=DATA_ACCOUNT, container_name=DATA,

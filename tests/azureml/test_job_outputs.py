@@ -21,7 +21,7 @@ METRICS = (b"epoch,accuracy,loss,lr,val_accuracy,val_loss\n"
 
 def _job(target: Target, transport: ReplayTransport, status: str = "Running") -> tuple[Job, S.SubmittedJob]:
     """The tutorial's job, as submitted by this package (its spec in its properties), read once."""
-    from horovod_batchai._backends.azureml.conversions import SPEC_PROPERTY, spec_property
+    from horovod_batchai._places.azureml.conversions import SPEC_PROPERTY, spec_property
     from horovod_batchai._experiment import Experiment
     spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)
     submitted = S.SubmittedJob()
@@ -141,7 +141,7 @@ def test_the_aio_job_reads_metrics_and_event_files_the_same_way(transport: Repla
     import threading
 
     from horovod_batchai import MetricsTable, aio
-    from horovod_batchai._backends.azureml.conversions import SPEC_PROPERTY, spec_property
+    from horovod_batchai._places.azureml.conversions import SPEC_PROPERTY, spec_property
     from replay import FakeCredential
 
     spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)

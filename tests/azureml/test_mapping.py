@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from horovod_batchai import ExecutionState, HorovodJob, InputDirectory
-from horovod_batchai._backends.azureml.command import node_command, output_placeholder
-from horovod_batchai._backends.azureml.conversions import read_spec_property, spec_property
-from horovod_batchai._backends.azureml.environment import DOCKERFILE, content_hash, context_files
-from horovod_batchai._backends.azureml.states import JOB_STATES, execution_state
+from horovod_batchai._places.azureml.command import node_command, output_placeholder
+from horovod_batchai._places.azureml.conversions import read_spec_property, spec_property
+from horovod_batchai._places.azureml.environment import DOCKERFILE, content_hash, context_files
+from horovod_batchai._places.azureml.states import JOB_STATES, execution_state
 
 import scenario as S
 from replay import REFERENCE
@@ -74,7 +74,7 @@ def test_the_command_builds_the_batch_ai_world_on_a_node(tmp_path: Path) -> None
     assert (share / "prepared.txt").read_text(encoding="utf-8") == "prepared\n"  # once per node
     assert (Path(mount_root) / "myshare" / "cifar").is_dir()
     # $AZ_BATCHAI_STDOUTERR_DIR is made where the SDK reads the job's metrics from the share
-    from horovod_batchai._backends.azureml.stdouterr import stdouterr_place
+    from horovod_batchai._places.azureml.stdouterr import stdouterr_place
     place = stdouterr_place(spec, "cifar_distributed")
     assert place is not None and place.datastore == "mystorageaccount_myshare"
     assert place.path == "cifar/cifar_distributed/stdouterr" and (share / place.path).is_dir()
@@ -136,7 +136,7 @@ def test_the_build_context_holds_the_dockerfile_and_training() -> None:
 
 def test_the_dockerfile_ships_in_the_package() -> None:
     source = (ROOT / "setup.py").read_text(encoding="utf-8")
-    assert "_backends/azureml/environment/Dockerfile" in source
+    assert "_places/azureml/environment/Dockerfile" in source
 
 
 # -- what the entities carry (what azure-ai-ml then sends) -------------------------------------------
@@ -146,7 +146,7 @@ def test_the_dockerfile_ships_in_the_package() -> None:
                                                   ("lowpriority", "low_priority", "LowPriority")])
 def test_vm_priority_is_the_compute_tier(priority: str, tier: str, wire: str) -> None:
     from horovod_batchai import ClusterSpec
-    from horovod_batchai._backends.azureml.conversions import compute_entity
+    from horovod_batchai._places.azureml.conversions import compute_entity
     spec = ClusterSpec(vm_size="Standard_NC6s_v3", vm_priority=priority, target_node_count=2,
                        admin_user_name="azureuser", ssh_public_key=S.SSH_KEY)
     entity = compute_entity("nc6cluster", spec)
@@ -158,7 +158,7 @@ def _job(**changes: object) -> tuple[object, dict]:
     """The command job entity for job.json with ``changes``, and the REST body azure-ai-ml makes of it."""
     from azure.ai.ml.entities import Environment
 
-    from horovod_batchai._backends.azureml.conversions import command_job_entity
+    from horovod_batchai._places.azureml.conversions import command_job_entity
     spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name="mystorageaccount", account_key="a2V5")
     spec = spec.replace(node_count=2, **changes)
     entity = command_job_entity(spec, job_name="cifar_distributed", experiment="cifar", compute="nc6cluster",

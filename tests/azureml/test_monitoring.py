@@ -80,7 +80,7 @@ def test_a_submission_the_service_refuses_carries_its_code_and_details(target: T
 
 def test_a_missing_datastore_carries_the_services_code(target: Target, transport: ReplayTransport) -> None:
     """Recording 10's 404 for a datastore: the code azure-ai-ml's error carries is the service's."""
-    from horovod_batchai._errors import NotFoundError, azure_errors
+    from horovod_batchai._models.errors import NotFoundError, azure_errors
     transport.add(S.datastore_missing(S.DATASTORE))
     backend = target.backend
     with pytest.raises(NotFoundError) as caught:

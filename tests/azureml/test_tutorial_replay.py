@@ -112,7 +112,7 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
 def _context_files() -> dict[str, bytes]:
     """What the build context must hold, read here from the files themselves."""
     import training
-    from horovod_batchai._backends.azureml.environment import DOCKERFILE
+    from horovod_batchai._places.azureml.environment import DOCKERFILE
     package = Path(training.__file__).parent
     files = {f"training/{p.relative_to(package).as_posix()}": p.read_bytes() for p in package.rglob("*.py")}
     files.update({f"training/{p.name}": p.read_bytes() for p in package.glob("*.md")})

@@ -10,7 +10,7 @@ import pytest
 
 from horovod_batchai import (ExecutionState, Experiment, FileShare, GpuCluster, HorovodJob, InvalidSpecError,
                              MetricsTable, Workspace)
-from horovod_batchai._metrics import parse_metrics_csv
+from horovod_batchai._models.metrics import parse_metrics_csv
 
 pytestmark = pytest.mark.slow
 
@@ -172,7 +172,7 @@ def test_plot_draws_training_and_validation_curves() -> None:
     assert (loss.get_title(), accuracy.get_title()) == ("loss", "accuracy")
     assert [line.get_label() for line in loss.lines] == ["training", "validation"]
     assert list(accuracy.lines[1].get_ydata()) == [0.4, 0.6]
-    from horovod_batchai._curves import figure_png
+    from horovod_batchai._shared.curves import figure_png
     assert figure_png(figure).startswith(b"\x89PNG")
 
 

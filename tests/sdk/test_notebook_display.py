@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 import pytest
 
 from horovod_batchai import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
-from horovod_batchai._errors import ServiceErrorDetail
-from horovod_batchai._progress import Progress, _bar_class
+from horovod_batchai._models.errors import ServiceErrorDetail
+from horovod_batchai._shared.progress import Progress, _bar_class
 
 
 def test_a_cluster_status_is_its_table_in_html_with_service_text_escaped() -> None:

@@ -10,8 +10,8 @@ import pytest
 from azure.core.polling import LROPoller, NoPolling
 
 from horovod_batchai import HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
-from horovod_batchai._lro import DonePoller, MappedPoller, background_poller, resume_token
-from horovod_batchai._polling import Polling, check_seconds, poll_until
+from horovod_batchai._shared.lro import DonePoller, MappedPoller, background_poller, resume_token
+from horovod_batchai._shared.polling import Polling, check_seconds, poll_until
 
 
 class FakeClock:

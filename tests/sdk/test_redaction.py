@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from horovod_batchai._errors import redact
+from horovod_batchai._models.errors import redact
 
 
 @pytest.mark.parametrize("text, secret", [

@@ -158,7 +158,7 @@ def test_stop_sees_an_exited_daemon_at_once(held_daemon: tuple[Path, int]) -> No
 
 
 def test_a_target_given_a_service_that_stays_down_says_how_to_start_it(tmp_path: Path) -> None:
-    from horovod_batchai._local_endpoint import RESTART_PATIENCE_S
+    from horovod_batchai._places.local_endpoint import RESTART_PATIENCE_S
     import certifi
     gone = ServiceInfo("https://127.0.0.1:9", Path(certifi.where()), tmp_path, 0)
     with Target.local(service=gone) as target:

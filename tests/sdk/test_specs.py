@@ -11,8 +11,8 @@ import pytest
 from horovod_batchai import (AutoScale, AzureBlobMount, AzureFileShareMount, ClusterSpec, ContainerRegistry,
                              FileServerMount, HorovodJob, ImageReference, InputDirectory, InvalidSpecError,
                              OutputDirectory, SetupTask, UnmanagedMount)
-from horovod_batchai._mounts import ACCOUNT_PLACEHOLDER
-from horovod_batchai._names import check_share_path, check_storage_account
+from horovod_batchai._models.mounts import ACCOUNT_PLACEHOLDER
+from horovod_batchai._models.names import check_share_path, check_storage_account
 
 REPO = Path(__file__).resolve().parents[2]
 TUTORIAL_JOB = REPO / "examples" / "job.json"
@@ -76,7 +76,7 @@ def test_an_unmanaged_mount_command_is_sent_but_never_shown() -> None:
         assert "Pa55-not-shown" not in shown
     assert spec.to_dict()["properties"]["mountVolumes"]["unmanagedFileSystems"][0]["mountCommand"] == "<SECRET>"
     # The request sent to the service carries the real command.
-    from horovod_batchai._conversions import job_to_rest
+    from horovod_batchai._places.batchai.conversions import job_to_rest
     sent = job_to_rest(spec, cluster_id=None).serialize()["properties"]["mountVolumes"]
     assert sent["unmanagedFileSystems"][0]["mountCommand"] == command and mount.mount_command == command
 
@@ -236,7 +236,7 @@ def test_names() -> None:
 
 
 def test_a_trailing_newline_does_not_pass_a_name_check() -> None:
-    from horovod_batchai._names import (check_batchai_name, check_env_name, check_resource_group,
+    from horovod_batchai._models.names import (check_batchai_name, check_env_name, check_resource_group,
                                         check_subscription_id)
     checks = [(check_storage_account, "myaccount"), (lambda n: check_batchai_name(n, "name"), "cifar"),
               (check_resource_group, "batchai.horovod"), (check_subscription_id, "0" * 8 + "-0000-0000-0000-" + "0" * 12)]
@@ -249,7 +249,7 @@ def test_a_trailing_newline_does_not_pass_a_name_check() -> None:
 
 
 def test_an_argument_with_a_newline_is_quoted_not_split_into_two_commands() -> None:
-    from horovod_batchai._job_spec import join_arguments
+    from horovod_batchai._models.job_spec import join_arguments
     assert join_arguments(["--epochs=3", "--dir=/tmp/x\n"]) == '--epochs=3 "--dir=/tmp/x\n"'
 
 

@@ -20,8 +20,8 @@ import pytest
 from horovod_batchai import (ExecutionState, Experiment, FileShare, GpuCluster, HorovodBatchAIError, HorovodJob,
                              InvalidSpecError, Job, StoppedError, Sweep, Target, Workspace)
 from horovod_batchai._fileshare import UPLOAD_TEMP_MARK
-from horovod_batchai._lro import MappedPoller
-from horovod_batchai._sweep_spec import SweepDefinition
+from horovod_batchai._shared.lro import MappedPoller
+from horovod_batchai._models.sweep_spec import SweepDefinition
 from horovod_batchai.local import LocalService, ServiceSettings
 from sdk_support import ACCOUNT, RG, SSH_KEY
 from service_support import interruptible

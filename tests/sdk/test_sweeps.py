@@ -138,7 +138,7 @@ def test_a_new_process_finds_the_sweep_through_the_service(experiment: Experimen
     assert seen["best"] == sweep.best().name
     assert [t["lr"] for t in seen["trials"]] == [r.trial.parameters["lr"] for r in mine]
     # seeded: the same draw again, in this process, without submitting anything
-    from horovod_batchai._sweep_spec import SweepDefinition
+    from horovod_batchai._models.sweep_spec import SweepDefinition
     redrawn = SweepDefinition.build("again", cluster="c", base_arguments="", sampling="random", num_trials=3,
                                     seed=7, parameters={"lr": LogUniform(1e-4, 1e-2), "batch-size": [16, 32]},
                                     metric="val_accuracy", mode="max", max_concurrent_trials=1, early_stopping=None)

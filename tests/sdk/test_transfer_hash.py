@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from horovod_batchai import TransferError
-from horovod_batchai._transfer_hash import HashingReader, OrderedHashWriter, OrderedMd5
+from horovod_batchai._shared.transfer_hash import HashingReader, OrderedHashWriter, OrderedMd5
 
 MIB = 1024 * 1024
 
@@ -111,7 +111,7 @@ def test_a_file_the_hash_cannot_read_back_is_a_transfer_error(tmp_path: Path) ->
 
 def test_the_reader_hands_out_nothing_more_once_asked_to_stop() -> None:
     import threading
-    from horovod_batchai._parallel import Stopped
+    from horovod_batchai._shared.parallel import Stopped
     stop = threading.Event()
     reader = HashingReader(io.BytesIO(b"x" * 100), 100, "model.bin", stop=stop)
     assert reader.read(10) == b"x" * 10

@@ -1,0 +1,231 @@
+"""A job's metrics as a table: one row per finished epoch, read from the job's ``metrics.csv``.
+
+Where they come from (the same on every place to run): a job's script writes ``metrics.csv`` into
+its output directory, ``$AZ_BATCHAI_STDOUTERR_DIR`` on the node -- the directory of ``stdout.txt``,
+listed by ``Job.list_output_files()`` -- in Keras' ``CSVLogger`` format: a header row, ``epoch``
+first (counted from 0), then a row of numbers per epoch. The ``training`` package writes it on rank
+0; any other script can, with a ``CSVLogger`` or its own CSV writer. The table counts epochs from 1.
+
+matplotlib and pandas are imported only by :meth:`MetricsTable.plot` and :meth:`MetricsTable.to_pandas`.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from .._shared.deprecation import positional_options
+from .errors import InvalidSpecError, import_optional
+from .html import html_table
+
+__all__ = ["MetricsTable", "EpochMetrics", "METRICS_FILE", "parse_metrics_csv", "check_mode",
+           "best_of", "text_table", "format_number", "json_records"]
+
+#: the file a job's script writes into its output directory
+METRICS_FILE = "metrics.csv"
+#: the columns the training package records, in the order tables show them
+STANDARD_COLUMNS = ("loss", "accuracy", "val_loss", "val_accuracy", "lr", "images_per_second", "epoch_seconds")
+_MODES = ("max", "min")
+
+
+def check_mode(mode: Any, field_name: str = "mode") -> str:
+    if mode not in _MODES:
+        raise InvalidSpecError(field_name, f"{mode!r} is not a direction", "'max' (e.g. accuracy) or 'min' (e.g. loss)")
+    return mode
+
+
+def format_number(value: Optional[float]) -> str:
+    """A metric for a table: 4 significant digits, '' when missing."""
+    if value is None:
+        return ""
+    if not math.isfinite(value):  # a loss that overflowed: CSVLogger writes inf
+        return str(value)
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+def json_records(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """``records`` for JSON, which has no infinity or NaN: such values become null."""
+    return [{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r.items()} for r in records]
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, numeric: frozenset[int] = frozenset()) -> str:
+    """A plain-text table, numbers right-aligned (the CLI's and ``str()``'s view)."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+                         ).rstrip()
+
+    return "\n".join([line(headers), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
+
+
+def best_of(values: Sequence[Optional[float]], mode: str) -> Optional[float]:
+    present = [v for v in values if v is not None and not math.isnan(v)]
+    if not present:
+        return None
+    return max(present) if mode == "max" else min(present)
+
+
+@dataclass(frozen=True)
+class EpochMetrics:
+    """One finished epoch: ``epoch`` (from 1) and its metrics by name (None where not recorded)."""
+
+    epoch: int
+    values: Mapping[str, Optional[float]]
+
+    def __getitem__(self, name: str) -> Optional[float]:
+        return self.values[name]
+
+    def get(self, name: str, default: Optional[float] = None) -> Optional[float]:
+        return self.values.get(name, default)
+
+
+@dataclass(frozen=True)
+class MetricsTable:
+    """A job's metrics, one row per finished epoch, as last read (see :meth:`Job.metrics`).
+
+    Empty when the job has recorded none yet; :attr:`reason` then says why. ``len()``, iteration
+    and :meth:`column` read it; :meth:`to_pandas`, :meth:`to_csv`, :meth:`to_json` and
+    :meth:`plot` convert it; in Jupyter it shows as a table.
+    """
+
+    job: str
+    #: metric names in the order of the file, without ``epoch``
+    columns: Tuple[str, ...]
+    rows: Tuple[EpochMetrics, ...]
+    #: why the table is empty ('' when it is not)
+    reason: str = ""
+    #: the job's state when the metrics were read
+    execution_state: str = field(default="", compare=False)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[EpochMetrics]:
+        return iter(self.rows)
+
+    def _check_column(self, name: str) -> str:
+        if name not in self.columns:
+            raise InvalidSpecError("metric", f"{name!r} is not recorded by job {self.job!r}",
+                                   "one of " + (", ".join(repr(c) for c in self.columns) or "(none recorded yet)"))
+        return name
+
+    def column(self, name: str) -> List[Optional[float]]:
+        """The values of metric ``name``, epoch by epoch."""
+        self._check_column(name)
+        return [row.values.get(name) for row in self.rows]
+
+    @property
+    def epochs(self) -> List[int]:
+        return [row.epoch for row in self.rows]
+
+    def last(self, name: str) -> Optional[float]:
+        """The value of ``name`` at the last recorded epoch (None when there is none)."""
+        values = self.column(name)
+        return values[-1] if values else None
+
+    @positional_options("mode")
+    def best(self, name: str, *, mode: str = "max") -> Optional[float]:
+        """The best value of ``name`` over the epochs: the largest (``mode='max'``) or smallest."""
+        return best_of(self.column(name), check_mode(mode))
+
+    # -- conversions ------------------------------------------------------------------------------
+    def to_records(self) -> List[Dict[str, Optional[float]]]:
+        """One dict per epoch: ``{"epoch": 1, "loss": ..., ...}``."""
+        return [{"epoch": row.epoch, **{c: row.values.get(c) for c in self.columns}} for row in self.rows]
+
+    def to_json(self) -> str:
+        """``{"job", "columns", "rows", "reason"}``; missing values are null, and so are infinite
+        ones (JSON has no infinity; :meth:`to_csv` and :meth:`to_pandas` keep them)."""
+        return json.dumps({"job": self.job, "execution_state": self.execution_state,
+                           "columns": ["epoch", *self.columns], "rows": json_records(self.to_records()),
+                           "reason": self.reason})
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["epoch", *self.columns])
+        for record in self.to_records():
+            writer.writerow(["" if v is None else repr(v) if isinstance(v, float) else v for v in record.values()])
+        return out.getvalue()
+
+    def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame`` indexed by epoch (pandas: the ``notebook`` extra)."""
+        pandas = import_optional("pandas", "MetricsTable.to_pandas()")
+        frame = pandas.DataFrame.from_records(self.to_records(), columns=["epoch", *self.columns])
+        return frame.set_index("epoch")
+
+    def plot(self, metrics: Optional[Sequence[str]] = None) -> Any:
+        """Loss and accuracy per epoch, training and validation, as a matplotlib ``Figure``
+        (matplotlib: the ``notebook`` extra). ``metrics`` chooses other columns, one chart each
+        (with their ``val_`` twins)."""
+        from .._shared.curves import metrics_figure
+        return metrics_figure(self, metrics)
+
+    # -- display ----------------------------------------------------------------------------------
+    def _cells(self) -> Tuple[List[str], List[List[str]]]:
+        headers = ["epoch", *self.columns]
+        rows = [[str(r["epoch"]), *(format_number(r[c]) for c in self.columns)] for r in self.to_records()]
+        return headers, rows
+
+    def __str__(self) -> str:
+        if not self.rows:
+            return f"no metrics for job {self.job}: {self.reason}"
+        headers, rows = self._cells()
+        return text_table(headers, rows, numeric=frozenset(range(len(headers))))
+
+    def __repr__(self) -> str:
+        shown = f"{len(self.rows)} epoch(s)" if self.rows else f"empty: {self.reason}"
+        return f"MetricsTable(job={self.job!r}, columns={list(self.columns)!r}, {shown})"
+
+    def _repr_html_(self) -> str:
+        if not self.rows:
+            import html
+            return f"<p>No metrics for job <code>{html.escape(self.job)}</code>: {html.escape(self.reason)}</p>"
+        headers, rows = self._cells()
+        return html_table(headers, rows, numeric=frozenset(range(len(headers))))
+
+
+def _number(text: str) -> Optional[float]:
+    try:
+        value = float(text)
+    except ValueError:
+        return None  # CSVLogger writes NA for a metric an epoch did not have
+    return None if math.isnan(value) else value
+
+
+def parse_metrics_csv(text: str, *, job: str, execution_state: str = "") -> MetricsTable:
+    """The table of a ``metrics.csv`` as a job's script wrote it (Keras' ``CSVLogger`` format).
+
+    A file being written may end in a partial row: only complete lines (ending in a newline) are
+    read. A row whose epoch is not a number is skipped.
+    """
+    complete = text[: text.rfind("\n") + 1] if "\n" in text else ""
+    lines = list(csv.reader(io.StringIO(complete)))
+    lines = [line for line in lines if line]
+    if not lines:
+        return MetricsTable(job, (), (), "its metrics.csv has no complete row yet", execution_state)
+    header = [h.strip() for h in lines[0]]
+    if "epoch" not in header:
+        return MetricsTable(job, (), (), "its metrics.csv has no 'epoch' column (the format is Keras' CSVLogger's)",
+                            execution_state)
+    at = header.index("epoch")
+    recorded = [h for i, h in enumerate(header) if i != at]
+    # the training package's columns in a fixed order (CSVLogger sorts them by name), then the rest
+    columns = tuple([c for c in STANDARD_COLUMNS if c in recorded] + [c for c in recorded if c not in STANDARD_COLUMNS])
+    rows: List[EpochMetrics] = []
+    for line in lines[1:]:
+        if len(line) != len(header):
+            continue
+        epoch = _number(line[at])
+        if epoch is None:
+            continue
+        values = {h: _number(v) for i, (h, v) in enumerate(zip(header, line)) if i != at}
+        rows.append(EpochMetrics(int(epoch) + 1, values))
+    reason = "" if rows else "its metrics.csv has no finished epoch yet"
+    return MetricsTable(job, columns, tuple(rows), reason, execution_state)

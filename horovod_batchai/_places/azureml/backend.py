@@ -1,0 +1,695 @@
+"""Azure Machine Learning through azure-ai-ml: AmlCompute clusters, AzureFile and AzureBlob
+datastores (checked to be the storage their name stands for), command jobs with MPI
+distribution, logs from the run-history service and blob storage, and what a job writes to
+``$AZ_BATCHAI_STDOUTERR_DIR`` from its file share (``stdouterr.py``).
+
+Every client is built with the Target's azure-core client options (``transport=`` included):
+azure-ai-ml passes them to each of its generated clients and to the pipeline it reads the
+workspace's discovery URL with; the blob clients that read logs and upload the build context
+(``upload.py``), and the file-share clients that read a job's stdouterr directory, are built
+here with the same options, so azure-ai-ml never uploads anything
+itself. Calls that reach into azure-ai-ml below its public surface are marked; they are pinned
+by the exact azure-ai-ml version of the ``azureml`` extra.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional
+from urllib.parse import quote
+
+from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+from azure.core.polling import LROPoller
+
+from ..._models.cluster_spec import AutoScale, ClusterSpec
+from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
+from ..._models.job_spec import HorovodJob
+from ..._shared.lro import DonePoller, MappedPoller, background_poller, begin_delete, resume_token
+from ..._models.mounts import AzureBlobMount, AzureFileShareMount
+from ..._models.values import OutputFile, RemoteLogin, Usage
+from .. import arm
+from ..base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, ShareFile, WorkspaceRecord
+from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec, check_scale,
+                          cluster_status_from_rest, command_job_entity, compute_entity, datastore_entity,
+                          datastore_identity, job_status_from_entity, mount_datastore, node_field,
+                          read_spec_property)
+from .datastore_storage import account_url, datastore_secret
+from .states import execution_state
+from .stdouterr import StdOutErrPlace, list_share_directory, stdouterr_place
+
+if TYPE_CHECKING:
+    from azure.ai.ml import MLClient
+    from azure.storage.blob import BlobClient
+
+    from ..._target import Target
+
+__all__ = ["AzureMLBackend", "STDOUTERR", "RANK0_LOGS"]
+
+log = logging.getLogger(__name__)
+
+STDOUTERR = "stdouterr"
+#: rank 0's combined stdout and stderr, as Azure ML names it: per process under MPI, else one log
+RANK0_LOGS = ("user_logs/std_log_process_0.txt", "user_logs/std_log.txt")
+#: names a Batch AI job's stdouterr directory had; on Azure ML both are rank 0's combined log
+ALIASES = ("stdout.txt", "stderr.txt")
+
+
+class _Blob:
+    """A log blob behind a SAS link, read with azure-storage-blob."""
+
+    def __init__(self, client: "BlobClient") -> None:
+        self._client = client
+
+    def size(self) -> int:
+        return int(self._client.get_blob_properties().size or 0)
+
+    def read(self, offset: int, length: int) -> bytes:
+        return bytes(self._client.download_blob(offset=offset, length=length).readall())
+
+    def chunks(self) -> Iterator[bytes]:
+        return iter(self._client.download_blob().chunks())
+
+
+class AzureMLBackend:
+    """One Azure ML workspace (the Target's), through one ``MLClient``."""
+
+    failure_log_name = "stderr.txt"
+    default_poll_interval = 15.0
+
+    def __init__(self, target: "Target") -> None:
+        assert target.resource_group and target.workspace
+        self._target = target
+        self.kind = target.kind
+        self._lock = threading.Lock()
+        self._ml: Optional["MLClient"] = None
+        #: datastores known to be the storage their name stands for (read or registered here)
+        self._registered: dict[str, DatastoreIdentity] = {}
+        #: datastores check_share_datastore found missing, for the register_share that follows it
+        self._absent: set[str] = set()
+        #: each job's properties as last read (its submitted spec never changes)
+        self._job_properties: dict[str, dict[str, Any]] = {}
+        #: the credential of each share listed last, by the URL prefix of its files
+        self._share_credentials: dict[str, str] = {}
+
+    @property
+    def ml(self) -> "MLClient":
+        with self._lock:
+            if self._ml is None:
+                from azure.ai.ml import MLClient
+                options = self._target.client_options
+                # No usage telemetry unless the caller asks for it; no progress bars in a library.
+                options.setdefault("enable_telemetry", False)
+                options.setdefault("show_progress", False)
+                self._ml = MLClient(self._target.credential(), self._target.subscription_id,
+                                    self._target.resource_group, self._target.workspace, **options)
+            return self._ml
+
+    def close(self) -> None:
+        self._ml = None
+
+    # -- scope ----------------------------------------------------------------------------------
+    def _check_scope(self, resource_group: str, workspace: str) -> None:
+        """An azureml target works in one workspace; naming another is a mistake, not a lookup."""
+        if resource_group.lower() != str(self._target.resource_group).lower():
+            raise InvalidSpecError("resource_group", f"{resource_group!r} is not the target's resource group",
+                                   f"{self._target.resource_group!r} (Target.azureml(..., resource_group, ...))")
+        if workspace.lower() != str(self._target.workspace).lower():
+            raise InvalidSpecError("workspace", f"{workspace!r} is not the target's Azure ML workspace",
+                                   f"{self._target.workspace!r} (Target.azureml(..., workspace))")
+
+    def workspace_id(self, resource_group: str, name: str) -> str:
+        return (f"/subscriptions/{self._target.subscription_id}/resourceGroups/{resource_group}"
+                f"/providers/Microsoft.MachineLearningServices/workspaces/{name}")
+
+    # -- workspaces -----------------------------------------------------------------------------
+    def get_workspace(self, resource_group: str, name: str) -> WorkspaceRecord:
+        self._check_scope(resource_group, name)
+        with azure_errors("reading workspace", self.workspace_id(resource_group, name)):
+            entity = self.ml.workspaces.get(name)
+        return WorkspaceRecord(resource_group=resource_group, name=name, location=str(entity.location or ""))
+
+    def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
+                               continuation_token: Optional[str] = None) -> "LROPoller[WorkspaceRecord]":
+        """Get the workspace; create it only when missing (Azure also creates a storage account,
+        a key vault and an Application Insights instance for it). azure-ai-ml runs the creation
+        as an ARM template deployment whose poller gives no continuation token; resuming from a
+        token of a workspace that already existed reads it again."""
+        self._check_scope(resource_group, name)
+        resource = self.workspace_id(resource_group, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action="creating workspace", resource=resource)
+        with azure_errors("reading workspace", resource):
+            try:
+                entity = self.ml.workspaces.get(name)
+                log.info("workspace %s exists; using it", resource)
+                return DonePoller(WorkspaceRecord(resource_group, name, str(entity.location or "")),
+                                  action="creating workspace", resource=resource)
+            except ResourceNotFoundError:
+                pass
+        if location is None:
+            raise InvalidSpecError("location", f"is needed to create Azure ML workspace {name!r}, which does not "
+                                   "exist yet", "a region such as 'eastus' (Azure also creates a storage account, "
+                                   "a key vault and Application Insights for the workspace)")
+        self.ensure_resource_group(resource_group, location)
+        from azure.ai.ml.entities import Workspace as WorkspaceEntity
+        log.info("creating Azure ML workspace %s in %s (with its storage account, key vault and "
+                 "Application Insights)", resource, location)
+        with azure_errors("creating workspace", resource):
+            poller = self.ml.workspaces.begin_create(WorkspaceEntity(name=name, location=location))
+        return MappedPoller(poller, lambda e: WorkspaceRecord(resource_group, name,
+                                                              str(getattr(e, "location", location) or location)),
+                            action="creating workspace", resource=resource)
+
+    def list_workspaces(self, resource_group: Optional[str]) -> List[WorkspaceRecord]:
+        if resource_group is not None and resource_group.lower() != str(self._target.resource_group).lower():
+            return []
+        return [self.get_workspace(str(self._target.resource_group), str(self._target.workspace))]
+
+    def begin_delete_workspace(self, resource_group: str, name: str, *,
+                               continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Delete the workspace only (never its dependent resources or resource group here).
+        azure-ai-ml's delete takes no continuation token; deleting is idempotent, so resuming asks
+        again."""
+        self._check_scope(resource_group, name)
+        resource = self.workspace_id(resource_group, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action="deleting workspace", resource=resource)
+        with azure_errors("deleting workspace", resource):
+            try:
+                poller = self.ml.workspaces.begin_delete(name, delete_dependent_resources=False)
+            except ResourceNotFoundError:
+                return DonePoller(None, action="deleting workspace", resource=resource)
+        return MappedPoller(poller, lambda _: None, action="deleting workspace", resource=resource)
+
+    def ensure_resource_group(self, resource_group: str, location: str) -> None:
+        arm.ensure_resource_group(self._target, resource_group, location)
+
+    def begin_delete_resource_group(self, resource_group: str, *,
+                                    continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        return arm.begin_delete_resource_group(self._target, resource_group, continuation_token=continuation_token)
+
+    def usages(self, location: str) -> List[Usage]:
+        with azure_errors("listing usages in", location):
+            items: List[Any] = list(self.ml.compute.list_usage(location=location))
+        return [Usage(name=str(getattr(u.name, "value", u.name) or ""), current_value=int(u.current_value or 0),
+                      limit=int(u.limit or 0), unit=str(getattr(u, "unit", None) or "Count")) for u in items]
+
+    # -- experiments: Azure ML makes one with the first job that names it -----------------------
+    def experiment_id(self, resource_group: str, workspace: str, name: str) -> str:
+        return f"{self.workspace_id(resource_group, workspace)}/experiments/{name}"
+
+    def begin_create_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        self._check_scope(resource_group, workspace)
+        resource = self.experiment_id(resource_group, workspace, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action="creating experiment", resource=resource)
+        return DonePoller(None, action="creating experiment", resource=resource)
+
+    def get_experiment(self, resource_group: str, workspace: str, name: str) -> None:
+        self._check_scope(resource_group, workspace)
+
+    def list_experiments(self, resource_group: str, workspace: str) -> List[str]:
+        self._check_scope(resource_group, workspace)
+        with azure_errors("listing jobs in", self.workspace_id(resource_group, workspace)):
+            names = {str(j.experiment_name) for j in self.ml.jobs.list() if getattr(j, "experiment_name", None)}
+        return sorted(names)
+
+    def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Delete the experiment's jobs, one after the other, on the poller's thread. Deleting is
+        idempotent, so resuming from a token starts over with the jobs that remain."""
+        action, resource = "deleting experiment", self.experiment_id(resource_group, workspace, name)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+        records = self.list_jobs(resource_group, workspace, name)
+
+        def delete_jobs() -> None:
+            for record in records:
+                self.begin_delete_job(JobRef(resource_group, workspace, name, record.name)).result(None)
+
+        return background_poller(delete_jobs, action=action, resource=resource)
+
+    # -- clusters (AmlCompute) ------------------------------------------------------------------
+    def cluster_id(self, ref: ClusterRef) -> str:
+        return f"{self.workspace_id(ref.resource_group, ref.workspace)}/computes/{ref.name}"
+
+    def check_cluster_spec(self, spec: ClusterSpec) -> None:
+        check_cluster_spec(spec)
+
+    def _raw_get(self, ref: ClusterRef) -> Any:
+        # Below azure-ai-ml's public surface: its AmlCompute entity drops allocationState and the
+        # node counts, which its generated client (the same request) keeps.
+        return self.ml.compute._operation.get(ref.resource_group, ref.workspace, ref.name)
+
+    def _record(self, ref: ClusterRef, resource: Any, nodes: Optional[list[Any]] = None) -> ClusterRecord:
+        status = cluster_status_from_rest(resource, resource_group=ref.resource_group, workspace=ref.workspace,
+                                          nodes=nodes)
+        props = getattr(resource.properties, "properties", None)
+        if _compute_type(resource) not in ("AmlCompute", ""):
+            raise ConflictError(f"compute {ref.name!r} is a {resource.properties.compute_type}, not an AmlCompute "
+                                "cluster", resource=self.cluster_id(ref))
+        scale = getattr(props, "scale_settings", None)
+        credentials = getattr(props, "user_account_credentials", None)
+        return ClusterRecord(name=ref.name, id=self.cluster_id(ref), vm_size=status.vm_size,
+                             maximum_node_count=getattr(scale, "max_node_count", None), mounts=(), status=status,
+                             ssh_public_key=getattr(credentials, "admin_user_ssh_public_key", None), raw=resource)
+
+    def get_cluster(self, ref: ClusterRef) -> ClusterRecord:
+        self._check_scope(ref.resource_group, ref.workspace)
+        with azure_errors("reading cluster", self.cluster_id(ref)):
+            return self._record(ref, self._raw_get(ref))
+
+    def find_cluster(self, ref: ClusterRef) -> Optional[ClusterRecord]:
+        try:
+            return self.get_cluster(ref)
+        except NotFoundError:
+            return None
+
+    def cluster_status(self, ref: ClusterRef) -> ClusterRecord:
+        """The compute as its GET describes it: allocation state, node counts
+        (``nodeStateCounts``), errors. One request per poll."""
+        return self.get_cluster(ref)
+
+    def _resume_compute_update(self, ref: ClusterRef, token: str) -> Any:
+        # Below azure-ai-ml's public surface: its compute pollers give continuation tokens, but
+        # only its generated client takes them back (the same PUT's polling).
+        return self.ml.compute._operation.begin_create_or_update(ref.resource_group, ref.workspace, ref.name,
+                                                                 {}, continuation_token=token)
+
+    def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec, *,
+                             continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
+        self._check_scope(ref.resource_group, ref.workspace)
+        action, resource = "creating cluster", self.cluster_id(ref)
+        with azure_errors(action, resource):
+            if continuation_token is not None:
+                inner = resume_token(continuation_token, action=action, resource=resource)
+                if inner is None:
+                    return DonePoller(self.get_cluster(ref), action=action, resource=resource)
+                poller = self._resume_compute_update(ref, inner)
+            else:
+                poller = self.ml.compute.begin_create_or_update(compute_entity(ref.name, spec))
+        return MappedPoller(poller, lambda _: self.get_cluster(ref), action=action, resource=resource)
+
+    def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec,
+                            existing: ClusterRecord) -> "LROPoller[ClusterRecord]":
+        """An AmlCompute cluster of another VM size is another cluster; the rest (scale, admin
+        user) is the compute's to keep."""
+        check_cluster_spec(spec)
+        if existing.vm_size.lower() != spec.vm_size.lower():
+            raise ConflictError(f"cluster {existing.id} exists with VM size {existing.vm_size}, not {spec.vm_size}; "
+                                "delete it or choose another name", resource=existing.id)
+        return DonePoller(existing, action="creating cluster", resource=existing.id)
+
+    def list_clusters(self, resource_group: str, workspace: str) -> List[ClusterRecord]:
+        self._check_scope(resource_group, workspace)
+        with azure_errors("listing clusters in", self.workspace_id(resource_group, workspace)):
+            items = list(self.ml.compute._operation.list(resource_group, workspace))  # see _raw_get
+        return [self._record(ClusterRef(resource_group, workspace, str(r.name)), r) for r in items
+                if _compute_type(r) == "AmlCompute"]
+
+    def begin_delete_cluster(self, ref: ClusterRef, *,
+                             continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Delete the AmlCompute; azure-ai-ml's delete takes no continuation token, and deleting is
+        idempotent, so resuming asks again."""
+        self._check_scope(ref.resource_group, ref.workspace)
+        action, resource = "deleting cluster", self.cluster_id(ref)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+        with azure_errors(action, resource):
+            try:
+                poller = self.ml.compute.begin_delete(ref.name, action="Delete")
+            except ResourceNotFoundError:
+                return DonePoller(None, action=action, resource=resource)
+        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
+
+    def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
+                            auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
+                            known: Optional[ClusterRecord] = None,
+                            continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
+        """AmlCompute has one scale setting, (min, max): a fixed size is min = max. The update is
+        a long-running operation; its poller is done once the service has accepted it."""
+        self._check_scope(ref.resource_group, ref.workspace)
+        action = "updating cluster"
+        if continuation_token is not None:
+            resource = self.cluster_id(ref)
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(self.get_cluster(ref), action=action, resource=resource)
+            with azure_errors(action, resource):
+                resumed = self._resume_compute_update(ref, inner)
+            return MappedPoller(resumed, lambda _: self.get_cluster(ref), action=action, resource=resource)
+        if deallocation_option is not None:
+            raise InvalidSpecError("deallocation_option", "AmlCompute only ever removes idle nodes; it cannot "
+                                   "requeue or terminate the jobs on them", "None")
+        if auto_scale is not None:
+            check_scale(auto_scale)
+        resource = self.cluster_id(ref)
+        with azure_errors("updating cluster", resource):
+            entity = self.ml.compute.get(ref.name)
+            if auto_scale is not None:
+                entity.min_instances, entity.max_instances = auto_scale.minimum, auto_scale.maximum
+                if auto_scale.idle_time_before_scale_down is not None:
+                    entity.idle_time_before_scale_down = int(auto_scale.idle_time_before_scale_down.total_seconds())
+            else:
+                entity.min_instances = entity.max_instances = int(target_node_count or 0)
+            poller = self.ml.compute.begin_update(entity)
+        return MappedPoller(poller, lambda _: self.get_cluster(ref), action=action, resource=resource)
+
+    def remote_logins(self, ref: ClusterRef) -> List[RemoteLogin]:
+        self._check_scope(ref.resource_group, ref.workspace)
+        with azure_errors("listing nodes of", self.cluster_id(ref)):
+            nodes = list(self.ml.compute.list_nodes(ref.name))
+        return [RemoteLogin(node_id=str(node_field(n, "node_id") or ""),
+                            ip_address=str(node_field(n, "public_ip_address")),
+                            port=int(node_field(n, "port") or 22)) for n in nodes if node_field(n, "public_ip_address")]
+
+    # -- jobs (command jobs) --------------------------------------------------------------------
+    def job_id(self, ref: JobRef) -> str:
+        return f"{self.workspace_id(ref.resource_group, ref.workspace)}/jobs/{ref.name}"
+
+    def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        spec.check_resolved()
+        spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
+        self._check_job_spec(spec, cluster)
+        self._check_job_storage(spec)
+
+    def _check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        # The name is checked with the spec: Azure ML's rule is stricter than Batch AI's.
+        check_job_spec(spec, "job")
+
+    def _check_job_storage(self, spec: HorovodJob) -> None:
+        """Every mount's datastore must be the storage the job names (type, account, share or
+        container), read before anything changes. A share's datastore must exist
+        (FileShare.create registers it); a blob container's is registered here when missing,
+        with the mount's credential, once every mount has been checked."""
+        missing: list[AzureBlobMount] = []
+        for i, mount in enumerate(spec.mounts):
+            if not isinstance(mount, (AzureFileShareMount, AzureBlobMount)):
+                continue
+            name, wanted = mount_datastore(mount)
+            if self._registered.get(name) == wanted:
+                continue
+            found = self._read_datastore(name)
+            if found is None:
+                if isinstance(mount, AzureFileShareMount):
+                    raise spec.field_error(f"mounts[{i}]", f"share {mount.share_name!r} of storage account "
+                                           f"{mount.account_name!r} is not registered in workspace "
+                                           f"{self._target.workspace!r} (no datastore {name!r})",
+                                           "a share from FileShare.create(...), which registers it")
+                if name not in {mount_datastore(m)[0] for m in missing}:  # two mounts of one container
+                    missing.append(mount)
+                continue
+            problem = self._identity_problem(name, found, wanted)
+            if problem:
+                field = spec.field_error(f"mounts[{i}]", "").field
+                raise ConflictError(f"{field}: {problem}; the job was not submitted",
+                                    resource=self._datastore_id(name))
+            self._registered[name] = wanted
+        for mount in missing:
+            assert isinstance(mount, AzureBlobMount)
+            self._create_datastore(mount)
+
+    def _datastore_id(self, name: str) -> str:
+        return f"{self.workspace_id(str(self._target.resource_group), str(self._target.workspace))}/datastores/{name}"
+
+    def _read_datastore(self, name: str) -> Optional[DatastoreIdentity]:
+        """The identity of datastore ``name``; None when the workspace has none of that name."""
+        try:
+            with azure_errors("reading datastore", self._datastore_id(name)):
+                return datastore_identity(self.ml.datastores.get(name))
+        except NotFoundError:
+            return None
+
+    def _identity_problem(self, name: str, found: DatastoreIdentity, wanted: DatastoreIdentity) -> str:
+        differs = found.differences(wanted)
+        if not differs:
+            return ""
+        return (f"datastore {name!r} of workspace {self._target.workspace!r} is {found.describe()}, not "
+                f"{wanted.describe()} ({'; '.join(differs)}); it is left as it is: remove or rename that datastore, "
+                "or use other storage")
+
+    def _create_datastore(self, mount: "AzureFileShareMount | AzureBlobMount") -> None:
+        name, wanted = mount_datastore(mount)
+        what = (f"file share {wanted.place} of {wanted.account}" if wanted.kind == "AzureFile"
+                else f"blob container {wanted.place} of {wanted.account}")
+        entity = datastore_entity(mount, description=f"horovod-batchai: {what}")
+        with azure_errors("registering datastore", self._datastore_id(name)):
+            self.ml.datastores.create_or_update(entity)
+        log.info("registered %s as datastore %s", what, name)
+        self._registered[name] = wanted
+
+    def _job_record(self, ref: JobRef, entity: Any) -> JobRecord:
+        errors: tuple[ServiceErrorDetail, ...] = ()
+        if str(getattr(entity.status, "value", entity.status) or "") == "Failed":  # not Canceled: no error to read
+            errors = self._run_errors(ref.name)
+        properties = dict(getattr(entity, "properties", None) or {})
+        self._job_properties[ref.name] = properties
+        return JobRecord(name=ref.name, id=self.job_id(ref), status=job_status_from_entity(entity, errors),
+                         cluster_id=self.cluster_id(ClusterRef(ref.resource_group, ref.workspace,
+                                                               str(entity.compute or "").rsplit("/", 1)[-1])),
+                         read_spec=lambda: read_spec_property(properties, ref.name))
+
+    def _run_errors(self, name: str) -> tuple[ServiceErrorDetail, ...]:
+        """The run-history service's error for a failed job (its ARM resource carries none)."""
+        try:
+            details = self._run_details(name)
+        except HttpResponseError as err:
+            log.debug("no run details for %s: %s", name, type(err).__name__)
+            return ()
+        inner = getattr(getattr(details, "error", None), "error", None)
+        if inner is None:
+            return ()
+        field = inner.get if isinstance(inner, dict) else lambda key: getattr(inner, key, None)
+        return (ServiceErrorDetail(str(field("code") or ""), str(field("message") or "")),)
+
+    def _run_details(self, name: str) -> Any:
+        # Below azure-ai-ml's public surface: jobs.stream() prints to stdout; its run-history
+        # client (found through the workspace's discoveryUrl) is what it reads the logs with.
+        return self.ml.jobs._runs_operations.get_run_details(name)
+
+    def _get_entity(self, ref: JobRef) -> Any:
+        self._check_scope(ref.resource_group, ref.workspace)
+        with azure_errors("reading job", self.job_id(ref)):
+            entity = self.ml.jobs.get(ref.name)
+        if str(getattr(entity, "experiment_name", "") or "") != ref.experiment:
+            raise NotFoundError(f"job {ref.name!r} is in experiment {entity.experiment_name!r}, not "
+                                f"{ref.experiment!r} (Azure ML job names are unique in the workspace)",
+                                resource=self.job_id(ref))
+        return entity
+
+    def job_experiment(self, resource_group: str, workspace: str, name: str) -> str:
+        self._check_scope(resource_group, workspace)
+        with azure_errors("reading job", f"{self.workspace_id(resource_group, workspace)}/jobs/{name}"):
+            entity = self.ml.jobs.get(name)
+        return str(getattr(entity, "experiment_name", "") or "")
+
+    def get_job(self, ref: JobRef) -> JobRecord:
+        return self._job_record(ref, self._get_entity(ref))
+
+    def find_job(self, ref: JobRef) -> Optional[JobRecord]:
+        try:
+            return self.get_job(ref)
+        except NotFoundError as err:
+            if err.azure_error is None:  # it exists, in another experiment
+                raise ConflictError(str(err), resource=err.resource) from None
+            return None
+
+    def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
+                         continuation_token: Optional[str] = None) -> "LROPoller[JobRecord]":
+        """Azure ML accepts a command job in the one request that creates it (azure-ai-ml's
+        ``create_or_update``), so the poller is finished when this returns; resuming from its
+        token reads the job again."""
+        action, resource = "submitting job", self.job_id(ref)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+            return DonePoller(self.get_job(ref), action=action, resource=resource)
+        assert cluster is not None
+        check_job_spec(spec, ref.name)
+        existing = self.find_job(ref)
+        if existing is not None:
+            from ..batchai.backend import check_same_job  # secrets are refused here, so what it shows is all there is
+            check_same_job(existing, spec, cluster.id)
+            log.info("job %s exists with these settings; returning it instead of submitting again", existing.id)
+            return DonePoller(existing, action=action, resource=resource)
+        environment = self._environment(spec)
+        entity = command_job_entity(spec, job_name=ref.name, experiment=ref.experiment, compute=cluster.name,
+                                    environment=environment)
+        log.info("submitting Azure ML job %s to %s (%d node(s) x %d process(es))", ref.name, cluster.name,
+                 spec.node_count, (spec.process_count or spec.node_count) // spec.node_count)
+        with azure_errors("submitting job", self.job_id(ref)):
+            created = self.ml.jobs.create_or_update(entity)
+        return DonePoller(self._job_record(ref, created), action=action, resource=resource)
+
+    def _environment(self, spec: HorovodJob) -> Any:
+        """The job's image, or the package's Docker build context: uploaded here, through the
+        target's blob client, and handed to azure-ai-ml as a URI (which it does not upload)."""
+        from azure.ai.ml.entities import BuildContext, Environment
+        if spec.container_image:
+            return Environment(image=spec.container_image)
+        from .environment import CONTEXT_NAME, DOCKERFILE, ENVIRONMENT_VERSION_LENGTH, content_hash, context_files
+        from .upload import upload_context
+        files = context_files()
+        digest = content_hash(files)
+        uri = upload_context(self.ml, self._target, files, name=CONTEXT_NAME, digest=digest)
+        # One environment version per content: the same package registers (and builds) the same
+        # environment run after run. The Dockerfile is named although it is the service's default.
+        return Environment(name=CONTEXT_NAME, version=digest[:ENVIRONMENT_VERSION_LENGTH],
+                           build=BuildContext(path=uri, dockerfile_path=DOCKERFILE.name))
+
+    def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]:
+        self._check_scope(resource_group, workspace)
+        with azure_errors("listing jobs in", self.experiment_id(resource_group, workspace, experiment)):
+            items = [j for j in self.ml.jobs.list() if getattr(j, "experiment_name", None) == experiment]
+        return [self._job_record(JobRef(resource_group, workspace, experiment, str(j.name)), j) for j in items]
+
+    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        self._check_scope(ref.resource_group, ref.workspace)
+
+        def start(continuation_token: Optional[str]) -> Any:
+            return self.ml.jobs.begin_delete(ref.name, **({"continuation_token": continuation_token}
+                                                          if continuation_token else {}))
+
+        return begin_delete("deleting job", self.job_id(ref), continuation_token, start)
+
+    def begin_terminate_job(self, ref: JobRef, *,
+                            continuation_token: Optional[str] = None) -> "LROPoller[None]":
+        """Cancel the job; a job that has already ended has nothing to cancel."""
+        action, resource = "cancelling job", self.job_id(ref)
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return DonePoller(None, action=action, resource=resource)
+        else:
+            entity = self._get_entity(ref)
+            if execution_state(entity.status).is_terminal():
+                return DonePoller(None, action=action, resource=resource)
+        with azure_errors(action, resource):
+            log.info("cancelling job %s", resource)
+            poller = self.ml.jobs.begin_cancel(ref.name, **({"continuation_token": inner} if inner else {}))
+        return MappedPoller(poller, lambda _: None, action=action, resource=resource)
+
+    def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,
+                          link_expiry_minutes: int) -> List[OutputFile]:
+        """The job's logs, as the run-history service lists them (``user_logs/...``,
+        ``system_logs/...``), plus ``stdout.txt`` and ``stderr.txt`` at the top: both are rank 0's
+        combined log, the file Batch AI's stdout.txt was; then what the job wrote to
+        ``$AZ_BATCHAI_STDOUTERR_DIR`` on its share (a name run history has is its log). The
+        service sets the logs' links' lifetime; the share's files are read with the datastore's
+        secret, which their links do not carry."""
+        if output_directory_id != STDOUTERR:
+            raise InvalidSpecError("output_directory_id", f"{output_directory_id!r}: Azure ML jobs here have only "
+                                   "their logs", "'stdouterr'")
+        self._check_scope(ref.resource_group, ref.workspace)
+        with azure_errors("listing logs of", self.job_id(ref)):
+            logs: dict[str, str] = dict(getattr(self._run_details(ref.name), "log_files", None) or {})
+        rank0 = next((name for name in RANK0_LOGS if name in logs), None)
+        if rank0 is not None:
+            for alias in ALIASES:
+                logs.setdefault(alias, logs[rank0])
+        prefix = "" if directory.strip("/") in ("", ".") else directory.strip("/") + "/"
+        entries: dict[str, OutputFile] = {}
+        for name in sorted(logs):
+            if not name.startswith(prefix):
+                continue
+            head, _, rest = name[len(prefix):].partition("/")
+            if rest:
+                entries.setdefault(head, OutputFile(name=head, is_directory=True))
+            else:
+                entries[head] = OutputFile(name=head, is_directory=False, download_url=logs[name])
+        for item in self._readable_stdouterr_files(ref, prefix.rstrip("/")):
+            entries.setdefault(item.name, item)
+        return list(entries.values())
+
+    def _readable_stdouterr_files(self, ref: JobRef, directory: str) -> List[OutputFile]:
+        """:meth:`_stdouterr_files`, or none when the caller may read the job but not its
+        datastore's secret: its logs are still listed, as before the share was read."""
+        try:
+            return self._stdouterr_files(ref, directory)
+        except HttpResponseError as err:
+            if err.status_code != 403:
+                raise
+            log.warning("job %s: its $AZ_BATCHAI_STDOUTERR_DIR files (metrics.csv, TensorBoard events) are not "
+                        "listed: reading its share's datastore secret was refused (403); the logs are", ref.name)
+            return []
+
+    def _stdouterr_files(self, ref: JobRef, directory: str) -> List[OutputFile]:
+        """``directory`` of the job's stdouterr directory on its share (none when the job's
+        stdOutErrPathPrefix is on no share, or the job has not made the directory yet)."""
+        place = self._stdouterr_place(ref)
+        if place is None:
+            return []
+        resource = self._datastore_id(place.datastore)
+        with azure_errors("reading datastore", resource):
+            datastore = self.ml.datastores.get(place.datastore)
+        problem = self._identity_problem(place.datastore, datastore_identity(datastore), place.identity)
+        if problem:
+            raise ConflictError(f"reading the output files of job {ref.name!r}: {problem}", resource=resource)
+        with azure_errors("reading the secret of datastore", resource):
+            credential = datastore_secret(self.ml, place.datastore)
+        if not credential:
+            raise ConflictError(f"reading the output files of job {ref.name!r}: datastore {place.datastore!r} holds "
+                                "no account key or SAS token for its share", resource=resource)
+        endpoint = account_url(datastore, "file")
+        path = "/".join(part for part in (place.path, directory) if part)
+        with azure_errors("listing", f"{place.identity.account}/{place.identity.place}/{path}"):
+            items = list_share_directory(self._target, endpoint, str(datastore.file_share_name), path, credential)
+        self._share_credentials[f"{endpoint}/{quote(str(datastore.file_share_name))}/"] = credential
+        return items
+
+    def _stdouterr_place(self, ref: JobRef) -> Optional[StdOutErrPlace]:
+        properties = self._job_properties.get(ref.name)
+        if properties is None:
+            properties = dict(getattr(self._get_entity(ref), "properties", None) or {})
+        try:
+            spec = read_spec_property(properties, ref.name)
+        except InvalidSpecError:  # not submitted by this package: where its script writes is unknown
+            return None
+        return stdouterr_place(spec, ref.name)
+
+    def open_output(self, url: str) -> RemoteFile:
+        from azure.storage.blob import BlobClient
+        from azure.storage.fileshare import ShareFileClient
+        share = next(((prefix, key) for prefix, key in list(self._share_credentials.items())
+                      if url.startswith(prefix)), None)
+        if share is not None:  # a file of a stdouterr directory, listed with its datastore's secret
+            return ShareFile(ShareFileClient.from_file_url(url, credential=share[1],
+                                                           **self._target.data_plane_options()))
+        self._target.check_data_url(url.split("?", 1)[0], "the log's download URL")
+        return _Blob(BlobClient.from_blob_url(url, **self._target.data_plane_options()))
+
+    # -- storage --------------------------------------------------------------------------------
+    def check_share_datastore(self, account_name: str, share_name: str) -> None:
+        """Read the share's datastore: one that is this share is used as it is (remembered);
+        one that is other storage is a ConflictError; none is registered by register_share."""
+        name, wanted = mount_datastore(AzureFileShareMount.for_share(account_name, share_name))
+        found = self._read_datastore(name)
+        if found is None:
+            self._absent.add(name)  # for register_share, which follows
+            return
+        problem = self._identity_problem(name, found, wanted)
+        if problem:
+            raise ConflictError(f"registering file share {account_name}/{share_name}: {problem}",
+                                resource=self._datastore_id(name))
+        log.info("datastore %s is file share %s/%s already; using it", name, account_name, share_name)
+        self._registered[name] = wanted
+
+    def register_share(self, account_name: str, share_name: str, account_key: str) -> None:
+        """An AzureFile datastore for the share, with the account key (Azure ML keeps it in the
+        workspace's key vault), so that jobs can mount it -- unless check_share_datastore found
+        it already. Never overwrites a datastore: one that exists is checked, not replaced."""
+        mount = AzureFileShareMount.for_share(account_name, share_name, account_key=account_key)
+        name, wanted = mount_datastore(mount)
+        if self._registered.get(name) == wanted:
+            return
+        if name not in self._absent:
+            self.check_share_datastore(account_name, share_name)
+        if self._registered.get(name) != wanted:
+            self._create_datastore(mount)
+        self._absent.discard(name)
+
+
+def _compute_type(resource: Any) -> str:
+    kind = getattr(getattr(resource, "properties", None), "compute_type", None)
+    return str(getattr(kind, "value", kind) or "")

@@ -1,0 +1,243 @@
+"""What every backend does, in the public classes' own terms.
+
+A backend takes names and frozen specs and returns the neutral records below; it never sees
+the public classes (they sit above it). Everything a backend checks about a spec it checks
+before its first request, raising :class:`InvalidSpecError` naming the field.
+
+Its ``begin_`` methods send the operation's first request and return a poller without waiting
+(never a poller waited on with a fixed timeout); each takes ``continuation_token``, a token of a
+poller it returned (``_lro.resume_token`` reads it), to resume instead of starting.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Protocol, runtime_checkable
+
+from azure.core.polling import LROPoller
+
+from .._models.cluster_spec import AutoScale, ClusterSpec
+from .._models.job_spec import HorovodJob
+from .._models.mounts import Mount
+from .._models.states import ClusterStatus, JobStatus
+from .._models.values import OutputFile, RemoteLogin, Usage
+
+if TYPE_CHECKING:
+    from azure.storage.fileshare import ShareFileClient
+
+__all__ = ["Backend", "SpecChecks", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ShareFile",
+           "ClusterRef", "JobRef"]
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    resource_group: str
+    workspace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class JobRef:
+    resource_group: str
+    workspace: str
+    experiment: str
+    name: str
+
+
+@dataclass(frozen=True)
+class WorkspaceRecord:
+    resource_group: str
+    name: str
+    location: str
+
+
+@dataclass(frozen=True)
+class ClusterRecord:
+    """A cluster as the service last described it."""
+
+    name: str
+    id: str
+    vm_size: str
+    #: the most nodes a job can get (manual target, or auto-scale maximum); None when unknown
+    maximum_node_count: Optional[int]
+    #: cluster-level mounts, without keys
+    mounts: tuple[Mount, ...]
+    status: ClusterStatus
+    #: the admin user's public key as the service reports it, when it does
+    ssh_public_key: Optional[str] = None
+    #: the service's own description, for the backend that read it
+    raw: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job as the service last described it; ``read_spec`` rebuilds the submitted spec."""
+
+    name: str
+    id: str
+    status: JobStatus
+    cluster_id: str
+    read_spec: Callable[[], HorovodJob] = field(compare=False, repr=False)
+    #: the service's own description, for the backend that read it
+    raw: Any = field(default=None, compare=False, repr=False)
+
+
+@runtime_checkable
+class RemoteFile(Protocol):
+    """A file reached through a time-limited link: its size, and ranged reads."""
+
+    def size(self) -> int: ...
+
+    def read(self, offset: int, length: int) -> bytes: ...
+
+    def chunks(self) -> Iterator[bytes]: ...
+
+
+class ShareFile:
+    """A file on an Azure file share, read with azure-storage-file-share (the client carries
+    the credential: a SAS link's, or a datastore's)."""
+
+    def __init__(self, client: "ShareFileClient") -> None:
+        self._client = client
+
+    def size(self) -> int:
+        return int(self._client.get_file_properties().size or 0)
+
+    def read(self, offset: int, length: int) -> bytes:
+        return bytes(self._client.download_file(offset=offset, length=length).readall())
+
+    def chunks(self) -> Iterator[bytes]:
+        return iter(self._client.download_file().chunks())
+
+
+class SpecChecks(Protocol):
+    """The check a backend makes of a cluster spec without a request (the sync and async backends share it)."""
+
+    def check_cluster_spec(self, spec: ClusterSpec) -> None: ...
+
+
+class Backend(Protocol):
+    """The operations the public classes delegate. Names are the caller's; ids are the service's."""
+
+    kind: str
+    #: seconds between status polls unless the caller says otherwise
+    default_poll_interval: float
+
+    # -- workspaces -----------------------------------------------------------------------------
+    def workspace_id(self, resource_group: str, name: str) -> str: ...
+
+    def get_workspace(self, resource_group: str, name: str) -> WorkspaceRecord: ...
+
+    def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
+                               continuation_token: Optional[str] = None) -> "LROPoller[WorkspaceRecord]":
+        """Get-or-create: the resource group first when missing, then the workspace."""
+        ...
+
+    def list_workspaces(self, resource_group: Optional[str]) -> List[WorkspaceRecord]: ...
+
+    def begin_delete_workspace(self, resource_group: str, name: str, *,
+                               continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+
+    def ensure_resource_group(self, resource_group: str, location: str) -> None: ...
+
+    def begin_delete_resource_group(self, resource_group: str, *,
+                                    continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+
+    def usages(self, location: str) -> List[Usage]: ...
+
+    # -- experiments ----------------------------------------------------------------------------
+    def experiment_id(self, resource_group: str, workspace: str, name: str) -> str: ...
+
+    def begin_create_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+
+    def get_experiment(self, resource_group: str, workspace: str, name: str) -> None: ...
+
+    def list_experiments(self, resource_group: str, workspace: str) -> List[str]: ...
+
+    def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+
+    # -- clusters -------------------------------------------------------------------------------
+    def cluster_id(self, ref: ClusterRef) -> str: ...
+
+    def check_cluster_spec(self, spec: ClusterSpec) -> None: ...
+
+    def get_cluster(self, ref: ClusterRef) -> ClusterRecord: ...
+
+    def find_cluster(self, ref: ClusterRef) -> Optional[ClusterRecord]: ...
+
+    def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec, *,
+                             continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]": ...
+
+    def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec,
+                            existing: ClusterRecord) -> "LROPoller[ClusterRecord]":
+        """``existing`` if it has ``spec``'s settings (its size aside); ConflictError naming the
+        fields otherwise."""
+        ...
+
+    def list_clusters(self, resource_group: str, workspace: str) -> List[ClusterRecord]: ...
+
+    def begin_delete_cluster(self, ref: ClusterRef, *,
+                             continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+
+    def cluster_status(self, ref: ClusterRef) -> ClusterRecord: ...
+
+    def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
+                            auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
+                            known: Optional[ClusterRecord] = None,
+                            continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
+        """Set the scale; the poller is done once the service has accepted it (nodes then come
+        and go: the caller watches the cluster's state for that)."""
+        ...
+
+    def remote_logins(self, ref: ClusterRef) -> List[RemoteLogin]: ...
+
+    # -- jobs -----------------------------------------------------------------------------------
+    def job_id(self, ref: JobRef) -> str: ...
+
+    def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
+        """Everything checked before a job is submitted, in one call: placeholders filled and keys
+        given, the cluster able to give ``node_count`` nodes, paths inside a mount, every field
+        expressible on this target, and the storage each mount names (read, never changed, except
+        what the target registers for a mount by design). InvalidSpecError or ConflictError, before
+        anything is created."""
+        ...
+
+    def find_job(self, ref: JobRef) -> Optional[JobRecord]: ...
+
+    def job_experiment(self, resource_group: str, workspace: str, name: str) -> str:
+        """The experiment the job ``name`` is in (Azure ML job ids do not name it);
+        NotFoundError when there is no such job."""
+        ...
+
+    def get_job(self, ref: JobRef) -> JobRecord: ...
+
+    def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
+                         continuation_token: Optional[str] = None) -> "LROPoller[JobRecord]":
+        """The poller is done once the service has accepted the job (not once it has run). With
+        ``continuation_token``, ``spec`` and ``cluster`` are not used."""
+        ...
+
+    def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]: ...
+
+    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+
+    def begin_terminate_job(self, ref: JobRef, *,
+                            continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+
+    def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,
+                          link_expiry_minutes: int) -> List[OutputFile]: ...
+
+    def open_output(self, url: str) -> RemoteFile: ...
+
+    #: the output file whose tail explains a failure (``stderr.txt`` on Batch AI)
+    failure_log_name: str
+
+    # -- storage --------------------------------------------------------------------------------
+    def check_share_datastore(self, account_name: str, share_name: str) -> None:
+        """Raise ConflictError when what jobs would mount for this share is other storage (reads only)."""
+        ...
+
+    def register_share(self, account_name: str, share_name: str, account_key: str) -> None: ...
+
+    def close(self) -> None: ...

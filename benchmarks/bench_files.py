@@ -67,7 +67,7 @@ from azure.mgmt.storage import StorageManagementClient
 from azure.storage.fileshare import ShareServiceClient
 
 from horovod_batchai import FileShare, Target
-from horovod_batchai._fileshare import DEFAULT_RANGE_CONCURRENCY
+from horovod_batchai._shared.fileshare import DEFAULT_RANGE_CONCURRENCY
 from horovod_batchai.local import ServiceInfo, ensure_running, stop_daemon
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"

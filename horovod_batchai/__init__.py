@@ -27,7 +27,8 @@ from ._models.errors import (ClusterNotReadyError, ConflictError, HorovodBatchAI
                       LocalServiceDownError, MissingDependencyError, NotFoundError, ResourceError, ServiceErrorDetail,
                       StoppedError, TargetError, TransferError, WaitTimeoutError)
 from ._experiment import Experiment
-from ._fileshare import FileShare, ShareItem
+from ._fileshare import FileShare
+from ._shared.fileshare import ShareItem
 from ._job import Job
 from ._models.job_spec import ContainerRegistry, HorovodJob, InputDirectory, OutputDirectory
 from ._shared.redaction import install_redaction as _install_redaction
@@ -38,7 +39,8 @@ from ._stream import OutputStream
 from ._target import Target
 from ._tensorboard import TensorBoard
 from ._models.values import OutputFile, RemoteLogin, Usage
-from ._sweep import Sweep, SweepResults, SweepState, Trial, TrialResult
+from ._sweep import Sweep
+from ._shared.sweep import SweepResults, SweepState, Trial, TrialResult
 from ._models.sweep_spec import LogUniform, MedianStopping, Uniform
 from ._workspace import Workspace
 

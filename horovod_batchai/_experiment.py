@@ -2,94 +2,31 @@
 from __future__ import annotations
 
 import logging
-import uuid
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union, cast
 
 from azure.core.polling import LROPoller
 
-from ._places.base import JobRecord
+from ._models.records import JobRecord
 from ._cluster import GpuCluster
-from ._models.errors import InvalidSpecError, NotFoundError
 from ._job import Job
 from ._models.job_spec import HorovodJob
 from ._shared.deprecation import deprecated
 from ._shared.lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
 from ._models.names import check_batchai_name
 from ._shared.resource_ids import names_from_id, parent_workspace, register_parent
-from ._sweep import Sweep, check_no_sweep_variables, sweeps_in, trial_spec
-from ._models.sweep_spec import MedianStopping, SweepDefinition
+from ._sweep import Sweep
+from ._shared.sweep import sweeps_in
+from ._models.sweep_spec import MedianStopping
+from ._shared.experiment import ExperimentBase, no_sweep, plan_sweep, require_cluster, require_spec
 
 if TYPE_CHECKING:
     from ._places.base import Backend
     from ._target import Target
     from ._workspace import Workspace
 
-__all__ = ["Experiment", "ExperimentBase", "require_spec", "require_cluster", "plan_sweep", "no_sweep"]
+__all__ = ["Experiment"]
 
 log = logging.getLogger(__name__)
-
-
-def require_spec(spec: object) -> HorovodJob:
-    if not isinstance(spec, HorovodJob):
-        raise InvalidSpecError("spec", f"{type(spec).__name__} is not a HorovodJob",
-                               "HorovodJob(...) or HorovodJob.from_file('job.json', storage=share)")
-    return spec
-
-
-def require_cluster(cluster: object, kind: type) -> None:
-    if not isinstance(cluster, kind):
-        raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
-
-
-def plan_sweep(spec: object, cluster: object, cluster_class: type, name: Optional[str], *, parameters: Mapping[str, Any],
-               sampling: str, num_trials: Optional[int], seed: Optional[int], max_concurrent_trials: int, metric: str,
-               mode: str, early_stopping: Optional[MedianStopping]) -> Tuple[HorovodJob, SweepDefinition]:
-    """``Experiment.sweep``'s arguments checked -- every trial's job included -- before anything is
-    submitted: the spec and the sweep's definition."""
-    spec = require_spec(spec)
-    spec.check_resolved()
-    check_no_sweep_variables(spec)
-    cluster_name = getattr(cluster, "name") if isinstance(cluster, cluster_class) else cluster
-    if not isinstance(cluster_name, str):
-        raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
-    check_batchai_name(cluster_name, "cluster")
-    definition = SweepDefinition.build(
-        f"sweep-{uuid.uuid4().hex[:8]}" if name is None else name, cluster=cluster_name,
-        base_arguments=spec.arguments, parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
-        metric=metric, mode=mode, max_concurrent_trials=max_concurrent_trials, early_stopping=early_stopping)
-    for index in range(len(definition.trials)):  # every trial's job is valid before one is submitted
-        trial_spec(spec, definition, index)
-    return spec, definition
-
-
-def no_sweep(experiment: "ExperimentBase", name: str) -> NotFoundError:
-    return NotFoundError(f"experiment {experiment.name!r} has no sweep {name!r} (no trial job carries it)",
-                         resource=f"{experiment.id}/sweeps/{name}")
-
-
-class ExperimentBase:
-    """What an experiment is, with no request: the sync and the aio Experiment share it."""
-
-    @property
-    def _backend(self) -> Any:
-        raise NotImplementedError  # the sync class's backend, or the aio class's
-
-    def __init__(self, workspace: Any, name: str) -> None:
-        self.workspace = workspace
-        self.name = check_batchai_name(name, "experiment")
-
-    def __repr__(self) -> str:
-        return f"Experiment(workspace={self.workspace.name!r}, name={self.name!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
-
-    def __hash__(self) -> int:
-        return hash(self.id.lower())
-
-    @property
-    def id(self) -> str:
-        return self._backend.experiment_id(self.workspace.resource_group, self.workspace.name, self.name)
 
 
 class Experiment(ExperimentBase):

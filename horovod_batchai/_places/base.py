@@ -10,75 +10,19 @@ poller it returned (``_lro.resume_token`` reads it), to resume instead of starti
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Iterator, List, Optional, Protocol, runtime_checkable
 
 from azure.core.polling import LROPoller
 
 from .._models.cluster_spec import AutoScale, ClusterSpec
 from .._models.job_spec import HorovodJob
-from .._models.mounts import Mount
-from .._models.states import ClusterStatus, JobStatus
+from .._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
 from .._models.values import OutputFile, RemoteLogin, Usage
 
 if TYPE_CHECKING:
     from azure.storage.fileshare import ShareFileClient
 
-__all__ = ["Backend", "SpecChecks", "ClusterRecord", "JobRecord", "WorkspaceRecord", "RemoteFile", "ShareFile",
-           "ClusterRef", "JobRef"]
-
-
-@dataclass(frozen=True)
-class ClusterRef:
-    resource_group: str
-    workspace: str
-    name: str
-
-
-@dataclass(frozen=True)
-class JobRef:
-    resource_group: str
-    workspace: str
-    experiment: str
-    name: str
-
-
-@dataclass(frozen=True)
-class WorkspaceRecord:
-    resource_group: str
-    name: str
-    location: str
-
-
-@dataclass(frozen=True)
-class ClusterRecord:
-    """A cluster as the service last described it."""
-
-    name: str
-    id: str
-    vm_size: str
-    #: the most nodes a job can get (manual target, or auto-scale maximum); None when unknown
-    maximum_node_count: Optional[int]
-    #: cluster-level mounts, without keys
-    mounts: tuple[Mount, ...]
-    status: ClusterStatus
-    #: the admin user's public key as the service reports it, when it does
-    ssh_public_key: Optional[str] = None
-    #: the service's own description, for the backend that read it
-    raw: Any = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class JobRecord:
-    """A job as the service last described it; ``read_spec`` rebuilds the submitted spec."""
-
-    name: str
-    id: str
-    status: JobStatus
-    cluster_id: str
-    read_spec: Callable[[], HorovodJob] = field(compare=False, repr=False)
-    #: the service's own description, for the backend that read it
-    raw: Any = field(default=None, compare=False, repr=False)
+__all__ = ["Backend", "SpecChecks", "RemoteFile", "ShareFile"]
 
 
 @runtime_checkable

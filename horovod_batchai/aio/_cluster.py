@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, cast
 
 
-from .._cluster import ReadyWatch, check_resize
+from .._shared.cluster import ReadyWatch, check_resize
 from .._models.cluster_spec import AutoScale
 from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
 from .._shared.polling import Polling
@@ -15,7 +15,7 @@ from .._models.states import ClusterStatus
 from .._models.values import RemoteLogin
 from .._shared.lro_async import AsyncPoller, async_background_poller
 from .._shared.polling_async import async_poll_until
-from .._cluster import GpuClusterBase
+from .._shared.cluster import GpuClusterBase
 
 if TYPE_CHECKING:
     from .._places.azureml.backend_async import AsyncBackend

@@ -4,19 +4,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union, cast
 
 
-from .._places.base import JobRecord
-from .._experiment import no_sweep, plan_sweep, require_cluster, require_spec
+from .._models.records import JobRecord
+from .._shared.experiment import no_sweep, plan_sweep, require_cluster, require_spec
 from .._models.job_spec import HorovodJob
 from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._models.names import check_batchai_name
-from .._sweep import sweeps_in
+from .._shared.sweep import sweeps_in
 from .._models.sweep_spec import MedianStopping
 from .._shared.resource_ids import names_from_id, parent_workspace, register_parent
 from ._cluster import GpuCluster
 from ._job import Job
 from .._shared.lro_async import AsyncMappedPoller, AsyncPoller
 from ._sweep import Sweep
-from .._experiment import ExperimentBase
+from .._shared.experiment import ExperimentBase
 
 if TYPE_CHECKING:
     from .._places.azureml.backend_async import AsyncBackend

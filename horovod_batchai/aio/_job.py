@@ -16,8 +16,7 @@ from azure.core.exceptions import AzureError, HttpResponseError
 
 from .._models.errors import HorovodBatchAIError, azure_errors
 from .._shared.deprecation import positional_options
-from .._job import (STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, check_tensorboard_port,
-                    metrics_from, metrics_link, no_metrics, output_named, tail_text)
+from .._shared.job import STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, check_tensorboard_port, metrics_from, metrics_link, no_metrics, output_named, tail_text
 from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._models.metrics import METRICS_FILE, MetricsTable
 from .._models.names import local_destination, local_directory
@@ -25,12 +24,12 @@ from .._shared.paths import local_path_under
 from .._shared.polling import Polling
 from .._shared.resource_ids import names_from_id, parent_class, parent_workspace
 from .._models.states import ExecutionState, JobStatus
-from .._stream import check_link_expiry, check_output_path
+from .._shared.stream import check_link_expiry, check_output_path
 from .._models.values import OutputFile
 from .._shared.lro_async import AsyncMappedPoller, AsyncPoller
 from .._shared.polling_async import async_poll_until
 from ._stream import AsyncOutputStream
-from .._job import JobBase
+from .._shared.job import JobBase
 
 if TYPE_CHECKING:
     from .._places.azureml.backend_async import AsyncBackend

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, AsyncGenerator, AsyncIterator, Optional
 from azure.core.exceptions import HttpResponseError
 
 from .._models.errors import azure_errors
-from .._stream import StreamCursor
+from .._shared.stream import StreamCursor
 
 if TYPE_CHECKING:
     from ._job import Job

@@ -21,7 +21,7 @@ from .._shared.deprecation import positional_options
 from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout
 from .._models.metrics import MetricsTable
 from .._shared.polling import Polling
-from .._sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in
+from .._shared.sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in
 
 if TYPE_CHECKING:
     from .._models.job_spec import HorovodJob

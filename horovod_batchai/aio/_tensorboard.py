@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
-from .._tensorboard import EVENTS_DIR, TensorBoardBase, event_files_to_fetch, has_event_files, tensorboard_folder
+from .._shared.tensorboard import EVENTS_DIR, TensorBoardBase, event_files_to_fetch, has_event_files, tensorboard_folder
 
 if TYPE_CHECKING:
     from ._job import Job

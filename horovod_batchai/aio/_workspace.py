@@ -6,18 +6,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union, cast
 
 
-from .._places.base import ClusterRef
+from .._models.records import ClusterRef
 from .._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
 from .._models.mounts import Mount
 from .._models.names import check_batchai_name, check_resource_group
 from .._shared.resource_ids import names_from_id, register_parent
 from .._models.values import Usage
-from .._workspace import check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
+from .._shared.workspace import check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
 from ._cluster import GpuCluster
 from ._experiment import Experiment
 from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, async_background_poller
-from .._workspace import WorkspaceBase
+from .._shared.workspace import WorkspaceBase
 
 if TYPE_CHECKING:
     from .._places.azureml.backend_async import AsyncBackend

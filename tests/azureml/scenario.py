@@ -685,7 +685,7 @@ def steady_cluster(target: Any, nodes: int = 2) -> Any:
     """The tutorial's cluster as a create, get or wait_until_ready left it: steady with ``nodes``
     idle nodes, its record what the service said (no request is made)."""
     from horovod_batchai import AllocationState, GpuCluster, Workspace
-    from horovod_batchai._places.base import ClusterRecord
+    from horovod_batchai._models.records import ClusterRecord
     from horovod_batchai._models.states import ClusterStatus, NodeStateCounts
     status = ClusterStatus(name=CLUSTER, resource_group=RG, workspace=WS, vm_size=VM_SIZE,
                            allocation_state=AllocationState.STEADY, current_node_count=nodes,

@@ -19,7 +19,7 @@ import pytest
 
 from horovod_batchai import (ExecutionState, Experiment, FileShare, GpuCluster, HorovodBatchAIError, HorovodJob,
                              InvalidSpecError, Job, StoppedError, Sweep, Target, Workspace)
-from horovod_batchai._fileshare import UPLOAD_TEMP_MARK
+from horovod_batchai._shared.fileshare import UPLOAD_TEMP_MARK
 from horovod_batchai._shared.lro import MappedPoller
 from horovod_batchai._models.sweep_spec import SweepDefinition
 from horovod_batchai.local import LocalService, ServiceSettings

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from horovod_batchai import FileShare
-from horovod_batchai._fileshare import UPLOAD_TEMP_MARK
+from horovod_batchai._shared.fileshare import UPLOAD_TEMP_MARK
 from horovod_batchai.local import LocalService
 from sdk_support import ACCOUNT, RG
 from service_support import interruptible

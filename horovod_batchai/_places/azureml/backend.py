@@ -28,7 +28,8 @@ from ..._shared.lro import DonePoller, MappedPoller, background_poller, begin_de
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
 from ..._models.values import OutputFile, RemoteLogin, Usage
 from .. import arm
-from ..base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, ShareFile, WorkspaceRecord
+from ..base import RemoteFile, ShareFile
+from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
 from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec, check_scale,
                           cluster_status_from_rest, command_job_entity, compute_entity, datastore_entity,
                           datastore_identity, job_status_from_entity, mount_datastore, node_field,

@@ -24,7 +24,8 @@ from ..._models.names import check_directory_id
 from ..retry import IDEMPOTENT_POST
 from ..._models.values import OutputFile, RemoteLogin, Usage
 from .. import arm
-from ..base import ClusterRecord, ClusterRef, JobRecord, JobRef, RemoteFile, ShareFile, WorkspaceRecord
+from ..base import RemoteFile, ShareFile
+from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models

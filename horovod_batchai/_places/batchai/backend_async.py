@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, List,
 from azure.core.exceptions import ResourceNotFoundError
 
 from ..arm import resource_group_of
-from ..base import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
+from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
 from .backend import (CLUSTER_HINT, DEFAULT_LOCATION, RESUBMIT_HINT, BatchAIBackend, check_reusable_cluster,
                                   check_same_job, output_files_from_rest, output_files_options, refused_as_conflict,
                                   remote_logins_from_rest, scale_update, share_check_errors, usages_from_rest)

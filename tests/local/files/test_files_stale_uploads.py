@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 
-from horovod_batchai._fileshare import upload_temp_path
+from horovod_batchai._shared.fileshare import upload_temp_path
 from horovod_batchai.local import LocalService
 from horovod_batchai.local.files.store import STALE_UPLOAD_AGE_S, STALE_UPLOAD_RE
 

@@ -1,0 +1,77 @@
+"""What an experiment is, and the checks of a submission or a sweep, without a request: the sync and
+the aio Experiment share it."""
+from __future__ import annotations
+
+import uuid
+from typing import Any, Mapping, Optional, Tuple
+
+from .._models.errors import InvalidSpecError, NotFoundError
+from .._models.job_spec import HorovodJob
+from .._models.names import check_batchai_name
+from .._models.sweep_spec import MedianStopping, SweepDefinition
+from .sweep import check_no_sweep_variables, trial_spec
+
+__all__ = ["ExperimentBase", "no_sweep", "plan_sweep", "require_cluster", "require_spec"]
+
+
+def require_spec(spec: object) -> HorovodJob:
+    if not isinstance(spec, HorovodJob):
+        raise InvalidSpecError("spec", f"{type(spec).__name__} is not a HorovodJob",
+                               "HorovodJob(...) or HorovodJob.from_file('job.json', storage=share)")
+    return spec
+
+
+def require_cluster(cluster: object, kind: type) -> None:
+    if not isinstance(cluster, kind):
+        raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
+
+
+def plan_sweep(spec: object, cluster: object, cluster_class: type, name: Optional[str], *, parameters: Mapping[str, Any],
+               sampling: str, num_trials: Optional[int], seed: Optional[int], max_concurrent_trials: int, metric: str,
+               mode: str, early_stopping: Optional[MedianStopping]) -> Tuple[HorovodJob, SweepDefinition]:
+    """``Experiment.sweep``'s arguments checked -- every trial's job included -- before anything is
+    submitted: the spec and the sweep's definition."""
+    spec = require_spec(spec)
+    spec.check_resolved()
+    check_no_sweep_variables(spec)
+    cluster_name = getattr(cluster, "name") if isinstance(cluster, cluster_class) else cluster
+    if not isinstance(cluster_name, str):
+        raise InvalidSpecError("cluster", f"{type(cluster).__name__} is not a cluster", "a GpuCluster or its name")
+    check_batchai_name(cluster_name, "cluster")
+    definition = SweepDefinition.build(
+        f"sweep-{uuid.uuid4().hex[:8]}" if name is None else name, cluster=cluster_name,
+        base_arguments=spec.arguments, parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
+        metric=metric, mode=mode, max_concurrent_trials=max_concurrent_trials, early_stopping=early_stopping)
+    for index in range(len(definition.trials)):  # every trial's job is valid before one is submitted
+        trial_spec(spec, definition, index)
+    return spec, definition
+
+
+def no_sweep(experiment: "ExperimentBase", name: str) -> NotFoundError:
+    return NotFoundError(f"experiment {experiment.name!r} has no sweep {name!r} (no trial job carries it)",
+                         resource=f"{experiment.id}/sweeps/{name}")
+
+
+class ExperimentBase:
+    """What an experiment is, with no request: the sync and the aio Experiment share it."""
+
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
+
+    def __init__(self, workspace: Any, name: str) -> None:
+        self.workspace = workspace
+        self.name = check_batchai_name(name, "experiment")
+
+    def __repr__(self) -> str:
+        return f"Experiment(workspace={self.workspace.name!r}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
+
+    def __hash__(self) -> int:
+        return hash(self.id.lower())
+
+    @property
+    def id(self) -> str:
+        return self._backend.experiment_id(self.workspace.resource_group, self.workspace.name, self.name)

@@ -1,0 +1,175 @@
+"""What a submitted job is, and what its waits, tails and metrics decide, without a request: the sync
+and the aio Job share it."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, List, Optional
+
+from .._models.errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError
+from .._models.job_spec import HorovodJob
+from .._models.metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
+from .._models.names import check_batchai_name
+from .._models.states import ExecutionState, JobStatus
+from .._models.values import OutputFile
+from .._models.records import JobRecord, JobRef
+from .polling import Polling
+
+log = logging.getLogger(__name__)
+
+__all__ = ["EndWatch", "JobBase", "STDOUTERR", "TAIL_BYTES", "check_download_link", "check_tail_bytes", "check_tensorboard_port", "metrics_from", "metrics_link", "no_metrics", "output_named", "tail_text"]
+
+
+STDOUTERR = "stdouterr"
+
+
+TAIL_BYTES = 4096
+
+
+_TAIL_LINES = 30
+
+
+def output_named(files: List[OutputFile], name: str, path: str, output_directory_id: str) -> OutputFile:
+    """The listed output file ``name`` (``path`` as the caller wrote it), or the error naming it."""
+    match = next((f for f in files if f.name == name), None)
+    if match is None:
+        raise InvalidSpecError("path", f"{path!r} is not among the job's {output_directory_id} files",
+                               "a name from list_output_files()")
+    return match
+
+
+def check_download_link(match: OutputFile, path: str, output_directory_id: str) -> str:
+    """The listed file's download link, or the error saying there is none."""
+    if not match.download_url:
+        raise TransferError(f"the service gave no download link for {path!r} ({output_directory_id})")
+    return match.download_url
+
+
+def check_tail_bytes(max_bytes: object) -> None:
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise InvalidSpecError("max_bytes", f"{max_bytes!r} is not a byte count", "a positive integer")
+
+
+def tail_text(data: bytes, start: int) -> str:
+    """The last lines of a log read from byte ``start`` (a partial first line is dropped)."""
+    text = data.decode("utf-8", errors="replace")
+    if start > 0:
+        text = text.split("\n", 1)[-1]  # drop the partial first line
+    return "\n".join(text.splitlines()[-_TAIL_LINES:])
+
+
+def metrics_link(files: List[OutputFile]) -> Optional[str]:
+    """The download link of ``metrics.csv`` among a job's listed ``stdouterr`` files, or None."""
+    match = next((f for f in files if f.name == METRICS_FILE and not f.is_directory), None)
+    return match.download_url if match is not None and match.download_url else None
+
+
+def no_metrics(job: str, state: ExecutionState) -> MetricsTable:
+    """The empty table of a job with no ``metrics.csv``, its reason saying why for its state."""
+    if state is ExecutionState.QUEUED:
+        reason = "it is queued; its first row comes when its first epoch ends"
+    elif not state.is_terminal():
+        reason = f"it is {state.value} and has not finished an epoch yet (no {METRICS_FILE} in its output directory)"
+    else:
+        reason = (f"it ended {state.value} without writing {METRICS_FILE} to its output directory "
+                  "($AZ_BATCHAI_STDOUTERR_DIR); scripts other than the training package record metrics as the docs "
+                  "show (\"Experiments: curves and sweeps\")")
+    return MetricsTable(job, (), (), reason, state.value)
+
+
+def metrics_from(data: bytes, job: str, state: ExecutionState) -> MetricsTable:
+    """The table of the ``metrics.csv`` bytes read from a job in ``state``."""
+    return parse_metrics_csv(data.decode("utf-8", errors="replace"), job=job, execution_state=state.value)
+
+
+def check_tensorboard_port(port: object) -> None:
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise InvalidSpecError("port", f"{port!r} is not a TCP port", "an integer from 1 to 65535, or None")
+
+
+class EndWatch:
+    """What waiting for a job to end decides on each status (the sync and async waits share it)."""
+
+    def __init__(self, name: str, polling: Polling, on_state: Optional[Callable[[ExecutionState], None]]) -> None:
+        self._name = name
+        self._polling = polling
+        self._on_state = on_state
+        self._seen: Optional[ExecutionState] = None
+
+    def report(self, status: JobStatus) -> None:
+        if status.execution_state is not self._seen:
+            self._seen = status.execution_state
+            log.debug("job %s is %s", self._name, status.execution_state.value)
+            if self._on_state is not None:
+                self._on_state(status.execution_state)
+
+    @staticmethod
+    def done(status: JobStatus) -> bool:
+        return status.execution_state.is_terminal()
+
+    def timeout_error(self, status: JobStatus) -> WaitTimeoutError:
+        return WaitTimeoutError(f"job {self._name!r} was still {status.execution_state.value} after "
+                                f"{self._polling.timeout:g}s", last_state=status.execution_state)
+
+    @staticmethod
+    def failed(status: JobStatus) -> bool:
+        return status.execution_state is ExecutionState.FAILED
+
+    def failure(self, status: JobStatus, stderr_tail: str) -> JobFailedError:
+        return JobFailedError(self._name, exit_code=status.exit_code, errors=status.errors, stderr_tail=stderr_tail)
+
+
+class JobBase:
+    """What a job is, as last fetched, with no request: the sync and the aio Job share it."""
+
+    @property
+    def _backend(self) -> Any:
+        raise NotImplementedError  # the sync class's backend, or the aio class's
+
+    def __init__(self, experiment: Any, name: str, *, _record: Optional[JobRecord] = None) -> None:
+        self.experiment = experiment
+        self.name = check_batchai_name(name, "job")
+        self._record = _record
+
+    def __repr__(self) -> str:
+        state = self._record.status.execution_state.value if self._record else "unknown"
+        return f"Job(experiment={self.experiment.name!r}, name={self.name!r}, execution_state={state!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and self.id.lower() == other.id.lower()
+
+    def __hash__(self) -> int:
+        return hash(self.id.lower())
+
+    @property
+    def target(self) -> Any:
+        return self.experiment.workspace.target
+
+    @property
+    def _ref(self) -> JobRef:
+        ws = self.experiment.workspace
+        return JobRef(ws.resource_group, ws.name, self.experiment.name, self.name)
+
+    @property
+    def id(self) -> str:
+        return self._backend.job_id(self._ref)
+
+    def _known(self) -> JobRecord:
+        if self._record is None:
+            raise HorovodBatchAIError(f"job {self.name!r} has not been fetched yet; refresh() it first")
+        return self._record
+
+    @property
+    def status(self) -> JobStatus:
+        """The state last fetched."""
+        return self._known().status
+
+    @property
+    def execution_state(self) -> ExecutionState:
+        """The ``executionState`` last fetched; call :meth:`refresh` for a fresh one."""
+        return self.status.execution_state
+
+    @property
+    def spec(self) -> HorovodJob:
+        """The job as submitted, read back from what the service last returned (keys and secret
+        values are never returned)."""
+        return self._known().read_spec()

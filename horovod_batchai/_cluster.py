@@ -15,7 +15,8 @@ from azure.core.polling import LROPoller
 
 from ._models.cluster_spec import AutoScale
 from ._shared.deprecation import deprecated
-from ._shared.lro import DEFAULT_LRO_TIMEOUT, background_poller, check_timeout, resume_token
+from ._shared.lro import background_poller, check_timeout, resume_token
+from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._shared.polling import Polling, poll_until
 from ._shared.resource_ids import names_from_id, parent_workspace
 from ._models.states import ClusterStatus

@@ -11,7 +11,8 @@ from ._cluster import GpuCluster
 from ._job import Job
 from ._models.job_spec import HorovodJob
 from ._shared.deprecation import deprecated
-from ._shared.lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
+from ._shared.lro import MappedPoller, check_timeout
+from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.names import check_batchai_name
 from ._shared.resource_ids import names_from_id, parent_workspace, register_parent
 from ._sweep import Sweep

@@ -26,7 +26,8 @@ from ._shared.polling import check_stop_event
 from ._shared.resource_ids import names_from_id
 from ._shared.progress import Progress, ProgressArg
 from ._places.arm import ensure_resource_group
-from ._shared.lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
+from ._shared.lro import MappedPoller, background_poller, check_timeout, resume_token
+from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._places.retry import IDEMPOTENT_POST
 from ._shared.transfer_hash import HashingReader, OrderedHashWriter
 from ._shared.fileshare import DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY, FileShareBase, ShareItem, VERIFY_REPLACEMENT, add_entries, check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, file_endpoint, finish_download, full_key, holds_upload, plan_download_directory, plan_upload_directory, range_md5_refused, upload_temp_path

@@ -17,7 +17,8 @@ from azure.core.polling import LROPoller
 from ._models.records import JobRecord
 from ._models.errors import HorovodBatchAIError, InvalidSpecError, azure_errors
 from ._shared.deprecation import deprecated, positional_options
-from ._shared.lro import DEFAULT_LRO_TIMEOUT, MappedPoller, check_timeout
+from ._shared.lro import MappedPoller, check_timeout
+from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.metrics import METRICS_FILE, MetricsTable
 from ._models.names import local_destination, local_directory
 from ._shared.paths import local_path_under
@@ -28,7 +29,8 @@ from ._models.states import ExecutionState, JobStatus
 from ._stream import OutputStream
 from ._shared.stream import check_link_expiry, check_output_path
 from ._models.values import OutputFile
-from ._shared.job import EndWatch, JobBase, STDOUTERR, TAIL_BYTES, check_download_link, check_tail_bytes, check_tensorboard_port, metrics_from, metrics_link, no_metrics, output_named, tail_text
+from ._models.constants import STDOUTERR
+from ._shared.job import EndWatch, JobBase, TAIL_BYTES, check_download_link, check_tail_bytes, check_tensorboard_port, metrics_from, metrics_link, no_metrics, output_named, tail_text
 
 if TYPE_CHECKING:
     from ._places.base import Backend

@@ -11,7 +11,8 @@ from ._models.records import ClusterRef
 from ._cluster import GpuCluster
 from ._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from ._experiment import Experiment
-from ._shared.lro import DEFAULT_LRO_TIMEOUT, MappedPoller, background_poller, check_timeout, resume_token
+from ._shared.lro import MappedPoller, background_poller, check_timeout, resume_token
+from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.mounts import Mount
 from ._models.names import check_batchai_name, check_resource_group
 from ._shared.resource_ids import names_from_id, register_parent

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from .._models.constants import DEALLOCATION_OPTIONS
 from .._models.errors import ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
 from .._models.mounts import Mount
 from .._models.names import check_batchai_name
@@ -11,10 +12,9 @@ from .._models.states import ClusterStatus
 from .._models.records import ClusterRecord, ClusterRef
 from .polling import Polling
 
-__all__ = ["DEALLOCATION_OPTIONS", "GpuClusterBase", "ReadyWatch", "check_resize"]
+__all__ = ["GpuClusterBase", "ReadyWatch", "check_resize"]
 
 
-DEALLOCATION_OPTIONS = ("requeue", "terminate", "waitforjobcompletion")
 
 
 def check_resize(target_node_count: object, deallocation_option: Optional[str]) -> None:

@@ -16,10 +16,8 @@ from .polling import Polling
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EndWatch", "JobBase", "STDOUTERR", "TAIL_BYTES", "check_download_link", "check_tail_bytes", "check_tensorboard_port", "metrics_from", "metrics_link", "no_metrics", "output_named", "tail_text"]
+__all__ = ["EndWatch", "JobBase", "TAIL_BYTES", "check_download_link", "check_tail_bytes", "check_tensorboard_port", "metrics_from", "metrics_link", "no_metrics", "output_named", "tail_text"]
 
-
-STDOUTERR = "stdouterr"
 
 
 TAIL_BYTES = 4096

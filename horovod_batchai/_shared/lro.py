@@ -39,14 +39,12 @@ from .polling import check_seconds, check_stop_event
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MappedPoller", "DonePoller", "background_poller", "begin_delete", "resume_token", "check_timeout", "DEFAULT_LRO_TIMEOUT",
+__all__ = ["MappedPoller", "DonePoller", "background_poller", "begin_delete", "resume_token", "check_timeout", 
            "not_finished", "wrap_token", "inner_token", "StepsPolling", "Done", "Mapped"]
 
 S = TypeVar("S")
 T = TypeVar("T")
 
-#: how long a blocking form waits for its operation unless the caller gives ``timeout``
-DEFAULT_LRO_TIMEOUT = 3600.0
 #: how often a stoppable wait looks at its stop event while azure-core's thread polls
 STOP_CHECK_S = 0.1
 

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, cast
 
 from .._shared.cluster import ReadyWatch, check_resize
 from .._models.cluster_spec import AutoScale
-from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
+from .._shared.lro import check_timeout, resume_token
+from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._shared.polling import Polling
 from .._shared.resource_ids import names_from_id, parent_workspace
 from .._models.states import ClusterStatus

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union, cast
 from .._models.records import JobRecord
 from .._shared.experiment import no_sweep, plan_sweep, require_cluster, require_spec
 from .._models.job_spec import HorovodJob
-from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout
+from .._shared.lro import check_timeout
+from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._models.names import check_batchai_name
 from .._shared.sweep import sweeps_in
 from .._models.sweep_spec import MedianStopping

@@ -22,7 +22,8 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from .._models.errors import NotFoundError, azure_errors
 from .._shared.deprecation import deprecated, positional_options
 from .._shared.fileshare import DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY, VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, range_md5_refused, check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, file_endpoint, finish_download, full_key, holds_upload, plan_download_directory, plan_upload_directory, upload_temp_path
-from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
+from .._shared.lro import check_timeout, resume_token
+from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._models.mounts import AzureFileShareMount
 from .._models.names import check_share_path, local_destination, local_directory
 from .._shared.progress import Progress, ProgressArg

@@ -16,8 +16,10 @@ from azure.core.exceptions import AzureError, HttpResponseError
 
 from .._models.errors import HorovodBatchAIError, azure_errors
 from .._shared.deprecation import positional_options
-from .._shared.job import STDOUTERR, TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, check_tensorboard_port, metrics_from, metrics_link, no_metrics, output_named, tail_text
-from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout
+from .._models.constants import STDOUTERR
+from .._shared.job import TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, check_tensorboard_port, metrics_from, metrics_link, no_metrics, output_named, tail_text
+from .._shared.lro import check_timeout
+from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._models.metrics import METRICS_FILE, MetricsTable
 from .._models.names import local_destination, local_directory
 from .._shared.paths import local_path_under

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union, cast
 
 from .._models.records import ClusterRef
 from .._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
-from .._shared.lro import DEFAULT_LRO_TIMEOUT, check_timeout, resume_token
+from .._shared.lro import check_timeout, resume_token
+from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._models.mounts import Mount
 from .._models.names import check_batchai_name, check_resource_group
 from .._shared.resource_ids import names_from_id, register_parent

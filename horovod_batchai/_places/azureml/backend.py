@@ -22,6 +22,7 @@ from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.core.polling import LROPoller
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
+from ..._models.constants import DEFAULT_POLL_INTERVAL, STDOUTERR
 from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
 from ..._models.job_spec import HorovodJob
 from ..._shared.lro import DonePoller, MappedPoller, background_poller, begin_delete, resume_token
@@ -44,11 +45,10 @@ if TYPE_CHECKING:
 
     from ..._target import Target
 
-__all__ = ["AzureMLBackend", "STDOUTERR", "RANK0_LOGS"]
+__all__ = ["AzureMLBackend", "RANK0_LOGS"]
 
 log = logging.getLogger(__name__)
 
-STDOUTERR = "stdouterr"
 #: rank 0's combined stdout and stderr, as Azure ML names it: per process under MPI, else one log
 RANK0_LOGS = ("user_logs/std_log_process_0.txt", "user_logs/std_log.txt")
 #: names a Batch AI job's stdouterr directory had; on Azure ML both are rank 0's combined log
@@ -75,7 +75,7 @@ class AzureMLBackend:
     """One Azure ML workspace (the Target's), through one ``MLClient``."""
 
     failure_log_name = "stderr.txt"
-    default_poll_interval = 15.0
+    default_poll_interval = DEFAULT_POLL_INTERVAL
 
     def __init__(self, target: "Target") -> None:
         assert target.resource_group and target.workspace

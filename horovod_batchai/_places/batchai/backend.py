@@ -16,6 +16,7 @@ from ..._models.cluster_spec import AutoScale, ClusterSpec
 from .conversions import (CLUSTER_SECRET_FIELDS, SECRET_FIELDS, cluster_differences, cluster_maximum_nodes,
                             cluster_status_from_rest, cluster_to_rest, conflict_from_service, job_from_rest,
                             job_status_from_rest, job_to_rest, mounts_from_rest, scale_to_rest)
+from ..._models.constants import DEALLOCATION_OPTIONS, STDOUTERR
 from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, azure_errors
 from ..._models.job_spec import HorovodJob
 from ..._shared.lro import DonePoller, MappedPoller, begin_delete, resume_token
@@ -32,12 +33,10 @@ if TYPE_CHECKING:
 
     from ..._target import Target
 
-__all__ = ["BatchAIBackend", "DEALLOCATION_OPTIONS", "STDOUTERR"]
+__all__ = ["BatchAIBackend"]
 
 log = logging.getLogger(__name__)
 
-DEALLOCATION_OPTIONS = ("requeue", "terminate", "waitforjobcompletion")
-STDOUTERR = "stdouterr"
 #: where Batch AI workspaces (and their resource groups) go unless told otherwise, as before
 DEFAULT_LOCATION = "eastus"
 

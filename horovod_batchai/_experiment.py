@@ -14,7 +14,7 @@ from ._shared.deprecation import deprecated
 from ._shared.lro import MappedPoller, check_timeout
 from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.names import check_batchai_name
-from ._shared.resource_ids import names_from_id, parent_workspace, register_parent
+from ._shared.resource_ids import names_from_id, parent_workspace
 from ._sweep import Sweep
 from ._shared.sweep import sweeps_in
 from ._models.sweep_spec import MedianStopping
@@ -183,4 +183,3 @@ class Experiment(ExperimentBase):
         return [Sweep(self, definition, jobs=jobs) for definition, jobs in sweeps_in(self.list_jobs()).values()]
 
 
-register_parent("experiment", Experiment)

@@ -25,12 +25,10 @@ from ._shared.parallel import check_stop, run_parallel
 from ._shared.polling import check_stop_event
 from ._shared.resource_ids import names_from_id
 from ._shared.progress import Progress, ProgressArg
-from ._places.arm import ensure_resource_group
-from ._shared.lro import MappedPoller, background_poller, check_timeout, resume_token
+from ._shared.lro import background_poller, check_timeout, resume_token
 from ._models.constants import DEFAULT_LRO_TIMEOUT
-from ._places.retry import IDEMPOTENT_POST
 from ._shared.transfer_hash import HashingReader, OrderedHashWriter
-from ._shared.fileshare import DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY, FileShareBase, ShareItem, VERIFY_REPLACEMENT, add_entries, check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, file_endpoint, finish_download, full_key, holds_upload, plan_download_directory, plan_upload_directory, range_md5_refused, upload_temp_path
+from ._shared.fileshare import DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY, FileShareBase, ShareItem, VERIFY_REPLACEMENT, add_entries, check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, finish_download, holds_upload, plan_download_directory, plan_upload_directory, range_md5_refused, upload_temp_path
 
 if TYPE_CHECKING:
     from azure.core.polling import LROPoller
@@ -95,15 +93,17 @@ class FileShare(FileShareBase):
         share = cls(target, resource_group, account_name, share_name)
         action, resource = "creating share", share.id
         check_quota(quota_gib)
+        backend = target.backend
         if continuation_token is not None:
             inner = resume_token(continuation_token, action=action, resource=resource)
-            account = share._resume_account(inner) if inner else None
+            account = backend.begin_create_storage_account(resource_group, account_name, location, sku,
+                                                           continuation_token=inner) if inner else None
         else:
             location = check_account_options(location, sku)
             # Where jobs will find the share must not be other storage: checked before anything is created.
-            target.backend.check_share_datastore(account_name, share_name)
-            ensure_resource_group(target, resource_group, location)
-            account = share._begin_account(location, sku)
+            backend.check_share_datastore(account_name, share_name)
+            backend.ensure_resource_group(resource_group, location)
+            account = backend.begin_create_storage_account(resource_group, account_name, location, sku)
         running = [account]
 
         def work() -> "FileShare":
@@ -157,40 +157,8 @@ class FileShare(FileShareBase):
         with azure_errors("reading share", self._where()):
             self._share_client().get_share_properties()
 
-    def _begin_account(self, location: str, sku: str) -> "Optional[LROPoller[str]]":
-        """The storage account's creation, started; None when it exists (its endpoint is then known).
-        The poller's result is the account's file endpoint."""
-        from azure.mgmt.storage import models
-        client = self.target.storage()
-        with azure_errors("creating storage account", self.account_id):
-            try:
-                account = client.storage_accounts.get_properties(self.resource_group, self._account_name)
-                log.info("storage account %s exists; using it", self._account_name)
-                self._account_url = file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
-                return None
-            except ResourceNotFoundError:
-                log.info("creating storage account %s (%s) in %s", self._account_name, sku, location)
-                params = models.StorageAccountCreateParameters(sku=models.Sku(name=sku), kind="StorageV2",
-                                                               location=location)
-                poller = client.storage_accounts.begin_create(self.resource_group, self._account_name, params)
-        return MappedPoller(poller, self._endpoint_of, action="creating storage account", resource=self.account_id)
-
-    def _resume_account(self, token: str) -> "LROPoller[str]":
-        action = "creating storage account"
-        inner = resume_token(token, action=action, resource=self.account_id)
-        with azure_errors(action, self.account_id):
-            # the parameters went with the first request; a resumed poller only polls
-            poller = self.target.storage().storage_accounts.begin_create(
-                self.resource_group, self._account_name, cast(Any, None), continuation_token=inner)
-        return MappedPoller(poller, self._endpoint_of, action=action, resource=self.account_id)
-
-    def _endpoint_of(self, account: object) -> str:
-        return file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
-
     def _read_account(self) -> None:
-        with azure_errors("reading storage account", self.account_id):
-            account = self.target.storage().storage_accounts.get_properties(self.resource_group, self._account_name)
-        self._account_url = file_endpoint(account) or self.target.default_file_endpoint(self._account_name)
+        self._account_url = self.target.backend.get_file_endpoint(self.resource_group, self._account_name)
 
     def delete(self, *, delete_account: bool = False) -> None:
         """Delete the share (and, when asked, its storage account); succeeds when already gone."""
@@ -201,37 +169,31 @@ class FileShare(FileShareBase):
             except ResourceNotFoundError:
                 log.debug("share %s was already gone", self._where())
         if delete_account:
-            with azure_errors("deleting storage account", self.account_id):
-                log.info("deleting storage account %s", self._account_name)
-                self.target.storage().storage_accounts.delete(self.resource_group, self._account_name)
+            self.target.backend.delete_storage_account(self.resource_group, self._account_name)
             with self._lock:
-                service, self._service, self._key = self._service, None, None
-            if service is not None:
-                self.target._disown(service)
-                service.close()
+                self._key = None
+            self.close()
 
     # -- credentials and clients ----------------------------------------------------------------
     def get_account_key(self) -> str:
         """The account's first full-permission key, from ``listKeys`` (cached)."""
         with self._lock:
             if self._key is None:
-                with azure_errors("listing keys of", self.account_id):
-                    result = self.target.storage().storage_accounts.list_keys(
-                        self.resource_group, self._account_name, **IDEMPOTENT_POST)  # type: ignore[arg-type]
-                self._key = full_key(result, self._account_name, self.account_id)
+                self._key = self.target.backend.get_account_key(self.resource_group, self._account_name)
             return self._key
 
     def _service_client(self) -> "ShareServiceClient":
         if self._account_url is None:
             self._read_account()
         key = self.get_account_key()
+        backend = self.target.backend
         with self._lock:
-            if self._service is not None and not self.target._holds(self._service):
+            if self._service is not None and not backend.keeps_client(self._service):
                 self._service = None  # the target closed it: open another
             if self._service is None:
                 assert self._account_url is not None
-                self._service = self.target.share_service(self._account_url, key)
-                self.target._adopt(self._service)
+                self._service = backend.share_service(self._account_url, key)
+                backend.keep_client(self._service)
             return self._service
 
     def close(self) -> None:
@@ -240,7 +202,7 @@ class FileShare(FileShareBase):
         with self._lock:
             service, self._service = self._service, None
         if service is not None:
-            self.target._disown(service)
+            self.target.backend.release_client(service)
             service.close()
 
     def __enter__(self) -> "FileShare":

@@ -24,7 +24,7 @@ from ._models.names import local_destination, local_directory
 from ._shared.paths import local_path_under
 from ._shared.parallel import check_stop
 from ._shared.polling import Polling, check_stop_event, poll_until
-from ._shared.resource_ids import names_from_id, parent_class, parent_workspace
+from ._shared.resource_ids import names_from_id, parent_workspace
 from ._models.states import ExecutionState, JobStatus
 from ._stream import OutputStream
 from ._shared.stream import check_link_expiry, check_output_path
@@ -73,7 +73,7 @@ class Job(JobBase):
         workspace = parent_workspace(target, names)
         experiment = names.get("experiment") or target.backend.job_experiment(
             workspace.resource_group, workspace.name, names["job"])
-        job: Job = parent_class("experiment")(workspace, experiment).get_job(names["job"])
+        job: Job = workspace._experiment(experiment).get_job(names["job"])
         return job
 
     @property

@@ -15,7 +15,7 @@ from ._shared.lro import MappedPoller, background_poller, check_timeout, resume_
 from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.mounts import Mount
 from ._models.names import check_batchai_name, check_resource_group
-from ._shared.resource_ids import names_from_id, register_parent
+from ._shared.resource_ids import names_from_id
 from ._models.values import Usage
 from ._shared.workspace import WorkspaceBase, check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
 
@@ -155,6 +155,10 @@ class Workspace(WorkspaceBase):
         check_timeout(timeout)
         return self.begin_create_experiment(name).result(timeout)
 
+    def _experiment(self, name: str) -> Experiment:
+        """The experiment ``name`` of this workspace, not fetched (``from_id`` of a job starts here)."""
+        return Experiment(self, name)
+
     def get_experiment(self, name: str) -> Experiment:
         """The existing experiment; :class:`NotFoundError` when there is none."""
         return Experiment(self, name).refresh()
@@ -239,6 +243,5 @@ class Workspace(WorkspaceBase):
                 for r in self._backend.list_clusters(self.resource_group, self.name)]
 
 
-register_parent("workspace", Workspace)
 
 

@@ -6,11 +6,15 @@ before its first request, raising :class:`InvalidSpecError` naming the field.
 
 Its ``begin_`` methods send the operation's first request and return a poller without waiting
 (never a poller waited on with a fixed timeout); each takes ``continuation_token``, a token of a
-poller it returned (``_lro.resume_token`` reads it), to resume instead of starting.
+poller it returned (``_shared.lro.resume_token`` reads it), to resume instead of starting.
+
+:class:`Backend` is the sync side; an aio backend has the same members, its requests coroutine
+functions and its pollers ``AsyncLROPoller``s. A place written as operations (generator methods,
+:mod:`.._shared.steps`) gets both from one class; see ``DEVELOPERS.md``, "A new place to run".
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, List, Optional, Protocol, runtime_checkable
+from typing import Any, Iterator, List, Optional, Protocol, runtime_checkable
 
 from azure.core.polling import LROPoller
 
@@ -19,10 +23,7 @@ from .._models.job_spec import HorovodJob
 from .._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
 from .._models.values import OutputFile, RemoteLogin, Usage
 
-if TYPE_CHECKING:
-    from azure.storage.fileshare import ShareFileClient
-
-__all__ = ["Backend", "SpecChecks", "RemoteFile", "ShareFile"]
+__all__ = ["Backend", "AsyncBackend", "SpecChecks", "RemoteFile"]
 
 
 @runtime_checkable
@@ -34,23 +35,6 @@ class RemoteFile(Protocol):
     def read(self, offset: int, length: int) -> bytes: ...
 
     def chunks(self) -> Iterator[bytes]: ...
-
-
-class ShareFile:
-    """A file on an Azure file share, read with azure-storage-file-share (the client carries
-    the credential: a SAS link's, or a datastore's)."""
-
-    def __init__(self, client: "ShareFileClient") -> None:
-        self._client = client
-
-    def size(self) -> int:
-        return int(self._client.get_file_properties().size or 0)
-
-    def read(self, offset: int, length: int) -> bytes:
-        return bytes(self._client.download_file(offset=offset, length=length).readall())
-
-    def chunks(self) -> Iterator[bytes]:
-        return iter(self._client.download_file().chunks())
 
 
 class SpecChecks(Protocol):
@@ -184,4 +168,31 @@ class Backend(Protocol):
 
     def register_share(self, account_name: str, share_name: str, account_key: str) -> None: ...
 
+    def begin_create_storage_account(self, resource_group: str, account_name: str, location: str, sku: str, *,
+                                     continuation_token: Optional[str] = None) -> "LROPoller[str]":
+        """Get-or-create of a StorageV2 account; the poller's result is its file endpoint."""
+        ...
+
+    def get_file_endpoint(self, resource_group: str, account_name: str) -> str: ...
+
+    def get_account_key(self, resource_group: str, account_name: str) -> str: ...
+
+    def delete_storage_account(self, resource_group: str, account_name: str) -> None: ...
+
+    def share_service(self, account_url: str, account_key: str) -> Any:
+        """A data-plane ``ShareServiceClient`` signing with the key (no request)."""
+        ...
+
+    def keep_client(self, client: Any) -> None:
+        """Close ``client`` with the target."""
+        ...
+
+    def release_client(self, client: Any) -> None: ...
+
+    def keeps_client(self, client: Any) -> bool: ...
+
     def close(self) -> None: ...
+
+
+#: what the aio classes delegate to: a :class:`Backend`'s members, its requests awaited
+AsyncBackend = Any

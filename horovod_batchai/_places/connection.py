@@ -21,7 +21,9 @@ from urllib.parse import urlparse
 from azure.core.credentials import TokenCredential
 
 from .._models.constants import DEFAULT_POLL_INTERVAL, LOCAL_POLL_INTERVAL
-from .._models.errors import TargetError
+from .._models.errors import InvalidSpecError, TargetError
+from .._models.names import check_batchai_name, check_resource_group, check_subscription_id
+from .._shared.target import AZURE_MANAGEMENT_ENDPOINT, KINDS, check_state_dir
 from .local_endpoint import LOOPBACK_HOSTS, FollowLocalService
 
 if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
@@ -66,8 +68,15 @@ class Connection:
                  service: Union["LocalService", "ServiceInfo", None] = None, state_dir: Optional[Path] = None,
                  node_runtime: Optional[str] = None, resource_group: Optional[str] = None,
                  workspace: Optional[str] = None, client_options: Optional[Mapping[str, Any]] = None) -> None:
+        if kind not in KINDS:
+            raise TargetError(f"unknown target kind {kind!r}; use one of {', '.join(KINDS)}")
+        if urlparse(management_endpoint).scheme != "https":
+            raise TargetError(f"the management endpoint must use https, got {management_endpoint!r}")
+        for option in ("credential", "subscription_id", "base_url"):
+            if option in (client_options or {}):
+                raise TargetError(f"{option} is not a client option; pass it as the target's own argument")
         self.kind = kind
-        self.subscription_id = subscription_id
+        self.subscription_id = check_subscription_id(subscription_id)
         #: the Azure ML workspace's resource group and name (an azureml connection's scope)
         self.resource_group = resource_group
         self.workspace = workspace
@@ -80,6 +89,46 @@ class Connection:
         self._info: Optional["ServiceInfo"] = None
         self._lock = threading.RLock()
         self._clients: dict[str, Any] = {}
+
+    # -- the three kinds, their arguments checked ------------------------------------------------
+    @classmethod
+    def local(cls, service: Union["LocalService", "ServiceInfo", None], *, state_dir: Union[str, Path, None],
+              node_runtime: Union[str, Path, None], subscription_id: str,
+              client_options: Mapping[str, Any]) -> "Connection":
+        """The local service: the one given, else the daemon for ``state_dir`` (see ``Target.local``)."""
+        runtime = None
+        if node_runtime is not None:
+            if service is not None:
+                raise TargetError("node_runtime applies to a local service the target starts; a LocalService "
+                                  "given as service= has its own (LocalService(node_runtime=...))")
+            from ..local.runner.node_runtime import interpreter_of
+            try:
+                runtime = interpreter_of(node_runtime)  # absolute now: the caller's directory is meant
+            except ValueError as exc:
+                raise InvalidSpecError("node_runtime", f"{node_runtime!r} is not a path",
+                                       "the path of a Python interpreter or of a Python environment's "
+                                       "directory") from exc
+        endpoint = "https://127.0.0.1"  # placeholder until the service is found; see local_info
+        return cls(kind="local", subscription_id=subscription_id, management_endpoint=endpoint, service=service,
+                   state_dir=check_state_dir(state_dir) if state_dir is not None else None, node_runtime=runtime,
+                   client_options=client_options)
+
+    @classmethod
+    def azure(cls, subscription_id: str, credential: Any, *, management_endpoint: str,
+              client_options: Mapping[str, Any]) -> "Connection":
+        """Batch AI's API on Azure Resource Manager."""
+        return cls(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
+                   credential=credential, client_options=client_options)
+
+    @classmethod
+    def azureml(cls, subscription_id: str, resource_group: str, workspace: str, credential: Any,
+                client_options: Mapping[str, Any]) -> "Connection":
+        """One Azure Machine Learning workspace."""
+        check_resource_group(resource_group)
+        check_batchai_name(workspace, "workspace")
+        return cls(kind="azureml", subscription_id=subscription_id, management_endpoint=AZURE_MANAGEMENT_ENDPOINT,
+                   credential=credential, resource_group=resource_group, workspace=workspace,
+                   client_options=client_options)
 
     @property
     def client_options(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Union
 
 from azure.core.exceptions import HttpResponseError
 
-from .._models.errors import InvalidSpecError, NotFoundError, TransferError
+from .._models.errors import InvalidSpecError, TransferError
 from .._models.mounts import azure_file_url
 from .._models.names import (
     check_count,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     pass
 
-__all__ = ["DEFAULT_FILE_CONCURRENCY", "DEFAULT_RANGE_CONCURRENCY", "DIRECTORY_RANGE_CONCURRENCY", "FileShareBase", "SKUS", "ShareItem", "UPLOAD_TEMP_MARK", "UPLOAD_TEMP_RE", "VERIFY_REPLACEMENT", "add_entries", "check_account_options", "check_concurrency", "check_quota", "check_read_back", "check_upload_source", "file_endpoint", "finish_download", "full_key", "holds_upload", "plan_download_directory", "plan_upload_directory", "range_md5_refused", "upload_temp_path", "walk_tree"]
+__all__ = ["DEFAULT_FILE_CONCURRENCY", "DEFAULT_RANGE_CONCURRENCY", "DIRECTORY_RANGE_CONCURRENCY", "FileShareBase", "SKUS", "ShareItem", "UPLOAD_TEMP_MARK", "UPLOAD_TEMP_RE", "VERIFY_REPLACEMENT", "add_entries", "check_account_options", "check_concurrency", "check_quota", "check_read_back", "check_upload_source", "finish_download", "holds_upload", "plan_download_directory", "plan_upload_directory", "range_md5_refused", "upload_temp_path", "walk_tree"]
 
 
 SKUS = ("Standard_LRS", "Standard_GRS", "Standard_RAGRS", "Standard_ZRS", "Premium_LRS")
@@ -184,17 +184,6 @@ def check_account_options(location: str, sku: str) -> str:
     return location
 
 
-def full_key(result: object, account_name: str, account_id: str) -> str:
-    """The first full-permission key of a ``listKeys`` answer."""
-    # azure-mgmt-storage 25 renamed the list to keys_property (its models are mappings, whose
-    # keys() is a method); older releases, which setup.py allows too, call it keys.
-    listed = list(getattr(result, "keys_property", None) or getattr(result, "keys", None) or [])
-    keys = [k for k in listed if str(k.permissions or "").upper() == "FULL"] or listed
-    if not keys or not keys[0].value:
-        raise NotFoundError(f"storage account {account_name} returned no keys", resource=account_id)
-    return str(keys[0].value)
-
-
 def add_entries(items: List[ShareItem], pending: Optional[List[str]], directory: str, entries: List[Any]) -> None:
     """Add a directory listing's entries to ``items`` (and its subdirectories to ``pending``, when walking)."""
     for entry in entries:
@@ -287,7 +276,3 @@ def walk_tree(source: Path, path: str) -> tuple[list[str], list[tuple[Path, str]
     return directories, files
 
 
-def file_endpoint(account: object) -> Optional[str]:
-    endpoints = getattr(account, "primary_endpoints", None)
-    url = getattr(endpoints, "file", None) if endpoints is not None else None
-    return str(url) if url else None

@@ -3,9 +3,9 @@ and the aio Job share it."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Sequence
 
-from .._models.errors import HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError
+from .._models.errors import ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError
 from .._models.job_spec import HorovodJob
 from .._models.metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
 from .._models.names import check_batchai_name
@@ -16,7 +16,7 @@ from .polling import Polling
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EndWatch", "JobBase", "TAIL_BYTES", "check_download_link", "check_tail_bytes", "check_tensorboard_port", "metrics_from", "metrics_link", "no_metrics", "output_named", "tail_text"]
+__all__ = ["EndWatch", "JobBase", "TAIL_BYTES", "check_download_link", "check_tail_bytes", "check_tensorboard_port", "metrics_from", "metrics_link", "no_metrics", "output_named", "tail_text", "RESUBMIT_HINT", "check_same_job"]
 
 
 
@@ -171,3 +171,19 @@ class JobBase:
         """The job as submitted, read back from what the service last returned (keys and secret
         values are never returned)."""
         return self._known().read_spec()
+
+
+RESUBMIT_HINT = "submit under a new name, or delete the old job first"
+
+
+def check_same_job(existing: JobRecord, spec: HorovodJob, cluster_id: str, *,
+                   other_secret_names: Sequence[str] = ()) -> None:
+    """ConflictError naming every setting (shown by the service) in which ``existing`` is not
+    ``spec`` on ``cluster_id``: a repeated submit returns the job that exists, a different job
+    under the same name is a mistake the caller must see."""
+    differs = spec.differences(existing.read_spec(), other_secret_names=list(other_secret_names))
+    if cluster_id.lower() != existing.cluster_id.lower():
+        differs.append("cluster")
+    if differs:
+        raise ConflictError(f"job {existing.name!r} already exists with other settings ({', '.join(differs)}); "
+                            f"{RESUBMIT_HINT}", resource=existing.id)

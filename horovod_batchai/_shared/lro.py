@@ -31,7 +31,6 @@ import threading
 import time
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from azure.core.exceptions import ResourceNotFoundError
 from azure.core.polling import LROPoller, NoPolling, PollingMethod
 
 from .._models.errors import HorovodBatchAIError, InvalidSpecError, StoppedError, WaitTimeoutError, azure_errors
@@ -39,7 +38,7 @@ from .polling import check_seconds, check_stop_event
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MappedPoller", "DonePoller", "background_poller", "begin_delete", "resume_token", "check_timeout", 
+__all__ = ["MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", 
            "not_finished", "wrap_token", "inner_token", "StepsPolling", "Done", "Mapped"]
 
 S = TypeVar("S")
@@ -266,22 +265,3 @@ def background_poller(work: Callable[[], T], *, action: str, resource: str,
     the inner token of the step still running (None when only state is left to watch)."""
     inner: LROPoller[T] = LROPoller(None, None, lambda raw: raw, StepsPolling(work, token))
     return MappedPoller(inner, lambda value: value, action=action, resource=resource)
-
-
-def begin_delete(action: str, resource: str, continuation_token: Optional[str],
-                 start: Callable[..., "LROPoller[Any]"]) -> "LROPoller[None]":
-    """A delete: ``start(continuation_token=...)``'s poller (resumed from ``continuation_token``
-    when given), or a finished one when the resource is already gone."""
-    inner = None
-    if continuation_token is not None:
-        inner = resume_token(continuation_token, action=action, resource=resource)
-        if inner is None:
-            return DonePoller(None, action=action, resource=resource)
-    with azure_errors(action, resource):
-        try:
-            log.info("%s %s", action, resource)
-            poller = start(continuation_token=inner)
-        except ResourceNotFoundError:
-            log.debug("%s: already gone", resource)
-            return DonePoller(None, action=action, resource=resource)
-    return MappedPoller(poller, lambda _: None, action=action, resource=resource)

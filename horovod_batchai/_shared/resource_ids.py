@@ -7,16 +7,15 @@ under ``Microsoft.BatchAI/workspaces``; Azure ML names jobs and computes under
 everywhere. A malformed id, one of another kind of resource or one of another subscription is an
 :class:`InvalidSpecError` naming the id as given and the form expected.
 
-``from_id`` of a cluster, experiment or job builds its parents (a ``Workspace``, an
-``Experiment``): those classes sit above the child's module, so they register here when defined
-(:func:`register_parent`) instead of being imported from below. The sync classes and those of
-:mod:`horovod_batchai.aio` read ids the same way (:func:`names_from_id`); each side takes only
-its own kind of target.
+``from_id`` of a cluster, experiment or job reaches its parents through the target
+(:func:`parent_workspace`: each side's ``Target`` builds its own side's ``Workspace``). The sync
+classes and those of :mod:`horovod_batchai.aio` read ids the same way (:func:`names_from_id`);
+each side takes only its own kind of target (a target says which it is by its ``_asynchronous``
+class attribute).
 """
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable
 
 from .._models.errors import InvalidSpecError
 from .._models.names import check_batchai_name, check_resource_group, check_share_name, check_storage_account
@@ -24,8 +23,7 @@ from .._models.names import check_batchai_name, check_resource_group, check_shar
 if TYPE_CHECKING:
     from .._target import Target
 
-__all__ = ["parse_id", "names_from_id", "check_target", "id_form", "register_parent", "parent_class",
-           "parent_workspace"]
+__all__ = ["parse_id", "names_from_id", "check_target", "id_form", "parent_workspace"]
 
 _PREFIX = "/subscriptions/<subscription>/resourceGroups/<resource group>/providers/"
 #: the provider and the path after ``workspaces/<workspace>`` of each kind, per target kind
@@ -40,44 +38,22 @@ _CHECKS: dict[str, Callable[[str, str], str]] = {
 }
 
 
-#: ("workspace", aio) -> Workspace, ("experiment", aio) -> Experiment, registered by their modules
-_PARENTS: dict[tuple[str, bool], Any] = {}
-
-
-def register_parent(kind: str, cls: Any, *, aio: bool = False) -> None:
-    _PARENTS[kind, aio] = cls
-
-
-def parent_class(kind: str, *, aio: bool = False) -> Any:
-    """The class that resources of ``kind`` (workspace | experiment) are, for building the parents
-    of a child from its id (``aio``: the class of :mod:`horovod_batchai.aio`)."""
-    return _PARENTS[kind, aio]
-
-
-def parent_workspace(target: Any, names: dict[str, str], *, aio: bool = False) -> Any:
-    """The workspace an id's ``names`` (from :func:`parse_id`) lie in, not fetched."""
-    return parent_class("workspace", aio=aio)(target, names["resource group"], names["workspace"])
-
-
-def _target_classes() -> tuple[type, Optional[type]]:
-    """The sync Target, and the aio one when horovod_batchai.aio has been imported (imported here
-    lazily: both modules sit above this one)."""
-    from .._target import Target
-    aio_target = sys.modules.get("horovod_batchai.aio._target")
-    return Target, getattr(aio_target, "Target", None)
+def parent_workspace(target: Any, names: dict[str, str]) -> Any:
+    """The workspace an id's ``names`` (from :func:`parse_id`) lie in, not fetched: the target's
+    own side's class."""
+    return target._workspace(names["resource group"], names["workspace"])
 
 
 def check_target(target: object, *, aio: bool = False, field: str = "target") -> None:
     """Refuse a target that is not the sync API's (``aio``: not :mod:`horovod_batchai.aio`'s):
     the classes of each side make their requests only through their own kind of target."""
-    sync_class, aio_class = _target_classes()
-    expected = aio_class if aio else sync_class
-    if expected is not None and isinstance(target, expected):
+    side = getattr(type(target), "_asynchronous", None)
+    if side is aio:
         return
     wanted = "horovod_batchai.aio.Target" if aio else "horovod_batchai.Target"
-    if isinstance(target, sync_class):
+    if side is False:
         given = "a horovod_batchai.Target"
-    elif aio_class is not None and isinstance(target, aio_class):
+    elif side is True:
         given = "a horovod_batchai.aio.Target"
     else:
         given = f"{type(target).__name__} {repr(target)[:100]}"

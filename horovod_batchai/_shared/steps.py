@@ -24,12 +24,18 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Optional, TypeVar
 
-from .lro import DonePoller, MappedPoller
+from azure.core.exceptions import ResourceNotFoundError
 
-__all__ = ["Steps", "Listed", "Mapped", "Done", "run", "Sync"]
+from .._models.errors import azure_errors
+from .lro import DonePoller, MappedPoller, resume_token
+
+__all__ = ["Steps", "Listed", "Mapped", "Done", "run", "Sync", "begin_delete"]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -108,3 +114,22 @@ class Sync:
         def operation(*args: Any, **kwargs: Any) -> Any:
             return run(member(*args, **kwargs))
         return operation
+
+
+def begin_delete(action: str, resource: str, continuation_token: Optional[str],
+                 start: Callable[..., Any]) -> "Steps[Any]":
+    """A delete, every backend's: the poller of ``start(continuation_token=...)`` (resumed from
+    ``continuation_token`` when given), or a finished one when the resource is already gone."""
+    inner = None
+    if continuation_token is not None:
+        inner = resume_token(continuation_token, action=action, resource=resource)
+        if inner is None:
+            return (yield Done(None, action, resource))
+    with azure_errors(action, resource):
+        try:
+            log.info("%s %s", action, resource)
+            poller = yield start(continuation_token=inner)
+        except ResourceNotFoundError:
+            log.debug("%s: already gone", resource)
+            return (yield Done(None, action, resource))
+    return (yield Mapped(poller, lambda _: None, action, resource))

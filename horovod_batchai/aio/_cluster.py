@@ -19,7 +19,7 @@ from .._shared.polling_async import async_poll_until
 from .._shared.cluster import GpuClusterBase
 
 if TYPE_CHECKING:
-    from .._places.azureml.backend_async import AsyncBackend
+    from .._places.base import AsyncBackend
     from ._target import Target
     from ._workspace import Workspace
 
@@ -43,7 +43,7 @@ class GpuCluster(GpuClusterBase):
         """The existing cluster whose ARM id is ``resource_id``, fetched (see
         :meth:`horovod_batchai.GpuCluster.from_id`; the target must be an aio :class:`Target`)."""
         names = names_from_id(target, resource_id, "cluster", aio=True)
-        return cast("GpuCluster", await parent_workspace(target, names, aio=True).get_cluster(names["cluster"]))
+        return cast("GpuCluster", await parent_workspace(target, names).get_cluster(names["cluster"]))
 
     async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
         """Start deleting the cluster; the poller finishes at once when it is already gone."""

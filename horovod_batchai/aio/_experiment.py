@@ -12,7 +12,7 @@ from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._models.names import check_batchai_name
 from .._shared.sweep import sweeps_in
 from .._models.sweep_spec import MedianStopping
-from .._shared.resource_ids import names_from_id, parent_workspace, register_parent
+from .._shared.resource_ids import names_from_id, parent_workspace
 from ._cluster import GpuCluster
 from ._job import Job
 from .._shared.lro_async import AsyncMappedPoller, AsyncPoller
@@ -20,7 +20,7 @@ from ._sweep import Sweep
 from .._shared.experiment import ExperimentBase
 
 if TYPE_CHECKING:
-    from .._places.azureml.backend_async import AsyncBackend
+    from .._places.base import AsyncBackend
     from ._target import Target
     from ._workspace import Workspace
 
@@ -43,7 +43,7 @@ class Experiment(ExperimentBase):
         an id of another form, or a target that is not an aio :class:`Target`, is an
         :class:`InvalidSpecError` stating the valid one (see :meth:`horovod_batchai.Experiment.from_id`)."""
         names = names_from_id(target, resource_id, "experiment", aio=True)
-        return cast(Experiment, await parent_workspace(target, names, aio=True).get_experiment(names["experiment"]))
+        return cast(Experiment, await parent_workspace(target, names).get_experiment(names["experiment"]))
 
     async def refresh(self) -> "Experiment":
         """Check that the experiment still exists; returns the experiment itself."""
@@ -136,4 +136,3 @@ class Experiment(ExperimentBase):
         return [Sweep(self, definition, jobs=jobs) for definition, jobs in sweeps_in(await self.list_jobs()).values()]
 
 
-register_parent("experiment", Experiment, aio=True)

@@ -21,16 +21,15 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 from .._models.errors import NotFoundError, azure_errors
 from .._shared.deprecation import deprecated, positional_options
-from .._shared.fileshare import DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY, VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, range_md5_refused, check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, file_endpoint, finish_download, full_key, holds_upload, plan_download_directory, plan_upload_directory, upload_temp_path
+from .._shared.fileshare import DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY, VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, range_md5_refused, check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, finish_download, holds_upload, plan_download_directory, plan_upload_directory, upload_temp_path
 from .._shared.lro import check_timeout, resume_token
 from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._models.mounts import AzureFileShareMount
 from .._models.names import check_share_path, local_destination, local_directory
 from .._shared.progress import Progress, ProgressArg
 from .._shared.resource_ids import names_from_id
-from .._places.retry import IDEMPOTENT_POST
 from .._shared.transfer_hash import HashingReader, OrderedHashWriter, PositionedWriter
-from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, async_background_poller
+from .._shared.lro_async import AsyncPoller, async_background_poller
 
 if TYPE_CHECKING:
     from azure.storage.fileshare.aio import ShareClient, ShareFileClient, ShareServiceClient
@@ -155,16 +154,17 @@ class FileShare(FileShareBase):
         share = cls(target, resource_group, account_name, share_name)
         action, resource = "creating share", share.id
         check_quota(quota_gib)
+        backend = target.backend
         if continuation_token is not None:
             inner = resume_token(continuation_token, action=action, resource=resource)
-            account = await share._resume_account(inner) if inner else None
+            account = await backend.begin_create_storage_account(resource_group, account_name, location, sku,
+                                                                 continuation_token=inner) if inner else None
         else:
             location = check_account_options(location, sku)
-            backend = target.backend
             # Where jobs will find the share must not be other storage: checked before anything is created.
             await backend.check_share_datastore(account_name, share_name)
             await backend.ensure_resource_group(resource_group, location)
-            account = await share._begin_account(location, sku)
+            account = await backend.begin_create_storage_account(resource_group, account_name, location, sku)
         running = [account]
 
         async def work() -> "FileShare":
@@ -219,42 +219,8 @@ class FileShare(FileShareBase):
         with azure_errors("reading share", self._where()):
             await (await self._share_client()).get_share_properties()
 
-    async def _begin_account(self, location: str, sku: str) -> "Optional[AsyncPoller[str]]":
-        """The storage account's creation, started; None when it exists."""
-        from azure.mgmt.storage import models
-        client = await self.target.storage()
-        with azure_errors("creating storage account", self.account_id):
-            try:
-                account = await client.storage_accounts.get_properties(self.resource_group, self._account_name)
-                log.info("storage account %s exists; using it", self._account_name)
-                self._account_url = self._endpoint_of(account)
-                return None
-            except ResourceNotFoundError:
-                log.info("creating storage account %s (%s) in %s", self._account_name, sku, location)
-                params = models.StorageAccountCreateParameters(sku=models.Sku(name=sku), kind="StorageV2",
-                                                               location=location)
-                poller = await client.storage_accounts.begin_create(self.resource_group, self._account_name, params)
-        return AsyncMappedPoller(poller, self._endpoint_of, action="creating storage account",
-                                 resource=self.account_id)
-
-    async def _resume_account(self, token: str) -> "AsyncPoller[str]":
-        action = "creating storage account"
-        inner = resume_token(token, action=action, resource=self.account_id)
-        client = await self.target.storage()
-        with azure_errors(action, self.account_id):
-            # the parameters went with the first request; a resumed poller only polls
-            poller = await client.storage_accounts.begin_create(self.resource_group, self._account_name,
-                                                                cast(Any, None), continuation_token=inner)
-        return AsyncMappedPoller(poller, self._endpoint_of, action=action, resource=self.account_id)
-
-    def _endpoint_of(self, account: object) -> str:
-        return file_endpoint(account) or self.target.sync.default_file_endpoint(self._account_name)
-
     async def _read_account(self) -> None:
-        client = await self.target.storage()
-        with azure_errors("reading storage account", self.account_id):
-            account = await client.storage_accounts.get_properties(self.resource_group, self._account_name)
-        self._account_url = self._endpoint_of(account)
+        self._account_url = await self.target.backend.get_file_endpoint(self.resource_group, self._account_name)
 
     async def delete(self, *, delete_account: bool = False) -> None:
         """Delete the share (and, when asked, its storage account); succeeds when already gone."""
@@ -265,10 +231,7 @@ class FileShare(FileShareBase):
             except ResourceNotFoundError:
                 log.debug("share %s was already gone", self._where())
         if delete_account:
-            client = await self.target.storage()
-            with azure_errors("deleting storage account", self.account_id):
-                log.info("deleting storage account %s", self._account_name)
-                await client.storage_accounts.delete(self.resource_group, self._account_name)
+            await self.target.backend.delete_storage_account(self.resource_group, self._account_name)
             await self.close()
             self._key = None
 
@@ -276,15 +239,12 @@ class FileShare(FileShareBase):
     async def get_account_key(self) -> str:
         """The account's first full-permission key, from ``listKeys`` (cached)."""
         if self._key is None:
-            client = await self.target.storage()
-            with azure_errors("listing keys of", self.account_id):
-                result = await client.storage_accounts.list_keys(self.resource_group, self._account_name,
-                                                                 **IDEMPOTENT_POST)  # type: ignore[arg-type]
-            self._key = full_key(result, self._account_name, self.account_id)
+            self._key = await self.target.backend.get_account_key(self.resource_group, self._account_name)
         return self._key
 
     async def _service_client(self) -> "ShareServiceClient":
-        if self._service is not None and not self.target._holds(self._service):
+        backend = self.target.backend
+        if self._service is not None and not backend.keeps_client(self._service):
             self._service = None  # the target closed it: open another
         if self._service is None:
             if self._account_url is None:
@@ -293,8 +253,8 @@ class FileShare(FileShareBase):
             async with self._lock:
                 if self._service is None:
                     assert self._account_url is not None
-                    self._service = await self.target.share_service(self._account_url, key)
-                    self.target._adopt(self._service)
+                    self._service = await backend.share_service(self._account_url, key)
+                    backend.keep_client(self._service)
         return self._service
 
     async def _share_client(self) -> "ShareClient":
@@ -330,7 +290,7 @@ class FileShare(FileShareBase):
         """Close the share's data-plane client (opened again on next use)."""
         service, self._service = self._service, None
         if service is not None:
-            self.target._disown(service)
+            self.target.backend.release_client(service)
             await service.close()
 
     async def __aenter__(self) -> "FileShare":

@@ -24,7 +24,7 @@ from .._models.metrics import METRICS_FILE, MetricsTable
 from .._models.names import local_destination, local_directory
 from .._shared.paths import local_path_under
 from .._shared.polling import Polling
-from .._shared.resource_ids import names_from_id, parent_class, parent_workspace
+from .._shared.resource_ids import names_from_id, parent_workspace
 from .._models.states import ExecutionState, JobStatus
 from .._shared.stream import check_link_expiry, check_output_path
 from .._models.values import OutputFile
@@ -34,7 +34,7 @@ from ._stream import AsyncOutputStream
 from .._shared.job import JobBase
 
 if TYPE_CHECKING:
-    from .._places.azureml.backend_async import AsyncBackend
+    from .._places.base import AsyncBackend
     from ._experiment import Experiment
     from ._target import Target
     from ._tensorboard import TensorBoard
@@ -65,10 +65,10 @@ class Job(JobBase):
         :class:`InvalidSpecError` stating the valid one. (Azure ML job ids do not name the
         experiment: it is read from the job.)"""
         names = names_from_id(target, resource_id, "job", aio=True)
-        workspace = parent_workspace(target, names, aio=True)
+        workspace = parent_workspace(target, names)
         experiment = names.get("experiment") or await target.backend.job_experiment(
             workspace.resource_group, workspace.name, names["job"])
-        job: Job = await parent_class("experiment", aio=True)(workspace, experiment).get_job(names["job"])
+        job: Job = await workspace._experiment(experiment).get_job(names["job"])
         return job
 
     async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":

@@ -1,34 +1,23 @@
-"""Where requests go, and Microsoft's aio clients built for it.
-
-An aio :class:`Target` is the sync :class:`horovod_batchai.Target` (which holds the endpoints,
-the local service's certificate, the retry settings and the caller's client options) plus the
-asynchronous clients it hands out: ``azure.mgmt.batchai.aio``, ``azure.mgmt.resource.resources.aio``,
-``azure.mgmt.storage.aio`` and ``azure.storage.fileshare.aio``, sending through azure-core's
-aiohttp transport, each told to verify TLS the way the sync clients are (the local service's own
-certificate).
-
-TLS: azure-core's aiohttp transport, given ``connection_verify=<CA file>``, builds a new
-``ssl.SSLContext`` for every request, and aiohttp then opens a new connection for each (its pool
-is keyed by the context): a TLS handshake and a CA file parse per request, on the event loop.
-So the target makes one context (the local service's certificate, or the system's CAs) and one
-aiohttp session whose connector holds it, shared by every client it builds (one connection
-pool), unless the caller gave a ``transport`` of their own.
-"""
+"""Where requests go, for :mod:`horovod_batchai.aio`: the aio :class:`Target`, and through its
+connection (:class:`~horovod_batchai._places.connection_async.AsyncConnection`) Microsoft's aio
+clients, sending through azure-core's aiohttp transport."""
 from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
-from azure.core.credentials import AccessToken, AccessTokenInfo, TokenCredential
+from azure.core.credentials import TokenCredential
 from azure.core.credentials_async import AsyncTokenCredential
 
 from .._models.errors import TargetError
-
-from .._target import (AZURE_MANAGEMENT_ENDPOINT, CREDENTIAL_OPTIONS, LOCAL_SUBSCRIPTION, Target as SyncTarget,
-                       target_from_env)
+from .._places import build_async_backend
+from .._places.connection import Connection
+from .._places.connection_async import AsyncConnection
+from .._shared.target import AZURE_MANAGEMENT_ENDPOINT, CREDENTIAL_OPTIONS, LOCAL_SUBSCRIPTION, target_from_env
+from .._target import Target as SyncTarget
+from ._workspace import Workspace
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai.aio import BatchAI
@@ -37,45 +26,11 @@ if TYPE_CHECKING:
     from azure.storage.fileshare.aio import ShareFileClient, ShareServiceClient
 
     from ..local import LocalService, ServiceInfo
-    from .._places.azureml.backend_async import AsyncBackend
+    from .._places.base import AsyncBackend
 
 __all__ = ["Target"]
 
 log = logging.getLogger(__name__)
-
-#: bytes per request of the aio data-plane clients (see Target._data_plane_kwargs)
-AIO_RANGE = 512 * 1024
-
-
-class _SyncCredentialAsAsync:
-    """A sync ``TokenCredential`` as an ``AsyncTokenCredential``. The local service's tokens are
-    signed here, from its state directory, with no request (``in_thread`` False); an Azure ML
-    target's sync credential may make requests, so it is asked in a worker thread."""
-
-    def __init__(self, credential: TokenCredential, *, in_thread: bool) -> None:
-        self._credential = credential
-        self._in_thread = in_thread
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._credential!r})"
-
-    async def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
-        if self._in_thread:
-            return await asyncio.to_thread(self._credential.get_token, *scopes, **kwargs)
-        return self._credential.get_token(*scopes)
-
-    async def get_token_info(self, *scopes: str, options: Any = None) -> AccessTokenInfo:
-        token = await self.get_token(*scopes)
-        return AccessTokenInfo(token.token, token.expires_on)
-
-    async def close(self) -> None:
-        pass
-
-    async def __aenter__(self) -> "_SyncCredentialAsAsync":
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        pass
 
 
 class Target:
@@ -86,19 +41,17 @@ class Target:
     Its clients are created on first use, shared, and closed by ``await target.close()`` or on
     leaving ``async with target``. On Azure the credential is an async one
     (``azure.identity.aio.DefaultAzureCredential()`` unless given). On Azure ML, whose client
-    (azure-ai-ml) has no async API, the sync target does the work in worker threads and its
+    (azure-ai-ml) has no async API, the sync backend does the work in worker threads and its
     ``credential`` is a sync one.
     """
 
-    def __init__(self, sync: SyncTarget, credential: Optional[AsyncTokenCredential] = None, *,
-                 owns_credential: bool = False) -> None:
-        self._sync = sync
-        self._credential = credential
-        self._owns_credential = owns_credential
-        self._clients: dict[str, Any] = {}
+    #: the side of the API this target serves
+    _asynchronous = True
+
+    def __init__(self, connection: AsyncConnection) -> None:
+        self._connection = connection
         self._backend: Optional["AsyncBackend"] = None
-        self._lock = asyncio.Lock()
-        self._session: Any = None  # the aiohttp session every client's transport shares
+        self._sync: Optional[SyncTarget] = None
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -107,8 +60,8 @@ class Target:
               subscription_id: str = LOCAL_SUBSCRIPTION, **client_options: Any) -> "Target":
         """The local service, found or started (off the event loop, on first use) as by
         :meth:`horovod_batchai.Target.local`, with the same ``node_runtime``."""
-        return cls(SyncTarget.local(service, state_dir=state_dir, node_runtime=node_runtime,
-                                    subscription_id=subscription_id, **client_options))
+        return cls(AsyncConnection(Connection.local(service, state_dir=state_dir, node_runtime=node_runtime,
+                                                    subscription_id=subscription_id, client_options=client_options)))
 
     @classmethod
     def azure(cls, subscription_id: str, credential: Optional[AsyncTokenCredential] = None, *,
@@ -116,13 +69,13 @@ class Target:
         """Azure Batch AI; ``credential`` is an async credential, by default
         ``azure.identity.aio.DefaultAzureCredential()`` sending its token requests the way the
         target's go."""
-        sync = SyncTarget(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
-                          client_options=client_options)
+        connection = Connection.azure(subscription_id, None, management_endpoint=management_endpoint,
+                                      client_options=client_options)
         if credential is not None:
-            return cls(sync, credential)
+            return cls(AsyncConnection(connection, credential))
         from azure.identity.aio import DefaultAzureCredential
         default = DefaultAzureCredential(**{k: v for k, v in client_options.items() if k in CREDENTIAL_OPTIONS})
-        return cls(sync, default, owns_credential=True)
+        return cls(AsyncConnection(connection, default, owns_credential=True))
 
     @classmethod
     def azureml(cls, subscription_id: str, resource_group: str, workspace: str,
@@ -130,7 +83,10 @@ class Target:
         """An Azure Machine Learning workspace. azure-ai-ml has no async API: its calls run in
         worker threads, so ``credential`` is a sync one (default
         ``azure.identity.DefaultAzureCredential()``) and ``transport`` a sync transport."""
-        return cls(SyncTarget.azureml(subscription_id, resource_group, workspace, credential, **client_options))
+        from .._shared.target import default_credential
+        return cls(AsyncConnection(Connection.azureml(subscription_id, resource_group, workspace,
+                                                      credential or default_credential(client_options),
+                                                      client_options)))
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None, **client_options: Any) -> "Target":
@@ -139,7 +95,11 @@ class Target:
         return target
 
     def __repr__(self) -> str:
-        return repr(self._sync).replace("Target(", "aio.Target(", 1)
+        sync = self._connection.sync
+        scope = f", resource_group={sync.resource_group!r}, workspace={sync.workspace!r}" \
+            if self.kind == "azureml" else ""
+        return (f"aio.Target(kind={self.kind!r}, subscription_id={self.subscription_id!r}{scope}, "
+                f"endpoint={sync.endpoint_text()!r})")
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Its clients, session and credential belong to this process's event loop.
@@ -149,140 +109,77 @@ class Target:
     @property
     def sync(self) -> SyncTarget:
         """The sync :class:`horovod_batchai.Target` with the same settings (its clients are its own)."""
+        if self._sync is None:
+            connection = self._connection.sync
+            if self.kind == "local":
+                self._sync = SyncTarget.local(connection.service, state_dir=connection.state_dir,
+                                              node_runtime=connection.node_runtime,
+                                              subscription_id=self.subscription_id, **connection.client_options)
+            elif self.kind == "azure":
+                self._sync = SyncTarget.azure(self.subscription_id, management_endpoint=connection.endpoint_text(),
+                                              **connection.client_options)
+            else:
+                self._sync = SyncTarget.azureml(self.subscription_id, str(connection.resource_group),
+                                                str(connection.workspace), connection.credential(),
+                                                **connection.client_options)
         return self._sync
 
     @property
     def kind(self) -> str:
-        return self._sync.kind
+        return self._connection.kind
 
     @property
     def subscription_id(self) -> str:
-        return self._sync.subscription_id
+        return self._connection.subscription_id
 
     @property
     def is_local(self) -> bool:
-        return self._sync.is_local
+        return self._connection.is_local
 
     @property
     def backend(self) -> "AsyncBackend":
-        """The backend that does this target's requests, built on first use (see
-        :mod:`horovod_batchai._places.azureml.backend_async`)."""
+        """The backend that does this target's requests, built on first use (found for its kind
+        in :mod:`horovod_batchai._places`)."""
         if self._backend is None:
-            from .._places.azureml.backend_async import build_backend
-            self._backend = build_backend(self)
+            self._backend = build_async_backend(self._connection)
         return self._backend
 
+    def _workspace(self, resource_group: str, name: str) -> Workspace:
+        """The workspace ``name``, not fetched (``from_id`` of its children starts here)."""
+        return Workspace(self, resource_group, name)
+
     # -- Microsoft's aio clients ----------------------------------------------------------------
-    async def _ready(self) -> None:
-        """Find (or start) the local service off the event loop, once: starting it takes seconds."""
-        if self.is_local and self._sync._info is None:
-            await asyncio.to_thread(self._sync._local_info)
-
-    def _transport_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """``kwargs`` (a client's options) with the target's shared transport, unless the caller
-        gave one."""
-        if "transport" in kwargs and self.kind != "azureml":
-            return kwargs
-        # (an Azure ML target's transport is a sync one, for azure-ai-ml: the aio clients get ours)
-        if self._session is None:
-            import aiohttp
-            verify = self._sync.connection_verify
-            context = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else \
-                ssl.create_default_context()
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context), trust_env=True)
-        from azure.core.pipeline.transport import AioHttpTransport
-        # the context is the connector's: a request that named a CA file would get a context of its own
-        return {**kwargs, "connection_verify": True,
-                "transport": AioHttpTransport(session=self._session, session_owner=False)}
-
-    def _management_kwargs(self) -> dict[str, Any]:
-        return self._transport_kwargs(self._sync._management_kwargs())
-
-    def _data_plane_kwargs(self) -> dict[str, Any]:
-        # Ranges of 1 MiB rather than azure-storage's 4 MiB (and a first GET of 1 MiB, not 32):
-        # each range is encrypted, decrypted and joined in one go on the event loop, so its size
-        # is how long the loop is held. The caller's options win.
-        ranges = {"max_range_size": AIO_RANGE, "max_single_get_size": AIO_RANGE, "max_chunk_get_size": AIO_RANGE}
-        return self._transport_kwargs({**ranges, **self._sync._data_plane_kwargs(asynchronous=True)})
-
-    def _async_credential(self) -> AsyncTokenCredential:
-        if self._credential is not None:
-            return self._credential
-        # the local service's, or an Azure ML target's sync one (its storage accounts are ARM's)
-        credential = _SyncCredentialAsAsync(self._sync.credential(), in_thread=not self.is_local)
-        return credential  # type: ignore[return-value]
-
-    async def _client(self, key: str, factory: Any) -> Any:
-        client = self._clients.get(key)
-        if client is None:
-            await self._ready()
-            async with self._lock:
-                client = self._clients.get(key)
-                if client is None:
-                    client = self._clients[key] = factory()
-        return client
-
     async def batchai(self) -> "BatchAI":
-        from azure.mgmt.batchai.aio import BatchAI
-        return await self._client("batchai", lambda: BatchAI(self._async_credential(), self.subscription_id,
-                                                             **self._management_kwargs()))
+        """The target's ``azure.mgmt.batchai.aio.BatchAI`` client (shared; closed with the target)."""
+        return await self._connection.batchai()
 
     async def resources(self) -> "ResourceManagementClient":
-        from azure.mgmt.resource.resources.aio import ResourceManagementClient
-        return await self._client("resources", lambda: ResourceManagementClient(
-            self._async_credential(), self.subscription_id, **self._management_kwargs()))
+        """The target's aio ``ResourceManagementClient`` (shared; closed with the target)."""
+        return await self._connection.resources()
 
     async def storage(self) -> "StorageManagementClient":
-        from azure.mgmt.storage.aio import StorageManagementClient
-        return await self._client("storage", lambda: StorageManagementClient(
-            self._async_credential(), self.subscription_id, **self._management_kwargs()))
+        """The target's aio ``StorageManagementClient`` (shared; closed with the target)."""
+        return await self._connection.storage()
 
     async def share_service(self, account_url: str, account_key: str) -> "ShareServiceClient":
         """An aio ``ShareServiceClient`` signing with the shared key (the caller closes it)."""
-        from azure.storage.fileshare.aio import ShareServiceClient
-        await self._ready()
-        self._sync.check_data_url(account_url, "the storage account's file endpoint")
-        return ShareServiceClient(account_url, credential=account_key,
-                                  **self._data_plane_kwargs())
+        return await self._connection.share_service(account_url, account_key)
 
     async def file_from_sas_url(self, url: str) -> "ShareFileClient":
         """An aio client for one file reached through a SAS download URL (the caller closes it)."""
-        from azure.storage.fileshare.aio import ShareFileClient
-        await self._ready()
-        self._sync.check_data_url(url.split("?", 1)[0], "the download URL")
-        return ShareFileClient.from_file_url(url, **self._data_plane_kwargs())
-
-    def _adopt(self, client: Any) -> None:
-        """Close ``client`` (a share's data-plane client) with the target."""
-        self._clients[f"adopted-{id(client)}"] = client
-
-    def _disown(self, client: Any) -> None:
-        self._clients.pop(f"adopted-{id(client)}", None)
-
-    def _holds(self, client: Any) -> bool:
-        """Whether ``client`` was adopted and not closed since (by :meth:`close`)."""
-        return self._clients.get(f"adopted-{id(client)}") is client
+        return await self._connection.file_from_sas_url(url)
 
     # -- lifetime -------------------------------------------------------------------------------
     async def close(self) -> None:
-        """Close every client this target opened (and, on Azure ML, the sync target's); a
+        """Close every client this target opened (and, on Azure ML, the sync backend's); a
         credential given by the caller stays open. The target may be used again (its clients are
         then opened anew)."""
-        clients, self._clients = self._clients, {}
         backend, self._backend = self._backend, None
-        for client in clients.values():
-            try:
-                await client.close()
-            except Exception:  # closing is best effort; a half-open socket must not mask the caller's error
-                log.debug("closing %s failed", type(client).__name__, exc_info=True)
         if backend is not None:
             await backend.close()
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-        if self._owns_credential and self._credential is not None:
-            await self._credential.close()
-        await asyncio.to_thread(self._sync.close)
+        await self._connection.close()
+        if self._sync is not None:
+            await asyncio.to_thread(self._sync.close)
 
     async def __aenter__(self) -> "Target":
         return self

@@ -12,7 +12,7 @@ from .._shared.lro import check_timeout, resume_token
 from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._models.mounts import Mount
 from .._models.names import check_batchai_name, check_resource_group
-from .._shared.resource_ids import names_from_id, register_parent
+from .._shared.resource_ids import names_from_id
 from .._models.values import Usage
 from .._shared.workspace import check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
 from ._cluster import GpuCluster
@@ -21,7 +21,7 @@ from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, async_background
 from .._shared.workspace import WorkspaceBase
 
 if TYPE_CHECKING:
-    from .._places.azureml.backend_async import AsyncBackend
+    from .._places.base import AsyncBackend
     from ._target import Target
 
 __all__ = ["Workspace"]
@@ -140,6 +140,10 @@ class Workspace(WorkspaceBase):
         check_timeout(timeout)
         return await (await self.begin_create_experiment(name)).result(timeout)
 
+    def _experiment(self, name: str) -> Experiment:
+        """The experiment ``name`` of this workspace, not fetched (``from_id`` of a job starts here)."""
+        return Experiment(self, name)
+
     async def get_experiment(self, name: str) -> Experiment:
         """The existing experiment; :class:`NotFoundError` when there is none."""
         return await Experiment(self, name).refresh()
@@ -212,4 +216,3 @@ class Workspace(WorkspaceBase):
                 for r in await self._backend.list_clusters(self.resource_group, self.name)]
 
 
-register_parent("workspace", Workspace, aio=True)

@@ -28,7 +28,7 @@ class UsageError(Exception):
 def local_state_dir(args: argparse.Namespace) -> Optional[Path]:
     """``--state-dir`` checked (a directory, or a path where one can be made); None for the default."""
     from .._models.errors import InvalidSpecError
-    from .._target import check_state_dir
+    from .._shared.target import check_state_dir
     if not args.state_dir:
         return None
     try:

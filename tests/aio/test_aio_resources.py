@@ -92,11 +92,11 @@ def test_async_with_closes_every_client(service: Any) -> None:
         async with Target.local(service=service) as target:
             ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
             await ws.create_experiment("cifar")
-            clients = list(target._clients.values())
-            session = target._session  # the one aiohttp session the target's clients share
+            clients = list(target._connection._clients.values())
+            session = target._connection._session  # the one aiohttp session the target's clients share
             assert clients and session is not None and not session.closed
             assert all(c._client._pipeline._transport.session is session for c in clients)
-        assert target._clients == {} and target._session is None
+        assert target._connection._clients == {} and target._connection._session is None
         return session
     assert asyncio.run(scenario()).closed  # closed on leaving the block
 

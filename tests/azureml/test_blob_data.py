@@ -154,12 +154,12 @@ def test_read_only_is_blobfuses_ro_option() -> None:
 def test_batch_ai_mounts_blob_containers_with_the_key_only(tmp_path: Path, credentials: dict, words: str) -> None:
     """The same spec on the Batch AI API: blobfuse there takes the account key, so an
     identity-based or SAS mount is refused before any request, naming the mount."""
-    from horovod_batchai._places.batchai.backend import BatchAIBackend
+    from horovod_batchai._places.batchai.operations import check_job_spec
     target = Target.local(state_dir=tmp_path)  # nothing is started: the check sends no request
     spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)
     spec = spec.replace(mounts=spec.mounts + (AzureBlobMount(account_name=DATA_ACCOUNT, container_name=DATA,
                                                              relative_mount_path="data", **credentials),))
     record = S.steady_cluster(target)._record
     with pytest.raises(InvalidSpecError, match=words) as caught:
-        BatchAIBackend(target)._check_job_spec(spec, record)
+        check_job_spec(spec, record)
     assert caught.value.field == "mounts[1]" and "sig=" not in str(caught.value)

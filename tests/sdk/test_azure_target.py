@@ -12,7 +12,7 @@ import responses
 from azure.core.credentials import AccessToken
 
 from horovod_batchai import FileShare, Target, TargetError, Workspace
-from horovod_batchai._target import LOCAL_SUBSCRIPTION
+from horovod_batchai._shared.target import LOCAL_SUBSCRIPTION
 
 SUB = "11111111-2222-3333-4444-555555555555"
 ARM = "https://management.azure.com"

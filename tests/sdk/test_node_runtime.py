@@ -109,8 +109,8 @@ def test_from_env_reads_the_node_runtime_as_it_reads_the_state_dir(tmp_path: Pat
     (tmp_path / "rt").mkdir()  # an environment's directory: its bin/python is meant
     target = Target.from_env({"HOROVOD_BATCHAI_STATE_DIR": str(tmp_path),
                               "HOROVOD_BATCHAI_NODE_RUNTIME": str(tmp_path / "rt")})
-    assert target._node_runtime == str(tmp_path / "rt" / "bin" / "python")
-    assert Target.from_env({"HOROVOD_BATCHAI_STATE_DIR": str(tmp_path)})._node_runtime is None
+    assert target._connection.node_runtime == str(tmp_path / "rt" / "bin" / "python")
+    assert Target.from_env({"HOROVOD_BATCHAI_STATE_DIR": str(tmp_path)})._connection.node_runtime is None
 
 
 def test_a_target_refuses_a_runtime_that_is_not_a_path(tmp_path: Path) -> None:

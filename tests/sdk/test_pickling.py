@@ -273,13 +273,13 @@ def test_a_target_pickles_without_its_credential(monkeypatch: pytest.MonkeyPatch
         pickle.dumps(Target.local(state_dir=tmp_path, per_call_policies=[LockedPolicy()]))
     runtime = Path(sys.executable)
     local = pickle.loads(pickle.dumps(Target.local(state_dir=tmp_path / "state", node_runtime=runtime)))
-    assert local._local_state_dir() == (tmp_path / "state").absolute()
-    assert local._node_runtime == Target.local(node_runtime=runtime)._node_runtime
+    assert local._connection.local_state_dir() == (tmp_path / "state").absolute()
+    assert local._connection.node_runtime == Target.local(node_runtime=runtime)._connection.node_runtime
     # no state directory given: the one this process would use, not the other process's default
     monkeypatch.setenv("HOROVOD_BATCHAI_STATE_DIR", str(tmp_path / "from-env"))
     payload = pickle.dumps(Target.local())
     monkeypatch.setenv("HOROVOD_BATCHAI_STATE_DIR", str(tmp_path / "elsewhere"))
-    assert pickle.loads(payload)._local_state_dir() == tmp_path / "from-env"
+    assert pickle.loads(payload)._connection.local_state_dir() == tmp_path / "from-env"
 
 
 def test_errors_cross_processes_without_the_response(target: Target, workspace: Workspace) -> None:

@@ -25,11 +25,15 @@ from ..._models.cluster_spec import AutoScale, ClusterSpec
 from ..._models.constants import DEFAULT_POLL_INTERVAL, STDOUTERR
 from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
 from ..._models.job_spec import HorovodJob
-from ..._shared.lro import DonePoller, MappedPoller, background_poller, begin_delete, resume_token
+from ..._shared.job import check_same_job
+from ..._shared.lro import DonePoller, MappedPoller, background_poller, resume_token
+from ..._shared.steps import Sync, begin_delete, run
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
 from ..._models.values import OutputFile, RemoteLogin, Usage
 from .. import arm
-from ..base import RemoteFile, ShareFile
+from ..base import RemoteFile
+from ..connection import ShareFile
+from ..storage import StorageAccountOperations
 from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
 from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec, check_scale,
                           cluster_status_from_rest, command_job_entity, compute_entity, datastore_entity,
@@ -43,9 +47,9 @@ if TYPE_CHECKING:
     from azure.ai.ml import MLClient
     from azure.storage.blob import BlobClient
 
-    from ..._target import Target
+    from ..connection import Connection
 
-__all__ = ["AzureMLBackend", "RANK0_LOGS"]
+__all__ = ["AzureMLBackend", "AzureMLOperations", "RANK0_LOGS"]
 
 log = logging.getLogger(__name__)
 
@@ -71,16 +75,18 @@ class _Blob:
         return iter(self._client.download_blob().chunks())
 
 
-class AzureMLBackend:
-    """One Azure ML workspace (the Target's), through one ``MLClient``."""
+class AzureMLOperations(StorageAccountOperations):
+    """One Azure ML workspace (the Target's), through one ``MLClient``. azure-ai-ml has no async
+    API, so its operations are plain sync methods; the storage account operations it takes in are
+    steps (:mod:`..storage`), run by :class:`AzureMLBackend`."""
 
     failure_log_name = "stderr.txt"
     default_poll_interval = DEFAULT_POLL_INTERVAL
 
-    def __init__(self, target: "Target") -> None:
-        assert target.resource_group and target.workspace
-        self._target = target
-        self.kind = target.kind
+    def __init__(self, connection: "Connection") -> None:
+        assert connection.resource_group and connection.workspace
+        self._connection = connection
+        self.kind = connection.kind
         self._lock = threading.Lock()
         self._ml: Optional["MLClient"] = None
         #: datastores known to be the storage their name stands for (read or registered here)
@@ -97,12 +103,12 @@ class AzureMLBackend:
         with self._lock:
             if self._ml is None:
                 from azure.ai.ml import MLClient
-                options = self._target.client_options
+                options = self._connection.client_options
                 # No usage telemetry unless the caller asks for it; no progress bars in a library.
                 options.setdefault("enable_telemetry", False)
                 options.setdefault("show_progress", False)
-                self._ml = MLClient(self._target.credential(), self._target.subscription_id,
-                                    self._target.resource_group, self._target.workspace, **options)
+                self._ml = MLClient(self._connection.credential(), self._connection.subscription_id,
+                                    self._connection.resource_group, self._connection.workspace, **options)
             return self._ml
 
     def close(self) -> None:
@@ -111,15 +117,15 @@ class AzureMLBackend:
     # -- scope ----------------------------------------------------------------------------------
     def _check_scope(self, resource_group: str, workspace: str) -> None:
         """An azureml target works in one workspace; naming another is a mistake, not a lookup."""
-        if resource_group.lower() != str(self._target.resource_group).lower():
+        if resource_group.lower() != str(self._connection.resource_group).lower():
             raise InvalidSpecError("resource_group", f"{resource_group!r} is not the target's resource group",
-                                   f"{self._target.resource_group!r} (Target.azureml(..., resource_group, ...))")
-        if workspace.lower() != str(self._target.workspace).lower():
+                                   f"{self._connection.resource_group!r} (Target.azureml(..., resource_group, ...))")
+        if workspace.lower() != str(self._connection.workspace).lower():
             raise InvalidSpecError("workspace", f"{workspace!r} is not the target's Azure ML workspace",
-                                   f"{self._target.workspace!r} (Target.azureml(..., workspace))")
+                                   f"{self._connection.workspace!r} (Target.azureml(..., workspace))")
 
     def workspace_id(self, resource_group: str, name: str) -> str:
-        return (f"/subscriptions/{self._target.subscription_id}/resourceGroups/{resource_group}"
+        return (f"/subscriptions/{self._connection.subscription_id}/resourceGroups/{resource_group}"
                 f"/providers/Microsoft.MachineLearningServices/workspaces/{name}")
 
     # -- workspaces -----------------------------------------------------------------------------
@@ -162,9 +168,9 @@ class AzureMLBackend:
                             action="creating workspace", resource=resource)
 
     def list_workspaces(self, resource_group: Optional[str]) -> List[WorkspaceRecord]:
-        if resource_group is not None and resource_group.lower() != str(self._target.resource_group).lower():
+        if resource_group is not None and resource_group.lower() != str(self._connection.resource_group).lower():
             return []
-        return [self.get_workspace(str(self._target.resource_group), str(self._target.workspace))]
+        return [self.get_workspace(str(self._connection.resource_group), str(self._connection.workspace))]
 
     def begin_delete_workspace(self, resource_group: str, name: str, *,
                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
@@ -183,11 +189,12 @@ class AzureMLBackend:
         return MappedPoller(poller, lambda _: None, action="deleting workspace", resource=resource)
 
     def ensure_resource_group(self, resource_group: str, location: str) -> None:
-        arm.ensure_resource_group(self._target, resource_group, location)
+        run(arm.ensure_resource_group(self._connection, resource_group, location))
 
     def begin_delete_resource_group(self, resource_group: str, *,
                                     continuation_token: Optional[str] = None) -> "LROPoller[None]":
-        return arm.begin_delete_resource_group(self._target, resource_group, continuation_token=continuation_token)
+        return run(arm.begin_delete_resource_group(self._connection, resource_group,
+                                                   continuation_token=continuation_token))
 
     def usages(self, location: str) -> List[Usage]:
         with azure_errors("listing usages in", location):
@@ -396,7 +403,7 @@ class AzureMLBackend:
                 if isinstance(mount, AzureFileShareMount):
                     raise spec.field_error(f"mounts[{i}]", f"share {mount.share_name!r} of storage account "
                                            f"{mount.account_name!r} is not registered in workspace "
-                                           f"{self._target.workspace!r} (no datastore {name!r})",
+                                           f"{self._connection.workspace!r} (no datastore {name!r})",
                                            "a share from FileShare.create(...), which registers it")
                 if name not in {mount_datastore(m)[0] for m in missing}:  # two mounts of one container
                     missing.append(mount)
@@ -412,7 +419,7 @@ class AzureMLBackend:
             self._create_datastore(mount)
 
     def _datastore_id(self, name: str) -> str:
-        return f"{self.workspace_id(str(self._target.resource_group), str(self._target.workspace))}/datastores/{name}"
+        return f"{self.workspace_id(str(self._connection.resource_group), str(self._connection.workspace))}/datastores/{name}"
 
     def _read_datastore(self, name: str) -> Optional[DatastoreIdentity]:
         """The identity of datastore ``name``; None when the workspace has none of that name."""
@@ -426,7 +433,7 @@ class AzureMLBackend:
         differs = found.differences(wanted)
         if not differs:
             return ""
-        return (f"datastore {name!r} of workspace {self._target.workspace!r} is {found.describe()}, not "
+        return (f"datastore {name!r} of workspace {self._connection.workspace!r} is {found.describe()}, not "
                 f"{wanted.describe()} ({'; '.join(differs)}); it is left as it is: remove or rename that datastore, "
                 "or use other storage")
 
@@ -509,7 +516,6 @@ class AzureMLBackend:
         check_job_spec(spec, ref.name)
         existing = self.find_job(ref)
         if existing is not None:
-            from ..batchai.backend import check_same_job  # secrets are refused here, so what it shows is all there is
             check_same_job(existing, spec, cluster.id)
             log.info("job %s exists with these settings; returning it instead of submitting again", existing.id)
             return DonePoller(existing, action=action, resource=resource)
@@ -532,7 +538,7 @@ class AzureMLBackend:
         from .upload import upload_context
         files = context_files()
         digest = content_hash(files)
-        uri = upload_context(self.ml, self._target, files, name=CONTEXT_NAME, digest=digest)
+        uri = upload_context(self.ml, self._connection, files, name=CONTEXT_NAME, digest=digest)
         # One environment version per content: the same package registers (and builds) the same
         # environment run after run. The Dockerfile is named although it is the service's default.
         return Environment(name=CONTEXT_NAME, version=digest[:ENVIRONMENT_VERSION_LENGTH],
@@ -551,7 +557,7 @@ class AzureMLBackend:
             return self.ml.jobs.begin_delete(ref.name, **({"continuation_token": continuation_token}
                                                           if continuation_token else {}))
 
-        return begin_delete("deleting job", self.job_id(ref), continuation_token, start)
+        return run(begin_delete("deleting job", self.job_id(ref), continuation_token, start))
 
     def begin_terminate_job(self, ref: JobRef, *,
                             continuation_token: Optional[str] = None) -> "LROPoller[None]":
@@ -635,7 +641,7 @@ class AzureMLBackend:
         endpoint = account_url(datastore, "file")
         path = "/".join(part for part in (place.path, directory) if part)
         with azure_errors("listing", f"{place.identity.account}/{place.identity.place}/{path}"):
-            items = list_share_directory(self._target, endpoint, str(datastore.file_share_name), path, credential)
+            items = list_share_directory(self._connection, endpoint, str(datastore.file_share_name), path, credential)
         self._share_credentials[f"{endpoint}/{quote(str(datastore.file_share_name))}/"] = credential
         return items
 
@@ -656,9 +662,9 @@ class AzureMLBackend:
                       if url.startswith(prefix)), None)
         if share is not None:  # a file of a stdouterr directory, listed with its datastore's secret
             return ShareFile(ShareFileClient.from_file_url(url, credential=share[1],
-                                                           **self._target.data_plane_options()))
-        self._target.check_data_url(url.split("?", 1)[0], "the log's download URL")
-        return _Blob(BlobClient.from_blob_url(url, **self._target.data_plane_options()))
+                                                           **self._connection.data_plane_options()))
+        self._connection.check_data_url(url.split("?", 1)[0], "the log's download URL")
+        return _Blob(BlobClient.from_blob_url(url, **self._connection.data_plane_options()))
 
     # -- storage --------------------------------------------------------------------------------
     def check_share_datastore(self, account_name: str, share_name: str) -> None:
@@ -694,3 +700,10 @@ class AzureMLBackend:
 def _compute_type(resource: Any) -> str:
     kind = getattr(getattr(resource, "properties", None), "compute_type", None)
     return str(getattr(kind, "value", kind) or "")
+
+
+class AzureMLBackend(Sync):
+    """The Azure ML backend of a sync target (see :class:`AzureMLOperations`)."""
+
+    def __init__(self, connection: "Connection") -> None:
+        super().__init__(AzureMLOperations(connection))

@@ -1,40 +1,30 @@
-"""The backend of an aio :class:`~horovod_batchai.aio.Target`: the same operations as
-:mod:`horovod_batchai._places.base`, awaited.
+"""The Azure ML backend of an aio target: the sync one (:mod:`.backend`), driven from the loop.
 
-- ``local`` and ``azure``: :class:`.batchai.AsyncBatchAIBackend`, on ``azure.mgmt.batchai.aio``;
-- ``azureml``: :class:`ThreadedBackend` over the sync Azure ML backend. azure-ai-ml has no async
-  API, so each of its calls runs in a worker thread (``asyncio.to_thread``), and its pollers are
-  watched from the loop (:class:`~horovod_batchai._shared.lro_async.ThreadedPoller`).
+azure-ai-ml has no async API, so each of its calls runs in a worker thread
+(``asyncio.to_thread``), and its pollers are watched from the loop
+(:class:`~horovod_batchai._shared.lro_async.ThreadedPoller`).
 """
 from __future__ import annotations
 
 import asyncio
 import functools
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 from ..._shared.lro_async import ThreadedPoller
+from ..._shared.steps_async import Async
+from ..storage import StorageAccountOperations
 
 if TYPE_CHECKING:
     from ..base import Backend, RemoteFile
-    from ...aio._target import Target
-    from ..batchai.backend_async import AsyncBatchAIBackend
+    from ..connection_async import AsyncConnection
 
-__all__ = ["build_backend", "AsyncBackend", "ThreadedBackend", "ThreadedRemoteFile"]
-
-#: what the aio classes delegate to
-AsyncBackend = Union["AsyncBatchAIBackend", "ThreadedBackend"]
+__all__ = ["ThreadedBackend", "ThreadedRemoteFile"]
 
 #: the operations that make no request: called as they are
 _LOCAL_CALLS = frozenset({"workspace_id", "experiment_id", "cluster_id", "job_id", "check_cluster_spec"})
 _ATTRIBUTES = frozenset({"kind", "default_poll_interval", "failure_log_name"})
-
-
-def build_backend(target: "Target") -> AsyncBackend:
-    """A new backend for ``target``'s kind (the target keeps the one it uses: ``target.backend``)."""
-    if target.kind == "azureml":
-        return ThreadedBackend(target.sync.backend)
-    from ..batchai.backend_async import AsyncBatchAIBackend
-    return AsyncBatchAIBackend(target)
+#: the operations run with the aio storage clients, not in a thread
+_STORAGE = frozenset(name for name in vars(StorageAccountOperations) if not name.startswith("_"))
 
 
 class ThreadedRemoteFile:
@@ -60,13 +50,18 @@ class ThreadedRemoteFile:
 
 
 class ThreadedBackend:
-    """A sync backend driven from the event loop: its requests run in worker threads, its
-    ``begin_`` pollers are awaited as :class:`ThreadedPoller`, its checks run as they are."""
+    """The sync Azure ML backend driven from the event loop: its requests run in worker threads,
+    its ``begin_`` pollers are awaited as :class:`ThreadedPoller`, its checks run as they are."""
 
-    def __init__(self, backend: "Backend") -> None:
-        self.sync = backend
+    def __init__(self, connection: "AsyncConnection") -> None:
+        from .backend import AzureMLBackend
+        self.sync: "Backend" = AzureMLBackend(connection.sync)
+        # storage accounts and their data-plane clients are the aio clients' own, as on Batch AI
+        self._storage = Async(StorageAccountOperations(connection))  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> Any:
+        if name in _STORAGE:
+            return getattr(self._storage, name)
         member = getattr(self.sync, name)
         if name in _ATTRIBUTES or name in _LOCAL_CALLS:
             return member
@@ -86,4 +81,4 @@ class ThreadedBackend:
         return run
 
     async def close(self) -> None:
-        pass  # the sync backend belongs to the sync target, which closes it
+        await asyncio.to_thread(self.sync.close)

@@ -19,7 +19,7 @@ from .command import stdouterr_under_prefix
 from .conversions import DatastoreIdentity, mount_datastore
 
 if TYPE_CHECKING:
-    from ..._target import Target
+    from ..connection import Connection
 
 __all__ = ["StdOutErrPlace", "stdouterr_place", "list_share_directory"]
 
@@ -48,13 +48,13 @@ def stdouterr_place(spec: HorovodJob, job_name: str) -> Optional[StdOutErrPlace]
     return StdOutErrPlace(name, identity, path)
 
 
-def list_share_directory(target: "Target", file_endpoint: str, share: str, path: str,
+def list_share_directory(connection: "Connection", file_endpoint: str, share: str, path: str,
                          credential: Any) -> List[OutputFile]:
     """The files and directories in ``path`` of ``share``, empty when there is no such
     directory (yet). Each file's ``download_url`` is its plain URL, without a credential."""
     from azure.storage.fileshare import ShareDirectoryClient
-    target.check_data_url(file_endpoint, "the datastore's file endpoint")
-    client = ShareDirectoryClient(file_endpoint, share, path, credential=credential, **target.data_plane_options())
+    connection.check_data_url(file_endpoint, "the datastore's file endpoint")
+    client = ShareDirectoryClient(file_endpoint, share, path, credential=credential, **connection.data_plane_options())
     try:
         items = list(client.list_directories_and_files())
     except ResourceNotFoundError:

@@ -19,7 +19,7 @@ from .datastore_storage import account_url, datastore_secret
 if TYPE_CHECKING:
     from azure.ai.ml import MLClient
 
-    from ..._target import Target
+    from ..connection import Connection
 
 __all__ = ["DEFAULT_BLOB_DATASTORE", "upload_context"]
 
@@ -33,23 +33,23 @@ UPLOAD_ROOT, LEGACY_ROOT = "LocalUpload", "az-ml-artifacts"
 COMPLETED = {"upload_status": "completed"}
 
 
-def upload_context(ml: "MLClient", target: "Target", files: Mapping[str, bytes], *, name: str, digest: str) -> str:
+def upload_context(ml: "MLClient", connection: "Connection", files: Mapping[str, bytes], *, name: str, digest: str) -> str:
     """Upload ``files`` (relative path -> bytes) to ``LocalUpload/<digest>/<name>/`` in the
     workspace's default blob datastore, unless an earlier upload completed there; return that
     folder's URI (with its trailing '/', as Azure ML expects a build context)."""
     from azure.ai.ml.entities import AzureBlobDatastore, NoneCredentialConfiguration
     from azure.storage.blob import ContainerClient
 
-    resource = f"{target.workspace}/datastores/{DEFAULT_BLOB_DATASTORE}"
+    resource = f"{connection.workspace}/datastores/{DEFAULT_BLOB_DATASTORE}"
     with azure_errors("reading datastore", resource):
         datastore = ml.datastores.get(DEFAULT_BLOB_DATASTORE)
     if not isinstance(datastore, AzureBlobDatastore):
-        raise ConflictError(f"datastore {DEFAULT_BLOB_DATASTORE!r} of workspace {target.workspace!r} is not a blob "
+        raise ConflictError(f"datastore {DEFAULT_BLOB_DATASTORE!r} of workspace {connection.workspace!r} is not a blob "
                             f"container ({type(datastore).__name__}): the job's build context cannot be uploaded to "
                             "it", resource=resource)
     credential: Any
     if isinstance(datastore.credentials, NoneCredentialConfiguration):
-        credential = target.credential()  # identity-based: the caller's own identity writes the blobs
+        credential = connection.credential()  # identity-based: the caller's own identity writes the blobs
     else:
         try:
             credential = datastore_secret(ml, DEFAULT_BLOB_DATASTORE)
@@ -58,16 +58,16 @@ def upload_context(ml: "MLClient", target: "Target", files: Mapping[str, bytes],
             log.info("no secret for datastore %s (%s); uploading with the caller's identity",
                      DEFAULT_BLOB_DATASTORE, getattr(err, "status_code", None))
             credential = None
-        credential = credential or target.credential()
+        credential = credential or connection.credential()
     url = account_url(datastore, "blob")
-    target.check_data_url(url, f"datastore {DEFAULT_BLOB_DATASTORE!r}'s blob endpoint")
+    connection.check_data_url(url, f"datastore {DEFAULT_BLOB_DATASTORE!r}'s blob endpoint")
     folder = f"{UPLOAD_ROOT}/{digest}/{name}/"
     uri = f"{url}/{datastore.container_name}/{folder}"
     where = f"{datastore.account_name}/{datastore.container_name}/{folder}"
     ordered = sorted(files)
     indicator = folder + ordered[0]
     with ContainerClient(url, datastore.container_name, credential=credential,
-                         **target.data_plane_options()) as container:
+                         **connection.data_plane_options()) as container:
         with azure_errors("uploading the build context to", where):
             overwrite = False
             try:

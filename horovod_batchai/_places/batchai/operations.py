@@ -1,0 +1,514 @@
+"""Batch AI (api-version 2018-05-01) through azure-mgmt-batchai: the local service and Azure.
+
+Every operation is written here once, as steps (:mod:`..._shared.steps`): the sync backend
+(:mod:`.backend`) runs them with Microsoft's sync clients, the aio one (:mod:`.backend_async`)
+with their aio clients, so both send byte-for-byte the same requests. Both targets do too; only
+the endpoint and the credential differ (see :class:`~.._places.connection.Connection`).
+Conversions to and from the generated models are in :mod:`.conversions`.
+"""
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional
+
+from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
+
+from ..._models.cluster_spec import AutoScale, ClusterSpec
+from ..._models.constants import DEALLOCATION_OPTIONS, LOCAL_POLL_INTERVAL, DEFAULT_POLL_INTERVAL, STDOUTERR
+from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, azure_errors
+from ..._models.job_spec import HorovodJob
+from ..._models.mounts import AzureBlobMount, AzureFileShareMount
+from ..._models.names import check_directory_id
+from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
+from ..._models.values import OutputFile, RemoteLogin, Usage
+from ..._shared.job import RESUBMIT_HINT, check_same_job
+from ..._shared.lro import resume_token
+from ..._shared.steps import Done, Listed, Mapped, Steps, begin_delete
+from .. import arm
+from ..retry import IDEMPOTENT_POST
+from ..storage import StorageAccountOperations
+from .conversions import (CLUSTER_SECRET_FIELDS, SECRET_FIELDS, cluster_differences, cluster_maximum_nodes,
+                          cluster_status_from_rest, cluster_to_rest, conflict_from_service, job_from_rest,
+                          job_status_from_rest, job_to_rest, mounts_from_rest, scale_to_rest)
+
+if TYPE_CHECKING:
+    from azure.mgmt.batchai import models
+
+    from ..connection import Connection
+
+__all__ = ["BatchAIOperations", "DEFAULT_LOCATION"]
+
+log = logging.getLogger(__name__)
+
+#: where Batch AI workspaces (and their resource groups) go unless told otherwise
+DEFAULT_LOCATION = "eastus"
+CLUSTER_HINT = "delete it or choose another name"
+
+
+class BatchAIOperations(StorageAccountOperations):
+    """The Batch AI REST API, on the local service or on Azure. Its generator methods are the
+    operations (each ``yield`` a request); the rest make no request."""
+
+    failure_log_name = "stderr.txt"
+
+    def __init__(self, connection: "Connection") -> None:
+        self._connection = connection
+        self.kind = connection.kind
+        # Short locally; about what `az batchai job wait` used on Azure.
+        self.default_poll_interval = LOCAL_POLL_INTERVAL if connection.is_local else DEFAULT_POLL_INTERVAL
+
+    def _client(self) -> Any:  # azure-mgmt-batchai's hints miss the paged results and per-call options
+        return self._connection.batchai()
+
+    def close(self) -> "Steps[None]":
+        return (yield None)  # the clients belong to the connection, which closes them
+
+    # -- ids and checks (no request) ------------------------------------------------------------
+    def workspace_id(self, resource_group: str, name: str) -> str:
+        return f"{arm.resource_group_id(self._connection.subscription_id, resource_group)}" \
+               f"/providers/Microsoft.BatchAI/workspaces/{name}"
+
+    def experiment_id(self, resource_group: str, workspace: str, name: str) -> str:
+        return f"{self.workspace_id(resource_group, workspace)}/experiments/{name}"
+
+    def cluster_id(self, ref: ClusterRef) -> str:
+        return f"{self.workspace_id(ref.resource_group, ref.workspace)}/clusters/{ref.name}"
+
+    def job_id(self, ref: JobRef) -> str:
+        return f"{self.experiment_id(ref.resource_group, ref.workspace, ref.experiment)}/jobs/{ref.name}"
+
+    def check_cluster_spec(self, spec: ClusterSpec) -> None:
+        if spec.auto_scale is not None and spec.auto_scale.idle_time_before_scale_down is not None:
+            raise InvalidSpecError("auto_scale.idle_time_before_scale_down", "Batch AI has no such setting",
+                                   "None (Batch AI scales down as the job queue empties)")
+
+    def _workspace_record(self, model: Any, resource_group: str, name: str) -> WorkspaceRecord:
+        return WorkspaceRecord(resource_group=resource_group, name=name, location=str(model.location or ""))
+
+    def _cluster_record(self, model: "models.Cluster", ref: ClusterRef) -> ClusterRecord:
+        setup = model.node_setup
+        users = model.user_account_settings
+        return ClusterRecord(
+            name=ref.name, id=self.cluster_id(ref), vm_size=str(model.vm_size or ""),
+            maximum_node_count=cluster_maximum_nodes(model),
+            mounts=mounts_from_rest(setup.mount_volumes if setup else None),
+            status=cluster_status_from_rest(model, resource_group=ref.resource_group, workspace=ref.workspace),
+            ssh_public_key=users.admin_user_ssh_public_key if users else None, raw=model)
+
+    def _job_record(self, model: "models.Job", ref: JobRef) -> JobRecord:
+        return JobRecord(name=ref.name, id=self.job_id(ref), status=job_status_from_rest(model),
+                         cluster_id=getattr(getattr(model, "cluster", None), "id", "") or "",
+                         read_spec=lambda: job_from_rest(model), raw=model)
+
+    @staticmethod
+    def _args(ref: JobRef) -> tuple[str, str, str, str]:
+        return ref.resource_group, ref.workspace, ref.experiment, ref.name
+
+    # -- resource groups ------------------------------------------------------------------------
+    def ensure_resource_group(self, resource_group: str, location: str) -> "Steps[None]":
+        yield from arm.ensure_resource_group(self._connection, resource_group, location)
+
+    def begin_delete_resource_group(self, resource_group: str, *,
+                                    continuation_token: Optional[str] = None) -> "Steps[Any]":
+        return (yield from arm.begin_delete_resource_group(self._connection, resource_group,
+                                                           continuation_token=continuation_token))
+
+    # -- workspaces -----------------------------------------------------------------------------
+    def get_workspace(self, resource_group: str, name: str) -> "Steps[WorkspaceRecord]":
+        client = yield self._client()
+        with azure_errors("reading workspace", self.workspace_id(resource_group, name)):
+            model = yield client.workspaces.get(resource_group, name)
+        return self._workspace_record(model, resource_group, name)
+
+    def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
+                               continuation_token: Optional[str] = None) -> "Steps[Any]":
+        """Get-or-create: the resource group first when missing, then the workspace."""
+        action, resource = "creating workspace", self.workspace_id(resource_group, name)
+        client = yield self._client()
+        location = location or DEFAULT_LOCATION
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return (yield Done((yield from self.get_workspace(resource_group, name)), action, resource))
+        else:
+            yield from self.ensure_resource_group(resource_group, location)
+        with azure_errors(action, resource):
+            if inner is None:
+                try:
+                    model = yield client.workspaces.get(resource_group, name)
+                    log.info("workspace %s exists; using it", resource)
+                    return (yield Done(self._workspace_record(model, resource_group, name), action, resource))
+                except ResourceNotFoundError:
+                    pass
+                log.info("creating workspace %s in %s", resource, location)
+            from azure.mgmt.batchai import models as batchai_models
+            poller = yield client.workspaces.begin_create(
+                resource_group, name, batchai_models.WorkspaceCreateParameters(location=location),
+                continuation_token=inner)
+        return (yield Mapped(poller, lambda m: self._workspace_record(m, resource_group, name), action, resource))
+
+    def list_workspaces(self, resource_group: Optional[str]) -> "Steps[List[WorkspaceRecord]]":
+        client = yield self._client()
+        scope = f"/subscriptions/{self._connection.subscription_id}" + (
+            f"/resourceGroups/{resource_group}" if resource_group else "")
+        with azure_errors("listing workspaces in", scope):
+            pages = (client.workspaces.list_by_resource_group(resource_group) if resource_group is not None
+                     else client.workspaces.list())
+            items = yield Listed(pages)
+        return [self._workspace_record(m, arm.resource_group_of(m.id or ""), m.name or "") for m in items]
+
+    def begin_delete_workspace(self, resource_group: str, name: str, *,
+                               continuation_token: Optional[str] = None) -> "Steps[Any]":
+        client = yield self._client()
+        return (yield from begin_delete("deleting workspace", self.workspace_id(resource_group, name),
+                                        continuation_token,
+                                        lambda **kw: client.workspaces.begin_delete(resource_group, name, **kw)))
+
+    def usages(self, location: str) -> "Steps[List[Usage]]":
+        client = yield self._client()
+        with azure_errors("listing usages in", location):
+            items = yield Listed(client.usages.list(location))
+        return usages_from_rest(items)
+
+    # -- experiments ----------------------------------------------------------------------------
+    def begin_create_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "Steps[Any]":
+        action, resource = "creating experiment", self.experiment_id(resource_group, workspace, name)
+        client = yield self._client()
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                yield from self.get_experiment(resource_group, workspace, name)
+                return (yield Done(None, action, resource))
+        with azure_errors(action, resource):
+            if inner is None:
+                try:
+                    yield client.experiments.get(resource_group, workspace, name)
+                    log.info("experiment %s exists; using it", resource)
+                    return (yield Done(None, action, resource))
+                except ResourceNotFoundError:
+                    log.info("creating experiment %s", resource)
+            poller = yield client.experiments.begin_create(resource_group, workspace, name, continuation_token=inner)
+        return (yield Mapped(poller, lambda _: None, action, resource))
+
+    def get_experiment(self, resource_group: str, workspace: str, name: str) -> "Steps[None]":
+        client = yield self._client()
+        with azure_errors("reading experiment", self.experiment_id(resource_group, workspace, name)):
+            yield client.experiments.get(resource_group, workspace, name)
+
+    def list_experiments(self, resource_group: str, workspace: str) -> "Steps[List[str]]":
+        client = yield self._client()
+        with azure_errors("listing experiments in", self.workspace_id(resource_group, workspace)):
+            items = yield Listed(client.experiments.list_by_workspace(resource_group, workspace))
+        return [m.name or "" for m in items]
+
+    def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
+                                continuation_token: Optional[str] = None) -> "Steps[Any]":
+        client = yield self._client()
+        return (yield from begin_delete(
+            "deleting experiment", self.experiment_id(resource_group, workspace, name), continuation_token,
+            lambda **kw: client.experiments.begin_delete(resource_group, workspace, name, **kw)))
+
+    # -- clusters -------------------------------------------------------------------------------
+    def get_cluster(self, ref: ClusterRef) -> "Steps[ClusterRecord]":
+        client = yield self._client()
+        with azure_errors("reading cluster", self.cluster_id(ref)):
+            model = yield client.clusters.get(ref.resource_group, ref.workspace, ref.name)
+        return self._cluster_record(model, ref)
+
+    cluster_status = get_cluster
+
+    def find_cluster(self, ref: ClusterRef) -> "Steps[Optional[ClusterRecord]]":
+        client = yield self._client()
+        with azure_errors("reading cluster", self.cluster_id(ref)):
+            try:
+                model = yield client.clusters.get(ref.resource_group, ref.workspace, ref.name)
+            except ResourceNotFoundError:
+                return None
+        return self._cluster_record(model, ref)
+
+    def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec, *,
+                             continuation_token: Optional[str] = None) -> "Steps[Any]":
+        action, resource = "creating cluster", self.cluster_id(ref)
+        client = yield self._client()
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return (yield Done((yield from self.get_cluster(ref)), action, resource))
+        with azure_errors(action, resource):
+            poller = yield client.clusters.begin_create(ref.resource_group, ref.workspace, ref.name,
+                                                        None if inner else cluster_to_rest(spec),
+                                                        continuation_token=inner)
+        return (yield Mapped(poller, lambda m: self._cluster_record(m, ref), action, resource))
+
+    def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec, existing: ClusterRecord) -> "Steps[Any]":
+        """``existing`` if it has ``spec``'s settings (its size aside); ConflictError naming the
+        fields otherwise. What the service shows is compared here; the admin password, keys and
+        secret values it never shows, so the same request is sent again and the service, which
+        holds them, answers 409 when they differ."""
+        action, resource = "creating cluster", self.cluster_id(ref)
+        check_reusable_cluster(spec, existing, resource)
+        client = yield self._client()
+        with azure_errors(action, resource), refused_as_conflict(f"cluster {resource}", resource,
+                                                                CLUSTER_SECRET_FIELDS, CLUSTER_HINT):
+            poller = yield client.clusters.begin_create(ref.resource_group, ref.workspace, ref.name,
+                                                        cluster_to_rest(spec))
+        return (yield Mapped(poller, lambda m: self._cluster_record(m, ref), action, resource))
+
+    def list_clusters(self, resource_group: str, workspace: str) -> "Steps[List[ClusterRecord]]":
+        client = yield self._client()
+        with azure_errors("listing clusters in", self.workspace_id(resource_group, workspace)):
+            items = yield Listed(client.clusters.list_by_workspace(resource_group, workspace))
+        return [self._cluster_record(m, ClusterRef(resource_group, workspace, m.name or "")) for m in items]
+
+    def begin_delete_cluster(self, ref: ClusterRef, *, continuation_token: Optional[str] = None) -> "Steps[Any]":
+        client = yield self._client()
+        return (yield from begin_delete(
+            "deleting cluster", self.cluster_id(ref), continuation_token,
+            lambda **kw: client.clusters.begin_delete(ref.resource_group, ref.workspace, ref.name, **kw)))
+
+    def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
+                            auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
+                            known: Optional[ClusterRecord] = None,
+                            continuation_token: Optional[str] = None) -> "Steps[Any]":
+        """One PATCH, which Batch AI answers at once: the poller is finished when it returns (nodes
+        then come and go; the caller watches the cluster's state). Resuming has nothing to resend."""
+        action, resource = "updating cluster", self.cluster_id(ref)
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=resource)
+            return (yield Done((yield from self.get_cluster(ref)), action, resource))
+        update = scale_update(target_node_count, auto_scale, deallocation_option)
+        client = yield self._client()
+        with azure_errors(action, resource):
+            # A scale PATCH sets absolute values, so repeating it after a dropped connection is safe.
+            model = yield client.clusters.update(ref.resource_group, ref.workspace, ref.name, update,
+                                                 **IDEMPOTENT_POST)
+        return (yield Done(self._cluster_record(model, ref), action, resource))
+
+    def remote_logins(self, ref: ClusterRef) -> "Steps[List[RemoteLogin]]":
+        client = yield self._client()
+        with azure_errors("listing remote login information of", self.cluster_id(ref)):
+            items = yield Listed(client.clusters.list_remote_login_information(
+                ref.resource_group, ref.workspace, ref.name, **IDEMPOTENT_POST))
+        return remote_logins_from_rest(items)
+
+    # -- jobs -----------------------------------------------------------------------------------
+    def check_submission(self, spec: HorovodJob, cluster: ClusterRecord) -> "Steps[None]":
+        """Everything checked before a job is submitted: placeholders filled and keys given, the
+        cluster able to give its nodes, paths inside a mount, and every mounted file share there
+        and taking its key (a read; nothing is created). Blob containers are not checked: that
+        would need the blob data plane client."""
+        spec.check_resolved()
+        spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
+        check_job_spec(spec, cluster)
+        connection = self._connection
+        for i, mount in enumerate(spec.mounts):
+            if not isinstance(mount, AzureFileShareMount) or mount.account_key is None:
+                continue
+            service = yield connection.share_service(connection.default_file_endpoint(mount.account_name),
+                                                     mount.account_key)
+            try:
+                with share_check_errors(spec, i, mount):
+                    yield service.get_share_client(mount.share_name).get_share_properties()
+            finally:
+                yield service.close()
+
+    def get_job(self, ref: JobRef) -> "Steps[JobRecord]":
+        client = yield self._client()
+        with azure_errors("reading job", self.job_id(ref)):
+            model = yield client.jobs.get(*self._args(ref))
+        return self._job_record(model, ref)
+
+    def find_job(self, ref: JobRef) -> "Steps[Optional[JobRecord]]":
+        client = yield self._client()
+        with azure_errors("reading job", self.job_id(ref)):
+            try:
+                model = yield client.jobs.get(*self._args(ref))
+            except ResourceNotFoundError:
+                return None
+        return self._job_record(model, ref)
+
+    def job_experiment(self, resource_group: str, workspace: str, name: str) -> "Steps[str]":
+        """The experiment the job ``name`` is in; NotFoundError when there is no such job."""
+        for experiment in (yield from self.list_experiments(resource_group, workspace)):
+            if (yield from self.find_job(JobRef(resource_group, workspace, experiment, name))) is not None:
+                return experiment
+        resource = f"{self.workspace_id(resource_group, workspace)}/experiments/*/jobs/{name}"
+        raise NotFoundError(f"no experiment of workspace {workspace!r} has a job {name!r}", resource=resource)
+
+    def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
+                         continuation_token: Optional[str] = None) -> "Steps[Any]":
+        """The poller is done once the service has accepted the job (not once it has run). With
+        ``continuation_token``, ``spec`` and ``cluster`` are not used."""
+        action, resource = "submitting job", self.job_id(ref)
+        client = yield self._client()
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return (yield Done((yield from self.get_job(ref)), action, resource))
+            with azure_errors(action, resource):
+                poller = yield client.jobs.begin_create(*self._args(ref), None, continuation_token=inner)
+            return (yield Mapped(poller, lambda m: self._job_record(m, ref), action, resource))
+        assert cluster is not None
+        existing = yield from self.find_job(ref)
+        if existing is not None:
+            resubmitted = yield from self._resubmit(ref, spec, cluster, existing)
+            log.info("job %s exists with these settings; returning it instead of submitting again", resource)
+            return resubmitted
+        log.info("submitting job %s to cluster %s (%d node(s))", resource, cluster.name, spec.node_count)
+        with azure_errors(action, resource):
+            poller = yield client.jobs.begin_create(*self._args(ref), job_to_rest(spec, cluster_id=cluster.id))
+        return (yield Mapped(poller, lambda m: self._job_record(m, ref), action, resource))
+
+    def _resubmit(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord, existing: JobRecord) -> "Steps[Any]":
+        """A repeated submit (a retry, a re-run cell) returns the job that exists; a different job
+        under the same name is a mistake the caller must see, not a silent reuse. What the service
+        shows is compared here. Secret values and keys it never shows, so the same request is sent
+        again: the service holds them, and answers 409 when they differ; for an identical request
+        it changes nothing."""
+        secret_names = [s.name for s in getattr(existing.raw, "secrets", None) or []]
+        check_same_job(existing, spec, cluster.id, other_secret_names=secret_names)
+        action, resource = "submitting job", self.job_id(ref)
+        client = yield self._client()
+        with azure_errors(action, resource), refused_as_conflict(f"job {ref.name!r}", resource,
+                                                                SECRET_FIELDS, RESUBMIT_HINT):
+            poller = yield client.jobs.begin_create(*self._args(ref), job_to_rest(spec, cluster_id=cluster.id))
+        return (yield Mapped(poller, lambda m: self._job_record(m, ref), action, resource))
+
+    def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> "Steps[List[JobRecord]]":
+        client = yield self._client()
+        with azure_errors("listing jobs in", self.experiment_id(resource_group, workspace, experiment)):
+            items = yield Listed(client.jobs.list_by_experiment(resource_group, workspace, experiment))
+        return [self._job_record(m, JobRef(resource_group, workspace, experiment, m.name or "")) for m in items]
+
+    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "Steps[Any]":
+        client = yield self._client()
+        return (yield from begin_delete("deleting job", self.job_id(ref), continuation_token,
+                                        lambda **kw: client.jobs.begin_delete(*self._args(ref), **kw)))
+
+    def begin_terminate_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "Steps[Any]":
+        action, resource = "terminating job", self.job_id(ref)
+        client = yield self._client()
+        inner = None
+        if continuation_token is not None:
+            inner = resume_token(continuation_token, action=action, resource=resource)
+            if inner is None:
+                return (yield Done(None, action, resource))
+        with azure_errors(action, resource):
+            log.info("terminating job %s", resource)
+            # terminate is idempotent, so it may be repeated after a dropped connection
+            poller = yield client.jobs.begin_terminate(*self._args(ref), continuation_token=inner, **IDEMPOTENT_POST)
+        return (yield Mapped(poller, lambda _: None, action, resource))
+
+    def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,
+                          link_expiry_minutes: int) -> "Steps[List[OutputFile]]":
+        options = output_files_options(output_directory_id, directory, link_expiry_minutes)
+        client = yield self._client()
+        with azure_errors("listing output files of", f"{self.job_id(ref)} ({output_directory_id}/{directory})"):
+            items = yield Listed(client.jobs.list_output_files(*self._args(ref), options, **IDEMPOTENT_POST))
+        return output_files_from_rest(items)
+
+    def open_output(self, url: str) -> "Steps[Any]":
+        """The output file behind ``url`` (a SAS link), for ranged reads."""
+        return (yield self._connection.open_output(url))
+
+    # -- storage --------------------------------------------------------------------------------
+    def check_share_datastore(self, account_name: str, share_name: str) -> "Steps[None]":
+        return (yield None)  # a Batch AI job names the share and its key itself: there is nothing in between
+
+    def register_share(self, account_name: str, share_name: str, account_key: str) -> "Steps[None]":
+        return (yield None)  # a Batch AI job names the share and its key itself
+
+
+# -- what the operations decide without a request -----------------------------------------------
+def usages_from_rest(items: List[Any]) -> List[Usage]:
+    return [Usage(name=str(u.name.value if u.name else ""), current_value=int(u.current_value or 0),
+                  limit=int(u.limit or 0), unit=str(getattr(u.unit, "value", u.unit) or "Count")) for u in items]
+
+
+def remote_logins_from_rest(items: List[Any]) -> List[RemoteLogin]:
+    return [RemoteLogin(node_id=i.node_id or "", ip_address=i.ip_address or "", port=int(i.port or 22))
+            for i in items]
+
+
+def check_reusable_cluster(spec: ClusterSpec, existing: ClusterRecord, resource: str) -> None:
+    """ConflictError naming the settings the service shows in which ``existing`` is not ``spec``."""
+    differs = cluster_differences(spec, existing.raw)
+    if differs:
+        raise ConflictError(f"cluster {resource} exists with other settings ({', '.join(differs)}); {CLUSTER_HINT}",
+                            resource=resource)
+
+
+@contextmanager
+def refused_as_conflict(what: str, resource: str, secret_fields: Any, hint: str) -> Iterator[None]:
+    """A 409 to a repeated create (settings the service holds but never shows differ) as a
+    ConflictError naming them."""
+    try:
+        yield
+    except HttpResponseError as err:
+        if err.status_code != 409:
+            raise
+        raise conflict_from_service(what, resource, err, secret_fields, hint) from err
+
+
+def scale_update(target_node_count: Optional[int], auto_scale: Optional[AutoScale],
+                 deallocation_option: Optional[str]) -> "models.ClusterUpdateParameters":
+    """The PATCH body of a scale request, its options checked first."""
+    if auto_scale is not None and auto_scale.idle_time_before_scale_down is not None:
+        raise InvalidSpecError("auto_scale.idle_time_before_scale_down", "Batch AI has no such setting",
+                               "None (Batch AI scales down as the job queue empties)")
+    option = deallocation_option or "requeue"
+    if option not in DEALLOCATION_OPTIONS:
+        raise InvalidSpecError("deallocation_option", f"{option!r} is not an option", " | ".join(DEALLOCATION_OPTIONS))
+    from azure.mgmt.batchai import models
+    scale = scale_to_rest(target_node_count=target_node_count, auto_scale=auto_scale, deallocation_option=option)
+    return models.ClusterUpdateParameters(scale_settings=scale)
+
+
+def check_job_spec(spec: HorovodJob, cluster: ClusterRecord) -> None:
+    """What Batch AI refuses in a job on ``cluster``, checked before any request."""
+    spec.check_paths_against(cluster.mounts)
+    for i, mount in enumerate(spec.mounts):
+        if isinstance(mount, AzureBlobMount) and (mount.sas_token or not mount.account_key):
+            raise spec.field_error(f"mounts[{i}]", f"Batch AI mounts blob container {mount.container_name!r} "
+                                   "with the storage account's key" + (", not a SAS token" if mount.sas_token
+                                                                       else "; none is given"),
+                                   "AzureBlobMount(..., account_key=...) or spec.with_storage(...)",
+                                   "credentials.accountKey, or the storage account given when loading the file "
+                                   "(HorovodJob.from_file(..., storage=share), or --storage-account-name)")
+
+
+@contextmanager
+def share_check_errors(spec: HorovodJob, index: int, mount: AzureFileShareMount) -> Iterator[None]:
+    """What reading a mounted share's properties can answer, as the error naming the mount."""
+    try:
+        yield
+    except ResourceNotFoundError:
+        raise spec.field_error(f"mounts[{index}]", f"share {mount.share_name!r} does not exist in storage "
+                               f"account {mount.account_name!r}",
+                               "an existing share (FileShare.create(...) makes one)") from None
+    except ClientAuthenticationError:
+        raise spec.field_error(f"mounts[{index}]", f"storage account {mount.account_name!r} refused the key",
+                               "the account's current key (FileShare.mount() fetches it)") from None
+    except AzureError as err:
+        with azure_errors("checking share", f"{mount.account_name}/{mount.share_name}"):
+            raise err
+
+
+def output_files_options(output_directory_id: str, directory: str,
+                         link_expiry_minutes: int) -> "models.JobsListOutputFilesOptions":
+    from azure.mgmt.batchai import models
+    if output_directory_id != STDOUTERR:
+        check_directory_id(output_directory_id, "output_directory_id", kind="OUTPUT")
+    return models.JobsListOutputFilesOptions(outputdirectoryid=output_directory_id, directory=directory,
+                                             linkexpiryinminutes=link_expiry_minutes, max_results=1000)
+
+
+def output_files_from_rest(items: List[Any]) -> List[OutputFile]:
+    return [OutputFile(name=f.name or "", is_directory=str(getattr(f.file_type, "value", f.file_type)) == "directory",
+                       size=f.content_length, last_modified=f.last_modified, download_url=f.download_url)
+            for f in items]

@@ -1,0 +1,240 @@
+"""Where one aio target's requests go, and Microsoft's aio clients built for it.
+
+An :class:`AsyncConnection` is a sync :class:`~.connection.Connection` (which holds the
+endpoints, the local service's certificate, the retry settings and the caller's client options)
+plus the asynchronous clients it hands out: ``azure.mgmt.batchai.aio``,
+``azure.mgmt.resource.resources.aio``, ``azure.mgmt.storage.aio`` and
+``azure.storage.fileshare.aio``, sending through azure-core's aiohttp transport, each told to
+verify TLS the way the sync clients are (the local service's own certificate).
+
+TLS: azure-core's aiohttp transport, given ``connection_verify=<CA file>``, builds a new
+``ssl.SSLContext`` for every request, and aiohttp then opens a new connection for each (its pool
+is keyed by the context): a TLS handshake and a CA file parse per request, on the event loop.
+So the connection makes one context (the local service's certificate, or the system's CAs) and
+one aiohttp session whose connector holds it, shared by every client it builds (one connection
+pool), unless the caller gave a ``transport`` of their own.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+from typing import TYPE_CHECKING, Any, AsyncIterator, Optional
+
+from azure.core.credentials import AccessToken, AccessTokenInfo, TokenCredential
+from azure.core.credentials_async import AsyncTokenCredential
+
+from .connection import Connection
+
+if TYPE_CHECKING:
+    from azure.mgmt.batchai.aio import BatchAI
+    from azure.mgmt.resource.resources.aio import ResourceManagementClient
+    from azure.mgmt.storage.aio import StorageManagementClient
+    from azure.storage.fileshare.aio import ShareFileClient, ShareServiceClient
+
+__all__ = ["AsyncConnection", "AsyncShareFile", "AIO_RANGE"]
+
+log = logging.getLogger(__name__)
+
+#: bytes per request of the aio data-plane clients (see AsyncConnection.data_plane_options)
+AIO_RANGE = 512 * 1024
+
+
+class SyncCredentialAsAsync:
+    """A sync ``TokenCredential`` as an ``AsyncTokenCredential``. The local service's tokens are
+    signed here, from its state directory, with no request (``in_thread`` False); an Azure ML
+    target's sync credential may make requests, so it is asked in a worker thread."""
+
+    def __init__(self, credential: TokenCredential, *, in_thread: bool) -> None:
+        self._credential = credential
+        self._in_thread = in_thread
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._credential!r})"
+
+    async def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        if self._in_thread:
+            return await asyncio.to_thread(self._credential.get_token, *scopes, **kwargs)
+        return self._credential.get_token(*scopes)
+
+    async def get_token_info(self, *scopes: str, options: Any = None) -> AccessTokenInfo:
+        token = await self.get_token(*scopes)
+        return AccessTokenInfo(token.token, token.expires_on)
+
+    async def close(self) -> None:
+        pass
+
+    async def __aenter__(self) -> "SyncCredentialAsAsync":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        pass
+
+
+class AsyncShareFile:
+    """A job output file behind a SAS link, read with ``azure.storage.fileshare.aio``."""
+
+    def __init__(self, client: "ShareFileClient") -> None:
+        self._client = client
+
+    async def size(self) -> int:
+        return int((await self._client.get_file_properties()).size or 0)
+
+    async def read(self, offset: int, length: int) -> bytes:
+        return bytes(await (await self._client.download_file(offset=offset, length=length)).readall())
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        async for chunk in (await self._client.download_file()).chunks():
+            yield chunk
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+class AsyncConnection:
+    """Where requests go for one aio target, and the aio clients that send them (built on first
+    use, shared, closed by ``await close()``)."""
+
+    def __init__(self, sync: Connection, credential: Optional[AsyncTokenCredential] = None, *,
+                 owns_credential: bool = False) -> None:
+        #: the sync connection with the same settings (its clients are its own)
+        self.sync = sync
+        self._credential = credential
+        self._owns_credential = owns_credential
+        self._clients: dict[str, Any] = {}
+        self._lock = asyncio.Lock()
+        self._session: Any = None  # the aiohttp session every client's transport shares
+
+    @property
+    def kind(self) -> str:
+        return self.sync.kind
+
+    @property
+    def subscription_id(self) -> str:
+        return self.sync.subscription_id
+
+    @property
+    def is_local(self) -> bool:
+        return self.sync.is_local
+
+    @property
+    def default_poll_interval(self) -> float:
+        return self.sync.default_poll_interval
+
+    def default_file_endpoint(self, account_name: str) -> str:
+        return self.sync.default_file_endpoint(account_name)
+
+    def check_data_url(self, url: str, what: str) -> str:
+        return self.sync.check_data_url(url, what)
+
+    async def ready(self) -> None:
+        """Find (or start) the local service off the event loop, once: starting it takes seconds."""
+        if self.is_local and not self.sync.found_local_service:
+            await asyncio.to_thread(self.sync.local_info)
+
+    # -- the options of Microsoft's aio clients -------------------------------------------------
+    def _with_transport(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` (a client's options) with the connection's shared transport, unless the
+        caller gave one."""
+        if "transport" in kwargs and self.kind != "azureml":
+            return kwargs
+        # (an Azure ML target's transport is a sync one, for azure-ai-ml: the aio clients get ours)
+        if self._session is None:
+            import aiohttp
+            verify = self.sync.connection_verify
+            context = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else \
+                ssl.create_default_context()
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context), trust_env=True)
+        from azure.core.pipeline.transport import AioHttpTransport
+        # the context is the connector's: a request that named a CA file would get a context of its own
+        return {**kwargs, "connection_verify": True,
+                "transport": AioHttpTransport(session=self._session, session_owner=False)}
+
+    def management_options(self) -> dict[str, Any]:
+        return self._with_transport(self.sync.management_options())
+
+    def data_plane_options(self) -> dict[str, Any]:
+        # Ranges of 512 KiB rather than azure-storage's 4 MiB (and a first GET of 512 KiB, not 32 MiB):
+        # each range is encrypted, decrypted and joined in one go on the event loop, so its size
+        # is how long the loop is held. The caller's options win.
+        ranges = {"max_range_size": AIO_RANGE, "max_single_get_size": AIO_RANGE, "max_chunk_get_size": AIO_RANGE}
+        return self._with_transport({**ranges, **self.sync.data_plane_options(asynchronous=True)})
+
+    def credential(self) -> AsyncTokenCredential:
+        if self._credential is not None:
+            return self._credential
+        # the local service's, or an Azure ML target's sync one (its storage accounts are ARM's)
+        credential = SyncCredentialAsAsync(self.sync.credential(), in_thread=not self.is_local)
+        return credential  # type: ignore[return-value]
+
+    # -- Microsoft's aio clients ----------------------------------------------------------------
+    async def _client(self, key: str, factory: Any) -> Any:
+        client = self._clients.get(key)
+        if client is None:
+            await self.ready()
+            async with self._lock:
+                client = self._clients.get(key)
+                if client is None:
+                    client = self._clients[key] = factory()
+        return client
+
+    async def batchai(self) -> "BatchAI":
+        from azure.mgmt.batchai.aio import BatchAI
+        return await self._client("batchai", lambda: BatchAI(self.credential(), self.subscription_id,
+                                                             **self.management_options()))
+
+    async def resources(self) -> "ResourceManagementClient":
+        from azure.mgmt.resource.resources.aio import ResourceManagementClient
+        return await self._client("resources", lambda: ResourceManagementClient(
+            self.credential(), self.subscription_id, **self.management_options()))
+
+    async def storage(self) -> "StorageManagementClient":
+        from azure.mgmt.storage.aio import StorageManagementClient
+        return await self._client("storage", lambda: StorageManagementClient(
+            self.credential(), self.subscription_id, **self.management_options()))
+
+    async def share_service(self, account_url: str, account_key: str) -> "ShareServiceClient":
+        """An aio ``ShareServiceClient`` signing with the shared key (the caller closes it)."""
+        from azure.storage.fileshare.aio import ShareServiceClient
+        await self.ready()
+        self.check_data_url(account_url, "the storage account's file endpoint")
+        return ShareServiceClient(account_url, credential=account_key, **self.data_plane_options())
+
+    async def file_from_sas_url(self, url: str) -> "ShareFileClient":
+        """An aio client for one file reached through a SAS download URL (the caller closes it)."""
+        from azure.storage.fileshare.aio import ShareFileClient
+        await self.ready()
+        self.check_data_url(url.split("?", 1)[0], "the download URL")
+        return ShareFileClient.from_file_url(url, **self.data_plane_options())
+
+    async def open_output(self, url: str) -> AsyncShareFile:
+        """A job's output file behind a SAS link, for ranged reads (the caller closes it)."""
+        return AsyncShareFile(await self.file_from_sas_url(url))
+
+    def adopt(self, client: Any) -> None:
+        """Close ``client`` (a share's data-plane client) with the connection."""
+        self._clients[f"adopted-{id(client)}"] = client
+
+    def disown(self, client: Any) -> None:
+        self._clients.pop(f"adopted-{id(client)}", None)
+
+    def holds(self, client: Any) -> bool:
+        """Whether ``client`` was adopted and not closed since (by :meth:`close`)."""
+        return self._clients.get(f"adopted-{id(client)}") is client
+
+    async def close(self) -> None:
+        """Close every client this connection opened, its session, the credential it made, and
+        the sync connection's clients; a credential given by the caller stays open. The
+        connection may be used again (its clients are then opened anew)."""
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            try:
+                await client.close()
+            except Exception:  # closing is best effort; a half-open socket must not mask the caller's error
+                log.debug("closing %s failed", type(client).__name__, exc_info=True)
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+        if self._owns_credential and self._credential is not None:
+            await self._credential.close()
+        await asyncio.to_thread(self.sync.close)

@@ -85,7 +85,7 @@ setup(
     # Debian's or PyPI's packages on the project's machines, so 3.12 is not claimed).
     python_requires=">=3.11,!=3.12.*,<3.14",
     packages=find_packages(include=["horovod_batchai", "horovod_batchai.*", "training", "training.*"]),
-    package_data={"horovod_batchai": ["py.typed", "_places/batchai/schemas/*.json", "local/blob/launcher.js",
+    package_data={"horovod_batchai": ["py.typed", "_models/schemas/*.json", "local/blob/launcher.js",
                                       "_places/azureml/environment/Dockerfile"]},
     install_requires=SDK_REQUIRES,
     extras_require={

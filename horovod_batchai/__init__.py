@@ -30,9 +30,10 @@ from ._experiment import Experiment
 from ._fileshare import FileShare
 from ._shared.fileshare import ShareItem
 from ._job import Job
-from ._models.job_spec import ContainerRegistry, HorovodJob, InputDirectory, OutputDirectory
+from ._models.job_spec import HorovodJob
+from ._models.job_parts import ContainerRegistry, InputDirectory, OutputDirectory
 from ._shared.redaction import install_redaction as _install_redaction
-from ._models.metrics import EpochMetrics, MetricsTable
+from ._shared.metrics import EpochMetrics, MetricsTable
 from ._models.mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount
 from ._models.states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
 from ._stream import OutputStream

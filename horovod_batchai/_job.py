@@ -19,7 +19,7 @@ from ._models.errors import HorovodBatchAIError, InvalidSpecError, azure_errors
 from ._shared.deprecation import deprecated, positional_options
 from ._shared.lro import MappedPoller, check_timeout
 from ._models.constants import DEFAULT_LRO_TIMEOUT
-from ._models.metrics import METRICS_FILE, MetricsTable
+from ._shared.metrics import METRICS_FILE, MetricsTable
 from ._models.names import local_destination, local_directory
 from ._shared.paths import local_path_under
 from ._shared.parallel import check_stop

@@ -22,7 +22,7 @@ from ._shared.deprecation import positional_options
 from ._models.errors import WaitTimeoutError
 from ._shared.lro import background_poller, check_timeout
 from ._models.constants import DEFAULT_LRO_TIMEOUT
-from ._models.metrics import MetricsTable
+from ._shared.metrics import MetricsTable
 from ._shared.polling import Polling
 from ._shared.sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in
 

@@ -19,89 +19,22 @@ from .errors import InvalidSpecError
 from .mounts import (ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, AzureBlobMount, AzureFileShareMount, FileServerMount,
                       Mount, UnmanagedMount)
 from .pickling import PicklesWithoutSecrets
-from .names import (MAX_INT32, check_cluster_id, check_command_text, check_container_image, check_directory_id,
-                     check_env_name, check_env_value, check_environment_size, check_items, check_mapping,
-                     check_node_path, check_optional, check_registry_url, check_shm_size, check_storage_account,
+from .names import (MAX_INT32, check_cluster_id, check_command_text, check_container_image, check_env_name, check_env_value, check_environment_size, check_items, check_mapping,
+                     check_node_path, check_optional, check_shm_size, check_storage_account,
                      check_text, describe_value)
+from .job_parts import (DEFAULT_MAX_WALL_CLOCK_TIME, PATH_FORM, ContainerRegistry, InputDirectory, JobOrigin,
+                        OutputDirectory)
 
-__all__ = ["HorovodJob", "InputDirectory", "OutputDirectory", "ContainerRegistry", "StorageAccountSource",
-           "JobOrigin", "JOB_MOUNT_ROOT", "CLUSTER_MOUNT_ROOT", "PRIORITIES", "DEFAULT_MAX_WALL_CLOCK_TIME",
-           "mount_of_path", "place_in_job_mount"]
+__all__ = ["HorovodJob", "StorageAccountSource", "JOB_MOUNT_ROOT", "CLUSTER_MOUNT_ROOT", "PRIORITIES", "mount_of_path",
+           "place_in_job_mount"]
 
 JOB_MOUNT_ROOT = "$AZ_BATCHAI_JOB_MOUNT_ROOT"
 CLUSTER_MOUNT_ROOT = "$AZ_BATCHAI_MOUNT_ROOT"
 PRIORITIES = ("low", "normal", "high")
-#: constraints.maxWallClockTime when a job gives none (the service's default)
-DEFAULT_MAX_WALL_CLOCK_TIME = timedelta(days=7)
 _MOUNT_TYPES = (AzureFileShareMount, AzureBlobMount, FileServerMount, UnmanagedMount)
-_PATH_FORM = "a path under a mount, e.g. '$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/data'"
 
-#: HorovodJob fields as the job.json properties they are read from.
-JSON_PROPERTIES = {
-    "script": "horovodSettings.pythonScriptFilePath", "arguments": "horovodSettings.commandLineArgs",
-    "node_count": "nodeCount", "process_count": "horovodSettings.processCount",
-    "interpreter": "horovodSettings.pythonInterpreterPath",
-    "container_image": "containerSettings.imageSourceRegistry.image",
-    "container_registry": "containerSettings.imageSourceRegistry", "shm_size": "containerSettings.shmSize",
-    "job_preparation": "jobPreparation.commandLine", "mounts": "mountVolumes",
-    "std_out_err_path_prefix": "stdOutErrPathPrefix", "environment_variables": "environmentVariables",
-    "secrets": "secrets", "input_directories": "inputDirectories", "output_directories": "outputDirectories",
-    "max_wall_clock_time": "constraints.maxWallClockTime", "priority": "schedulingPriority",
-    "cluster_id": "cluster.id",
-}
-#: attributes of mounts, directories and the registry as the job.json properties of their items.
-_JSON_ATTRIBUTES = {
-    "account_name": "accountName", "azure_file_url": "azureFileUrl", "relative_mount_path": "relativeMountPath",
-    "account_key": "credentials.accountKey", "file_mode": "fileMode", "directory_mode": "directoryMode",
-    "container_name": "containerName", "mount_options": "mountOptions", "file_server_id": "fileServer.id",
-    "source_directory": "sourceDirectory", "mount_command": "mountCommand", "id": "id", "path": "path",
-    "path_prefix": "pathPrefix", "path_suffix": "pathSuffix", "server_url": "serverUrl",
-    "username": "credentials.username", "password": "credentials.password",
-}
-#: valid forms said in Python terms, and what to say for a job.json instead.
-_JSON_FORMS = {"max_wall_clock_time": "a positive ISO 8601 duration like 'PT2H' or 'P7D'"}
 _INPUT_VARIABLE = re.compile(r"^\$(?:\{AZ_BATCHAI_INPUT_(?P<braced>\w+)\}|AZ_BATCHAI_INPUT_(?P<id>\w+))(?:/|\Z)",
                              re.ASCII)
-_FIELD = re.compile(r"^(?P<name>[a-z_]+)(?P<index>\[[^\]]*\])?(?:\.(?P<attribute>[a-z_.]+))?(?P<note> \(.*\))?\Z")
-
-
-@dataclass(frozen=True)
-class JobOrigin:
-    """Where a spec was read from: the job.json ``source``, the prefix its property paths have
-    (``"properties."``), the HorovodJob ``fields`` read from it, and the property path of each
-    item of a list field (``"mounts[1]"`` -> ``"mountVolumes.azureBlobFileSystems[0]"``; directory
-    items also by id). Errors about those fields name the property as the user wrote it."""
-
-    source: str
-    prefix: str
-    fields: frozenset[str]
-    items: Mapping[str, str] = field(default_factory=dict)
-
-    def path(self, field_name: str) -> Optional[str]:
-        """The property path of ``field_name`` (a HorovodJob field, with an optional ``[item]`` and
-        ``.attribute``), or None when that field did not come from the document."""
-        match = _FIELD.match(field_name)
-        if match is None or match["name"] not in self.fields:
-            return None
-        name, index, attribute, note = match["name"], match["index"], match["attribute"], match["note"] or ""
-        path = self.items.get(name + index) if index else None
-        if path is None:
-            path = JSON_PROPERTIES[name] + (index or "")
-        if attribute:
-            path += "." + ".".join(_JSON_ATTRIBUTES.get(a, a) for a in attribute.split("."))
-        return self.prefix + path + note
-
-    def rename(self, err: InvalidSpecError, json_form: Optional[str] = None) -> InvalidSpecError:
-        """``err`` naming the property (and the file) when its field came from the document, with
-        ``json_form`` (if given) as the valid form."""
-        path = self.path(err.field)
-        if path is None or err.source is not None:
-            return err
-        return InvalidSpecError(path, err.problem, json_form or _JSON_FORMS.get(err.field, err.valid_form),
-                                source=self.source)
-
-    def without(self, changed: Collection[str]) -> "JobOrigin":
-        return dataclasses.replace(self, fields=self.fields - set(changed))
 
 
 class StorageAccountSource(Protocol):
@@ -111,60 +44,6 @@ class StorageAccountSource(Protocol):
     def account_name(self) -> str: ...
 
     def get_account_key(self) -> str: ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class InputDirectory:
-    """An input directory the job sees as ``$AZ_BATCHAI_INPUT_<id>``."""
-
-    id: str
-    path: str
-
-    def __post_init__(self) -> None:
-        check_directory_id(self.id, "input_directories.id")
-        check_node_path(self.path, "input_directories.path", _PATH_FORM)
-
-
-@dataclass(frozen=True, kw_only=True)
-class OutputDirectory:
-    """An output directory the job sees as ``$AZ_BATCHAI_OUTPUT_<id>``; its files are listed by
-    :meth:`Job.list_output_files` with ``output_directory_id=id``."""
-
-    id: str
-    path_prefix: str
-    path_suffix: Optional[str] = None
-
-    def __post_init__(self) -> None:
-        check_directory_id(self.id, "output_directories.id", kind="OUTPUT")
-        if self.id.lower() == "stdouterr":
-            raise InvalidSpecError("output_directories.id", "'stdouterr' is reserved for the job's logs",
-                                   "any other id of letters, digits or '_'")
-        check_node_path(self.path_prefix, "output_directories.path_prefix", _PATH_FORM)
-        if self.path_suffix is not None:
-            form = "a relative path like 'models' (no leading '/', no '..'), or None"
-            check_node_path(self.path_suffix, "output_directories.path_suffix", form)
-            if self.path_suffix.startswith("/") or ".." in self.path_suffix.split("/"):
-                raise InvalidSpecError("output_directories.path_suffix",
-                                       f"{self.path_suffix[:200]!r} is not a relative path", form)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ContainerRegistry(PicklesWithoutSecrets):
-    """A private registry for ``container_image``; the password is never shown, nor pickled."""
-
-    _pickle_prefix = "container_registry."
-
-    server_url: Optional[str] = None
-    username: str
-    password: Optional[str] = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.server_url is not None:
-            check_registry_url(self.server_url, "container_registry.server_url")
-        check_text(self.username, "container_registry.username", valid_form="the registry user name", max_bytes=1024)
-        if self.password is not None:
-            check_text(self.password, "container_registry.password", valid_form="the registry password, or None",
-                       max_bytes=1024, secret=True)
 
 
 def _split_root(path: str) -> tuple[str, str]:
@@ -338,7 +217,7 @@ class HorovodJob(PicklesWithoutSecrets):
                                        "a path under a mount, e.g. '$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/logs', "
                                        "or a mount to default to")
             set_(self, "std_out_err_path_prefix", f"{JOB_MOUNT_ROOT}/{self.mounts[0].relative_mount_path}")
-        check_node_path(self.std_out_err_path_prefix, "std_out_err_path_prefix", _PATH_FORM)
+        check_node_path(self.std_out_err_path_prefix, "std_out_err_path_prefix", PATH_FORM)
         self._check_job_mount_paths()
 
     _pickle_hint = ("spec.without_secrets() (keys, passwords and secret values left out); the receiving process "
@@ -533,13 +412,13 @@ class HorovodJob(PicklesWithoutSecrets):
         properties), validated against the official 2018-05-01 schema it names. Every property a
         Horovod job may have is checked, and any other is refused; errors name the property path
         as written and ``source``."""
-        from .._places.batchai.conversions import job_from_properties
-        from .._places.batchai.job_schemas import validate_job_document
+        from .job_json import job_from_properties
+        from .job_schemas import validate_job_document
         if storage_account_key is not None and storage is None and storage_account_name is None:
             raise InvalidSpecError("storage_account_key", "given without storage_account_name",
                                    "both, or a FileShare as storage=")
         properties, prefix = validate_job_document(document, source=source)
-        spec = job_from_properties(properties, source=source, prefix=prefix)
+        spec = job_from_properties(cls, properties, source=source, prefix=prefix)
         if storage is not None or storage_account_name is not None:
             spec = spec.with_storage(storage, account_name=storage_account_name, account_key=storage_account_key)
         return spec
@@ -551,7 +430,7 @@ class HorovodJob(PicklesWithoutSecrets):
         """From a job.json file such as the tutorial's, accepted verbatim. Storage placeholders are
         filled from ``storage`` (a :class:`FileShare`) or the explicit account name and key; without
         them they stay, and :meth:`with_storage` fills them later."""
-        from .._places.batchai.job_schemas import read_job_file
+        from .job_schemas import read_job_file
         path = Path(path)
         return cls.from_dict(read_job_file(path), storage=storage, storage_account_name=storage_account_name,
                              storage_account_key=storage_account_key, source=str(path))
@@ -559,8 +438,8 @@ class HorovodJob(PicklesWithoutSecrets):
     def to_dict(self) -> dict[str, Any]:
         """The job.json form (``{"$schema", "properties"}``), with every key and secret value
         replaced by a placeholder -- safe to print or save."""
-        from .._places.batchai.conversions import job_to_properties
-        from .._places.batchai.job_schemas import JOB_SCHEMA_URL
+        from .job_json import job_to_properties
+        from .job_schemas import JOB_SCHEMA_URL
         return {"$schema": JOB_SCHEMA_URL,
                 "properties": job_to_properties(self, cluster_id=self.cluster_id, reveal_secrets=False)}
 

@@ -20,7 +20,7 @@ __all__ = [
     "check_mapping", "check_optional", "check_text", "check_node_path", "check_command_text", "check_env_value",
     "check_environment_size", "check_container_image", "check_shm_size", "check_registry_url", "check_cluster_id",
     "check_container_name", "check_count", "describe_value", "MAX_PATH_BYTES", "MAX_COMMAND_BYTES",
-    "MAX_ARGUMENT_BYTES", "MAX_ENVIRONMENT_BYTES", "MAX_INT32", "local_destination", "local_directory",
+    "MAX_ARGUMENT_BYTES", "MAX_ENVIRONMENT_BYTES", "MAX_INT32", "local_destination", "local_directory", "check_mode",
 ]
 
 _RESOURCE_GROUP = re.compile(r"^[-\w.()]{1,90}\Z")
@@ -406,3 +406,13 @@ def local_destination(dest: Any, name: str, field: str = "dest") -> Path:
         raise InvalidSpecError(field, f"{str(target)!r} is a directory, so the file cannot be written there",
                                _DESTINATION_FORM)
     return target
+
+
+_MODES = ("max", "min")
+
+
+def check_mode(mode: Any, field_name: str = "mode") -> str:
+    """A metric's direction: 'max' or 'min'."""
+    if mode not in _MODES:
+        raise InvalidSpecError(field_name, f"{mode!r} is not a direction", "'max' (e.g. accuracy) or 'min' (e.g. loss)")
+    return mode

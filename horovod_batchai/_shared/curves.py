@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 from .._models.errors import InvalidSpecError, import_optional
 
 if TYPE_CHECKING:
-    from .._models.metrics import MetricsTable
+    from .metrics import MetricsTable
 
 __all__ = ["metrics_figure", "figure_png"]
 

@@ -7,7 +7,7 @@ from typing import Any, Callable, List, Optional, Sequence
 
 from .._models.errors import ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError
 from .._models.job_spec import HorovodJob
-from .._models.metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
+from .metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
 from .._models.names import check_batchai_name
 from .._models.states import ExecutionState, JobStatus
 from .._models.values import OutputFile

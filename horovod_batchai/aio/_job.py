@@ -20,7 +20,7 @@ from .._models.constants import STDOUTERR
 from .._shared.job import TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, check_tensorboard_port, metrics_from, metrics_link, no_metrics, output_named, tail_text
 from .._shared.lro import check_timeout
 from .._models.constants import DEFAULT_LRO_TIMEOUT
-from .._models.metrics import METRICS_FILE, MetricsTable
+from .._shared.metrics import METRICS_FILE, MetricsTable
 from .._models.names import local_destination, local_directory
 from .._shared.paths import local_path_under
 from .._shared.polling import Polling

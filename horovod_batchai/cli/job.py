@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from .. import ExecutionState, JobFailedError, JobStatus, WaitTimeoutError
-from .._models.metrics import format_number, json_records
+from .._shared.metrics import format_number, json_records
 from .context import EXIT_FAILED, EXIT_TIMEOUT, Context, UsageError, local_dest
 from .parser import _Commands, _exp, _job_file, _name, _Parser, _positive, _seconds, _timeout, job_spec_from_args
 from .views import Result, Table, job_data, job_table, output_files_data, output_files_table

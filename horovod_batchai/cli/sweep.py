@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Union
 
 from .. import LogUniform, MedianStopping, Sweep, SweepResults, SweepState, Uniform
 from .._models.constants import DEFAULT_LRO_TIMEOUT
-from .._models.metrics import format_number, json_records
+from .._shared.metrics import format_number, json_records
 from .context import EXIT_FAILED, Context, UsageError
 from .parser import _Commands, _exp, _job_file, _name, _positive, _timeout, job_spec_from_args
 from .views import Result, Table

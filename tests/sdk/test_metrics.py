@@ -10,7 +10,7 @@ import pytest
 
 from horovod_batchai import (ExecutionState, Experiment, FileShare, GpuCluster, HorovodJob, InvalidSpecError,
                              MetricsTable, Workspace)
-from horovod_batchai._models.metrics import parse_metrics_csv
+from horovod_batchai._shared.metrics import parse_metrics_csv
 
 pytestmark = pytest.mark.slow
 

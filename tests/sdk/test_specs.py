@@ -76,7 +76,7 @@ def test_an_unmanaged_mount_command_is_sent_but_never_shown() -> None:
         assert "Pa55-not-shown" not in shown
     assert spec.to_dict()["properties"]["mountVolumes"]["unmanagedFileSystems"][0]["mountCommand"] == "<SECRET>"
     # The request sent to the service carries the real command.
-    from horovod_batchai._places.batchai.conversions import job_to_rest
+    from horovod_batchai._models.job_json import job_to_rest
     sent = job_to_rest(spec, cluster_id=None).serialize()["properties"]["mountVolumes"]
     assert sent["unmanagedFileSystems"][0]["mountCommand"] == command and mount.mount_command == command
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any, Mapping, Optional, Union
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
-from ..batchai.conversions import job_from_properties, job_to_properties
+from ..._models.job_json import job_from_properties, job_to_properties
 from ..._models.errors import InvalidSpecError, ServiceErrorDetail
 from ..._models.job_spec import HorovodJob
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
@@ -305,7 +305,7 @@ def read_spec_property(properties: Optional[Mapping[str, Any]], job_name: str) -
     if not text:
         raise InvalidSpecError(f"jobs/{job_name}", "was not submitted by horovod-batchai: it carries no spec",
                                "a job submitted with Experiment.submit")
-    return job_from_properties(json.loads(text), source=f"job {job_name}", prefix="properties.")
+    return job_from_properties(HorovodJob, json.loads(text), source=f"job {job_name}", prefix="properties.")
 
 
 def job_status_from_entity(job: Any, errors: tuple[ServiceErrorDetail, ...] = ()) -> JobStatus:

@@ -28,9 +28,8 @@ from ..._shared.steps import Done, Listed, Mapped, Steps, begin_delete
 from .. import arm
 from ..retry import IDEMPOTENT_POST
 from ..storage import StorageAccountOperations
-from .conversions import (CLUSTER_SECRET_FIELDS, SECRET_FIELDS, cluster_differences, cluster_maximum_nodes,
-                          cluster_status_from_rest, cluster_to_rest, conflict_from_service, job_from_rest,
-                          job_status_from_rest, job_to_rest, mounts_from_rest, scale_to_rest)
+from .conversions import CLUSTER_SECRET_FIELDS, cluster_differences, cluster_maximum_nodes, cluster_status_from_rest, cluster_to_rest, conflict_from_service, job_status_from_rest, scale_to_rest
+from ..._models.job_json import SECRET_FIELDS, job_from_rest, job_to_rest, mounts_from_rest
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models
@@ -99,7 +98,7 @@ class BatchAIOperations(StorageAccountOperations):
     def _job_record(self, model: "models.Job", ref: JobRef) -> JobRecord:
         return JobRecord(name=ref.name, id=self.job_id(ref), status=job_status_from_rest(model),
                          cluster_id=getattr(getattr(model, "cluster", None), "id", "") or "",
-                         read_spec=lambda: job_from_rest(model), raw=model)
+                         read_spec=lambda: job_from_rest(HorovodJob, model), raw=model)
 
     @staticmethod
     def _args(ref: JobRef) -> tuple[str, str, str, str]:

@@ -11,7 +11,7 @@ and the valid form:
    ``JobBaseProperties`` requires is required; values are checked by the same rules as
    :class:`HorovodJob`'s Python arguments (``_names``);
 3. against the official schema the document names in ``$schema`` (shipped in
-   ``horovod_batchai/_places/batchai/schemas``; its single external reference, the ARM template expression of
+   ``horovod_batchai/_models/schemas``; its single external reference, the ARM template expression of
    ``deploymentTemplate.json``, is supplied here so that validation works offline).
 
 Two required properties may be absent, because the SDK supplies them as ``az batchai job create``
@@ -36,9 +36,9 @@ from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
 from referencing import Registry
 from referencing.jsonschema import DRAFT4
 
-from ..._models.errors import InvalidSpecError
-from ..._models.mounts import ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, share_url_parts
-from ..._models.names import (MAX_INT32, check_cluster_id, check_command_text, check_container_image, check_container_name,
+from .errors import InvalidSpecError
+from .mounts import ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, share_url_parts
+from .names import (MAX_INT32, check_cluster_id, check_command_text, check_container_image, check_container_name,
                      check_count, check_directory_id, check_env_name, check_env_value, check_environment_size,
                      check_node_path, check_registry_url, check_relative_mount_path, check_shm_size,
                      check_storage_account, check_text, describe_value)

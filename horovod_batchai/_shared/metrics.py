@@ -17,24 +17,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from .._shared.deprecation import positional_options
-from .errors import InvalidSpecError, import_optional
-from .html import html_table
+from .deprecation import positional_options
+from .._models.errors import InvalidSpecError, import_optional
+from .._models.html import html_table
+from .._models.names import check_mode
 
-__all__ = ["MetricsTable", "EpochMetrics", "METRICS_FILE", "parse_metrics_csv", "check_mode",
-           "best_of", "text_table", "format_number", "json_records"]
+__all__ = ["MetricsTable", "EpochMetrics", "METRICS_FILE", "parse_metrics_csv", "best_of", "text_table", "format_number", "json_records"]
 
 #: the file a job's script writes into its output directory
 METRICS_FILE = "metrics.csv"
 #: the columns the training package records, in the order tables show them
 STANDARD_COLUMNS = ("loss", "accuracy", "val_loss", "val_accuracy", "lr", "images_per_second", "epoch_seconds")
-_MODES = ("max", "min")
-
-
-def check_mode(mode: Any, field_name: str = "mode") -> str:
-    if mode not in _MODES:
-        raise InvalidSpecError(field_name, f"{mode!r} is not a direction", "'max' (e.g. accuracy) or 'min' (e.g. loss)")
-    return mode
 
 
 def format_number(value: Optional[float]) -> str:
@@ -164,7 +157,7 @@ class MetricsTable:
         """Loss and accuracy per epoch, training and validation, as a matplotlib ``Figure``
         (matplotlib: the ``notebook`` extra). ``metrics`` chooses other columns, one chart each
         (with their ``val_`` twins)."""
-        from .._shared.curves import metrics_figure
+        from .curves import metrics_figure
         return metrics_figure(self, metrics)
 
     # -- display ----------------------------------------------------------------------------------

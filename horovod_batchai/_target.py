@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy
     from ._places.base import Backend
     from .local import LocalService, ServiceInfo
 
-__all__ = ["Target"]
+__all__ = ["Target", "connection_of"]
 
 log = logging.getLogger(__name__)
 
@@ -290,3 +290,8 @@ def _azureml_target(subscription_id: str, resource_group: str, workspace: str,
     return Target.azureml(subscription_id, resource_group, workspace, **client_options)
 
 
+def connection_of(target: Target) -> Connection:
+    """The connection ``target`` sends through: its aio twin (``horovod_batchai.aio.Target``)
+    builds its aio clients over it, so that both find the same local service, with the same
+    settings."""
+    return target._connection

@@ -8,7 +8,7 @@ trials running; ``wait()`` again continues the sweep.
 
 The stopping rule's terminations run in tasks of their own while the sweep is waited for (or
 stepped): a step looks at them and never waits on one, asking again after
-:data:`horovod_batchai._sweep.TERMINATE_PATIENCE_S` as the sync sweep does. When a wait ends
+:data:`horovod_batchai._shared.sweep.TERMINATE_PATIENCE_S` as the sync sweep does. When a wait ends
 they are cancelled with it; the next step asks again for a stopped trial that still runs.
 """
 from __future__ import annotations

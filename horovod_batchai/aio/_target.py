@@ -3,7 +3,6 @@ connection (:class:`~horovod_batchai._places.connection_async.AsyncConnection`) 
 clients, sending through azure-core's aiohttp transport."""
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
@@ -13,10 +12,10 @@ from azure.core.credentials_async import AsyncTokenCredential
 
 from .._models.errors import TargetError
 from .._places import build_async_backend
-from .._places.connection import Connection
 from .._places.connection_async import AsyncConnection
 from .._shared.target import AZURE_MANAGEMENT_ENDPOINT, CREDENTIAL_OPTIONS, LOCAL_SUBSCRIPTION, target_from_env
 from .._target import Target as SyncTarget
+from .._target import connection_of
 from ._workspace import Workspace
 
 if TYPE_CHECKING:
@@ -48,10 +47,11 @@ class Target:
     #: the side of the API this target serves
     _asynchronous = True
 
-    def __init__(self, connection: AsyncConnection) -> None:
-        self._connection = connection
+    def __init__(self, sync: SyncTarget, credential: Optional[AsyncTokenCredential] = None, *,
+                 owns_credential: bool = False) -> None:
+        self._sync = sync
+        self._connection = AsyncConnection(connection_of(sync), credential, owns_credential=owns_credential)
         self._backend: Optional["AsyncBackend"] = None
-        self._sync: Optional[SyncTarget] = None
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -60,8 +60,8 @@ class Target:
               subscription_id: str = LOCAL_SUBSCRIPTION, **client_options: Any) -> "Target":
         """The local service, found or started (off the event loop, on first use) as by
         :meth:`horovod_batchai.Target.local`, with the same ``node_runtime``."""
-        return cls(AsyncConnection(Connection.local(service, state_dir=state_dir, node_runtime=node_runtime,
-                                                    subscription_id=subscription_id, client_options=client_options)))
+        return cls(SyncTarget.local(service, state_dir=state_dir, node_runtime=node_runtime,
+                                    subscription_id=subscription_id, **client_options))
 
     @classmethod
     def azure(cls, subscription_id: str, credential: Optional[AsyncTokenCredential] = None, *,
@@ -69,13 +69,13 @@ class Target:
         """Azure Batch AI; ``credential`` is an async credential, by default
         ``azure.identity.aio.DefaultAzureCredential()`` sending its token requests the way the
         target's go."""
-        connection = Connection.azure(subscription_id, None, management_endpoint=management_endpoint,
-                                      client_options=client_options)
+        sync = SyncTarget(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
+                          client_options=client_options)
         if credential is not None:
-            return cls(AsyncConnection(connection, credential))
+            return cls(sync, credential)
         from azure.identity.aio import DefaultAzureCredential
         default = DefaultAzureCredential(**{k: v for k, v in client_options.items() if k in CREDENTIAL_OPTIONS})
-        return cls(AsyncConnection(connection, default, owns_credential=True))
+        return cls(sync, default, owns_credential=True)
 
     @classmethod
     def azureml(cls, subscription_id: str, resource_group: str, workspace: str,
@@ -83,10 +83,7 @@ class Target:
         """An Azure Machine Learning workspace. azure-ai-ml has no async API: its calls run in
         worker threads, so ``credential`` is a sync one (default
         ``azure.identity.DefaultAzureCredential()``) and ``transport`` a sync transport."""
-        from .._shared.target import default_credential
-        return cls(AsyncConnection(Connection.azureml(subscription_id, resource_group, workspace,
-                                                      credential or default_credential(client_options),
-                                                      client_options)))
+        return cls(SyncTarget.azureml(subscription_id, resource_group, workspace, credential, **client_options))
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None, **client_options: Any) -> "Target":
@@ -95,11 +92,7 @@ class Target:
         return target
 
     def __repr__(self) -> str:
-        sync = self._connection.sync
-        scope = f", resource_group={sync.resource_group!r}, workspace={sync.workspace!r}" \
-            if self.kind == "azureml" else ""
-        return (f"aio.Target(kind={self.kind!r}, subscription_id={self.subscription_id!r}{scope}, "
-                f"endpoint={sync.endpoint_text()!r})")
+        return repr(self._sync).replace("Target(", "aio.Target(", 1)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Its clients, session and credential belong to this process's event loop.
@@ -109,19 +102,6 @@ class Target:
     @property
     def sync(self) -> SyncTarget:
         """The sync :class:`horovod_batchai.Target` with the same settings (its clients are its own)."""
-        if self._sync is None:
-            connection = self._connection.sync
-            if self.kind == "local":
-                self._sync = SyncTarget.local(connection.service, state_dir=connection.state_dir,
-                                              node_runtime=connection.node_runtime,
-                                              subscription_id=self.subscription_id, **connection.client_options)
-            elif self.kind == "azure":
-                self._sync = SyncTarget.azure(self.subscription_id, management_endpoint=connection.endpoint_text(),
-                                              **connection.client_options)
-            else:
-                self._sync = SyncTarget.azureml(self.subscription_id, str(connection.resource_group),
-                                                str(connection.workspace), connection.credential(),
-                                                **connection.client_options)
         return self._sync
 
     @property
@@ -178,8 +158,6 @@ class Target:
         if backend is not None:
             await backend.close()
         await self._connection.close()
-        if self._sync is not None:
-            await asyncio.to_thread(self._sync.close)
 
     async def __aenter__(self) -> "Target":
         return self

@@ -125,7 +125,7 @@ def test_metrics_and_event_files_are_read_as_the_sync_api_reads_them(service: An
         assert running.url is None and running.process is None and running.port is None  # ended on leaving the block
         ticking.cancel()
         assert gaps and max(gaps) < 1.0, max(gaps)  # starting and stopping waited in a worker thread
-        assert target._connection.sync._clients == {}  # no sync client: every request went through the aio clients
+        assert target.sync._backend is None  # every request went through the aio clients
 
     run(service, scenario)
 

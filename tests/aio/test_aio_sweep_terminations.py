@@ -15,7 +15,7 @@ import pytest
 from azure.core.pipeline.policies import AsyncHTTPPolicy
 
 from horovod_batchai import HorovodJob, InvalidSpecError, MedianStopping, SweepResults, SweepState, WaitTimeoutError
-from horovod_batchai import _sweep
+from horovod_batchai._shared import sweep as _sweep
 from horovod_batchai.aio import Experiment, GpuCluster, Target
 
 from aio_support import other_tasks, setup_jobs
@@ -78,7 +78,7 @@ def test_cancel_gives_up_after_its_timeout_when_terminations_do_not_finish(servi
 def test_the_stopping_rule_asks_again_when_a_termination_does_not_finish(
         service: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(_sweep, "TERMINATE_PATIENCE_S", 1.0)
-    caplog.set_level(logging.WARNING, logger="horovod_batchai._sweep")
+    caplog.set_level(logging.WARNING, logger="horovod_batchai._shared.sweep")
 
     async def until(condition: Any, what: str) -> None:
         deadline = time.monotonic() + 300

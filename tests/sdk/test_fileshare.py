@@ -171,7 +171,7 @@ def test_an_interrupted_download_leaves_no_partial_file(share: FileShare, tmp_pa
 @pytest.mark.parametrize("name", ["..", "../evil", "a/../../evil", "/etc/passwd", "", "a//b", "a\\..\\b"])
 def test_downloads_refuse_names_that_leave_the_destination(tmp_path: Path, name: str) -> None:
     from horovod_batchai import TransferError
-    from horovod_batchai._fileshare import local_path_under
+    from horovod_batchai._shared.paths import local_path_under
     with pytest.raises(TransferError, match="outside"):
         local_path_under(tmp_path, name)
     assert local_path_under(tmp_path, "cifar/saved_models/m.h5") == tmp_path / "cifar" / "saved_models" / "m.h5"

@@ -172,7 +172,7 @@ def test_a_target_given_a_service_that_stays_down_says_how_to_start_it(tmp_path:
 
 def test_a_failed_uploads_temporary_file_is_deleted_once_the_service_is_back(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    from horovod_batchai import _local_endpoint
+    from horovod_batchai._places import local_endpoint as _local_endpoint
     from horovod_batchai.local import LocalService
     monkeypatch.setattr(_local_endpoint, "RESTART_PATIENCE_S", 0.5)
     state = tmp_path / "state"

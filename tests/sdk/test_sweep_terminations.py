@@ -14,7 +14,7 @@ import pytest
 
 from horovod_batchai import (Experiment, FileShare, GpuCluster, HorovodJob, InvalidSpecError, MedianStopping, SweepResults, SweepState,
                              Target, WaitTimeoutError, Workspace)
-from horovod_batchai import _sweep
+from horovod_batchai._shared import sweep as _sweep
 from horovod_batchai.local import LocalService
 
 from sdk_support import ACCOUNT, RG, SSH_KEY
@@ -106,7 +106,7 @@ def test_the_stopping_rule_asks_again_when_a_termination_does_not_finish(
     _, hooks = held
     experiment, cluster, spec = setup
     monkeypatch.setattr(_sweep, "TERMINATE_PATIENCE_S", 1.0)
-    caplog.set_level(logging.WARNING, logger="horovod_batchai._sweep")
+    caplog.set_level(logging.WARNING, logger="horovod_batchai._shared.sweep")
     sweep = experiment.sweep(spec, name="median", parameters={"lr": [0.3, 0.2, 0.1]}, cluster=cluster,
                              max_concurrent_trials=2, early_stopping=MedianStopping(min_epochs=1, min_trials=2))
     outcome: List[Any] = []

@@ -176,7 +176,7 @@ def test_tensorboard_gives_the_command_when_it_is_not_started(
         monkeypatch: pytest.MonkeyPatch) -> None:
     job = _submit(experiment, cluster, share, tmp_path, "epochs", EPOCHS)
     job.wait(timeout=300)
-    monkeypatch.setattr("horovod_batchai._tensorboard.tensorboard_installed", lambda: False)
+    monkeypatch.setattr("horovod_batchai._shared.tensorboard.tensorboard_installed", lambda: False)
     board = job.tensorboard(logdir=tmp_path / "none", port=6123)
     assert board.url is None and board.process is None
     assert board.command_line == f"tensorboard --logdir {tmp_path / 'none'} --host 127.0.0.1 --port 6123"

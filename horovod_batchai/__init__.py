@@ -22,27 +22,40 @@ Every step of the tutorial is a method here, built on Microsoft's own clients::
 This module is the whole public surface; everything else is private.
 """
 from ._cluster import GpuCluster
-from ._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
-from ._models.errors import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
-                      LocalServiceDownError, MissingDependencyError, NotFoundError, ResourceError, ServiceErrorDetail,
-                      StoppedError, TargetError, TransferError, WaitTimeoutError)
 from ._experiment import Experiment
 from ._fileshare import FileShare
-from ._shared.fileshare import ShareItem
 from ._job import Job
-from ._models.job_spec import HorovodJob
+from ._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
+from ._models.errors import (
+                      ClusterNotReadyError,
+                      ConflictError,
+                      HorovodBatchAIError,
+                      InvalidSpecError,
+                      JobFailedError,
+                      LocalServiceDownError,
+                      MissingDependencyError,
+                      NotFoundError,
+                      ResourceError,
+                      ServiceErrorDetail,
+                      StoppedError,
+                      TargetError,
+                      TransferError,
+                      WaitTimeoutError,
+)
 from ._models.job_parts import ContainerRegistry, InputDirectory, OutputDirectory
-from ._shared.redaction import install_redaction as _install_redaction
-from ._shared.metrics import EpochMetrics, MetricsTable
+from ._models.job_spec import HorovodJob
 from ._models.mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount
 from ._models.states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
+from ._models.sweep_spec import LogUniform, MedianStopping, Uniform
+from ._models.values import OutputFile, RemoteLogin, Usage
+from ._shared.fileshare import ShareItem
+from ._shared.metrics import EpochMetrics, MetricsTable
+from ._shared.redaction import install_redaction as _install_redaction
+from ._shared.sweep import SweepResults, SweepState, Trial, TrialResult
 from ._stream import OutputStream
+from ._sweep import Sweep
 from ._target import Target
 from ._tensorboard import TensorBoard
-from ._models.values import OutputFile, RemoteLogin, Usage
-from ._sweep import Sweep
-from ._shared.sweep import SweepResults, SweepState, Trial, TrialResult
-from ._models.sweep_spec import LogUniform, MedianStopping, Uniform
 from ._workspace import Workspace
 
 __all__ = [

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional
 from azure.core.polling import LROPoller
 
 from ._models.cluster_spec import AutoScale
-from ._shared.deprecation import deprecated
-from ._shared.lro import background_poller, check_timeout, resume_token
 from ._models.constants import DEFAULT_LRO_TIMEOUT
-from ._shared.polling import Polling, poll_until
-from ._shared.resource_ids import names_from_id, parent_workspace
 from ._models.states import ClusterStatus
 from ._models.values import RemoteLogin
 from ._shared.cluster import GpuClusterBase, ReadyWatch, check_resize
+from ._shared.deprecation import deprecated
+from ._shared.lro import DonePoller, accepted, background_poller, check_polling, check_timeout, resume_token
+from ._shared.polling import Polling, poll_until
+from ._shared.resource_ids import names_from_id, parent_workspace
 
 if TYPE_CHECKING:
     from ._places.base import Backend
@@ -73,10 +73,20 @@ class GpuCluster(GpuClusterBase):
         deprecated("GpuCluster.list(workspace)", "workspace.list_clusters()")
         return workspace.list_clusters()
 
-    def begin_delete(self, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
-        """Start deleting the cluster; the poller finishes at once when it is already gone."""
+    def begin_delete(self, *, continuation_token: Optional[str] = None, polling: bool = True,
+                     polling_interval: Optional[float] = None) -> "LROPoller[None]":
+        """Start deleting the cluster; the poller finishes at once when it is already gone.
+
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``LROPoller`` whose result is None.
+        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        interval = check_polling(polling, polling_interval)
         self._record = None
-        return self._backend.begin_delete_cluster(self._ref, continuation_token=continuation_token)
+        poller = self._backend.begin_delete_cluster(self._ref, continuation_token=continuation_token,
+                                                    polling_interval=interval)
+        return poller if polling else accepted(poller, None)
 
     def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the cluster and wait (at most ``timeout`` seconds; None: no limit); succeeds
@@ -125,18 +135,26 @@ class GpuCluster(GpuClusterBase):
 
     # -- scale ----------------------------------------------------------------------------------
     def begin_resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
-                     continuation_token: Optional[str] = None) -> "LROPoller[ClusterStatus]":
+                     continuation_token: Optional[str] = None, polling: bool = True,
+                     polling_interval: Optional[float] = None) -> "LROPoller[ClusterStatus]":
         """Start setting a fixed size (0 releases every node). ``deallocation_option`` says what
         happens to jobs on removed nodes: requeue (Batch AI's default) | terminate |
         waitforjobcompletion. The poller is done when the cluster is steady at the new size (what
         :meth:`wait_until_ready` waits for); its result is that :class:`ClusterStatus`, and it
         raises :class:`ClusterNotReadyError` if the cluster reports errors or unusable nodes.
-        ``continuation_token`` resumes an earlier call (the other arguments are then not used)."""
+        ``continuation_token`` resumes an earlier call (the other arguments are then not used);
+        with ``polling=False`` the poller is done once the service has accepted the new size, and
+        its result is the cluster's status then; ``polling_interval`` is the seconds between polls.
+
+        :param int target_node_count: the number of nodes, 0 or more.
+        :returns: an ``LROPoller`` whose result is the :class:`ClusterStatus`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent."""
+        interval = check_polling(polling, polling_interval)
         if continuation_token is None:
             check_resize(target_node_count, deallocation_option)
             log.info("resizing cluster %s to %d node(s)", self.id, target_node_count)
-        return self._begin_scale("resizing cluster", continuation_token, target_node_count=target_node_count,
-                                 deallocation_option=deallocation_option)
+        return self._begin_scale("resizing cluster", continuation_token, polling, interval,
+                                 target_node_count=target_node_count, deallocation_option=deallocation_option)
 
     def resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
@@ -147,16 +165,26 @@ class GpuCluster(GpuClusterBase):
 
     def begin_auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
                          idle_time_before_scale_down: Optional[timedelta] = None,
-                         continuation_token: Optional[str] = None) -> "LROPoller[ClusterStatus]":
+                         continuation_token: Optional[str] = None, polling: bool = True,
+                         polling_interval: Optional[float] = None) -> "LROPoller[ClusterStatus]":
         """Start letting the service scale between ``minimum`` and ``maximum`` nodes with the job
         queue (on Azure ML, nodes idle for ``idle_time_before_scale_down`` are released). The
-        poller is done when the cluster is steady within its new bounds, as for :meth:`begin_resize`."""
+        poller is done when the cluster is steady within its new bounds, as for :meth:`begin_resize`
+        (whose ``continuation_token``, ``polling`` and ``polling_interval`` these are too).
+
+        :param int minimum: the fewest nodes.
+        :param int maximum: the most nodes.
+        :keyword int initial: the nodes to start with.
+        :returns: an ``LROPoller`` whose result is the :class:`ClusterStatus`.
+        :raises InvalidSpecError: for bad bounds, before anything is sent."""
+        interval = check_polling(polling, polling_interval)
         settings = None
         if continuation_token is None:
             settings = AutoScale(minimum=minimum, maximum=maximum, initial=initial,
                                  idle_time_before_scale_down=idle_time_before_scale_down)
             log.info("cluster %s auto-scales between %d and %d node(s)", self.id, minimum, maximum)
-        return self._begin_scale("setting auto-scale of cluster", continuation_token, auto_scale=settings)
+        return self._begin_scale("setting auto-scale of cluster", continuation_token, polling, interval,
+                                 auto_scale=settings)
 
     def auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
                    idle_time_before_scale_down: Optional[timedelta] = None,
@@ -166,17 +194,23 @@ class GpuCluster(GpuClusterBase):
         return self.begin_auto_scale(minimum, maximum, initial=initial,
                                      idle_time_before_scale_down=idle_time_before_scale_down).result(timeout)
 
-    def _begin_scale(self, action: str, continuation_token: Optional[str],
-                     **scale: object) -> "LROPoller[ClusterStatus]":
+    def _begin_scale(self, action: str, continuation_token: Optional[str], polling: bool,
+                     polling_interval: Optional[float], **scale: object) -> "LROPoller[ClusterStatus]":
         """The scale request (sent now), then the wait until the cluster is ready at its new scale
         (on the poller's thread). The token holds the request's own while it runs; after that,
         resuming only watches the cluster."""
         backend, resource = self._backend, self.id
+        interval = polling_interval or backend.default_poll_interval
         if continuation_token is not None:
             inner = resume_token(continuation_token, action=action, resource=resource)
-            scaling = backend.begin_scale_cluster(self._ref, continuation_token=inner) if inner else None
+            scaling = backend.begin_scale_cluster(self._ref, continuation_token=inner,
+                                                  polling_interval=interval) if inner else None
         else:
-            scaling = backend.begin_scale_cluster(self._ref, known=self._record, **scale)  # type: ignore[arg-type]
+            scaling = backend.begin_scale_cluster(self._ref, known=self._record, polling_interval=interval,
+                                                  **scale)  # type: ignore[arg-type]
+        if not polling:
+            return accepted(scaling, self.status()) if scaling is not None else \
+                DonePoller(self.status(), action=action, resource=resource)
         running = [scaling]
 
         def work() -> ClusterStatus:
@@ -184,7 +218,7 @@ class GpuCluster(GpuClusterBase):
             if request is not None:
                 self._record = request.result(None)
                 running[0] = None
-            return self._until_ready(Polling(timeout=None, poll_interval=backend.default_poll_interval))
+            return self._until_ready(Polling(timeout=None, poll_interval=interval))
 
         def token() -> Optional[str]:
             request = running[0]

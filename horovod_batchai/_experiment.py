@@ -6,19 +6,19 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union, cast
 
 from azure.core.polling import LROPoller
 
-from ._models.records import JobRecord
 from ._cluster import GpuCluster
 from ._job import Job
-from ._models.job_spec import HorovodJob
-from ._shared.deprecation import deprecated
-from ._shared.lro import MappedPoller, check_timeout
 from ._models.constants import DEFAULT_LRO_TIMEOUT
+from ._models.job_spec import HorovodJob
 from ._models.names import check_batchai_name
-from ._shared.resource_ids import names_from_id, parent_workspace
-from ._sweep import Sweep
-from ._shared.sweep import sweeps_in
+from ._models.records import JobRecord
 from ._models.sweep_spec import MedianStopping
+from ._shared.deprecation import deprecated
 from ._shared.experiment import ExperimentBase, no_sweep, plan_sweep, require_cluster, require_spec
+from ._shared.lro import MappedPoller, accepted, check_polling, check_timeout
+from ._shared.resource_ids import names_from_id, parent_workspace
+from ._shared.sweep import sweeps_in
+from ._sweep import Sweep
 
 if TYPE_CHECKING:
     from ._places.base import Backend
@@ -75,10 +75,21 @@ class Experiment(ExperimentBase):
         self._backend.get_experiment(self.workspace.resource_group, self.workspace.name, self.name)
         return self
 
-    def begin_delete(self, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
-        """Start deleting the experiment and its jobs; finishes at once when already gone."""
-        return self._backend.begin_delete_experiment(self.workspace.resource_group, self.workspace.name, self.name,
-                                                     continuation_token=continuation_token)
+    def begin_delete(self, *, continuation_token: Optional[str] = None, polling: bool = True,
+                     polling_interval: Optional[float] = None) -> "LROPoller[None]":
+        """Start deleting the experiment and its jobs; finishes at once when already gone.
+
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request
+            (its result is None); True follows the operation to its end.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``LROPoller`` whose result is None.
+        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        interval = check_polling(polling, polling_interval)
+        poller = self._backend.begin_delete_experiment(self.workspace.resource_group, self.workspace.name, self.name,
+                                                       continuation_token=continuation_token,
+                                                       polling_interval=interval)
+        return poller if polling else accepted(poller, None)
 
     def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the experiment and its jobs, waiting at most ``timeout`` seconds (None: no
@@ -88,7 +99,8 @@ class Experiment(ExperimentBase):
 
     # -- jobs -----------------------------------------------------------------------------------
     def begin_submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
-                     continuation_token: Optional[str] = None) -> "LROPoller[Job]":
+                     continuation_token: Optional[str] = None, polling: bool = True,
+                     polling_interval: Optional[float] = None) -> "LROPoller[Job]":
         """Start submitting ``spec`` as job ``name`` on ``cluster`` (a :class:`GpuCluster` or its
         name); the poller's result is the :class:`Job` once the service has accepted it (not once
         it has run: :meth:`Job.wait` waits for that).
@@ -101,13 +113,25 @@ class Experiment(ExperimentBase):
         :class:`ConflictError` naming the fields that differ (secret values, keys and passwords
         included, though never shown) otherwise. ``continuation_token`` resumes an earlier call
         (``spec`` and ``cluster`` are then not used).
+
+        :param str name: the job's name.
+        :param HorovodJob spec: what the job runs.
+        :keyword cluster: the :class:`GpuCluster` (or its name) the job runs on.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request
+            (its result is the job, not fetched); True follows the operation to its end.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``LROPoller`` whose result is the :class:`Job`.
+        :raises InvalidSpecError: for anything the checks above refuse, before anything is sent.
+        :raises ConflictError: when a job of that name exists with other settings.
         """
         check_batchai_name(name, "job")
+        interval = check_polling(polling, polling_interval)
         job = Job(self, name)
         backend = self._backend
         if continuation_token is not None:
             poller = backend.begin_submit_job(job._ref, cast(HorovodJob, spec), None,
-                                              continuation_token=continuation_token)
+                                              continuation_token=continuation_token, polling_interval=interval)
         else:
             spec = require_spec(spec)
             if isinstance(cluster, str):
@@ -117,13 +141,14 @@ class Experiment(ExperimentBase):
                 cluster.refresh()
             record = cluster._known()
             backend.check_submission(spec, record)
-            poller = backend.begin_submit_job(job._ref, spec, record)
+            poller = backend.begin_submit_job(job._ref, spec, record, polling_interval=interval)
 
-        def accepted(job_record: JobRecord) -> Job:
+        def record_of(job_record: JobRecord) -> Job:
             job._record = job_record
             return job
 
-        return MappedPoller(poller, accepted, action="submitting job", resource=job.id, same_token=True)
+        submitted = MappedPoller(poller, record_of, action="submitting job", resource=job.id, same_token=True)
+        return submitted if polling else accepted(submitted, job)
 
     def submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Job:

@@ -16,19 +16,38 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, List, Optional, Union
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
-from ._shared.deprecation import deprecated, positional_options
+from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.errors import NotFoundError, azure_errors
 from ._models.mounts import AzureFileShareMount
-from ._models.names import (check_share_path,
-                     local_destination, local_directory)
+from ._models.names import check_share_path, local_destination, local_directory
+from ._shared.deprecation import deprecated, positional_options
+from ._shared.fileshare import (
+    DEFAULT_FILE_CONCURRENCY,
+    DEFAULT_RANGE_CONCURRENCY,
+    DIRECTORY_RANGE_CONCURRENCY,
+    VERIFY_REPLACEMENT,
+    FileShareBase,
+    ShareItem,
+    add_entries,
+    check_account_options,
+    check_concurrency,
+    check_quota,
+    check_read_back,
+    check_upload_source,
+    finish_download,
+    holds_upload,
+    plan_download_directory,
+    plan_upload_directory,
+    range_md5_refused,
+    upload_temp_path,
+)
+from ._shared.lro import (DonePoller, background_poller, check_polling, check_timeout, resume_token,
+                          wrap_token)
 from ._shared.parallel import check_stop, run_parallel
 from ._shared.polling import check_stop_event
-from ._shared.resource_ids import names_from_id
 from ._shared.progress import Progress, ProgressArg
-from ._shared.lro import background_poller, check_timeout, resume_token
-from ._models.constants import DEFAULT_LRO_TIMEOUT
+from ._shared.resource_ids import names_from_id
 from ._shared.transfer_hash import HashingReader, OrderedHashWriter
-from ._shared.fileshare import DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY, FileShareBase, ShareItem, VERIFY_REPLACEMENT, add_entries, check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, finish_download, holds_upload, plan_download_directory, plan_upload_directory, range_md5_refused, upload_temp_path
 
 if TYPE_CHECKING:
     from azure.core.polling import LROPoller
@@ -85,25 +104,45 @@ class FileShare(FileShareBase):
     @classmethod
     def begin_create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
                      location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None,
-                     continuation_token: Optional[str] = None) -> "LROPoller[FileShare]":
+                     continuation_token: Optional[str] = None, polling: bool = True,
+                     polling_interval: Optional[float] = None) -> "LROPoller[FileShare]":
         """Start get-or-create of the share ``share_name`` in storage account ``account_name``,
         creating the resource group, the account (``sku``, StorageV2) and the share when missing;
         the poller's result is the :class:`FileShare`. ``continuation_token`` resumes an earlier
-        call (``location`` and ``sku`` are then not used)."""
+        call (``location`` and ``sku`` are then not used).
+
+        :param Target target: where the storage account is.
+        :param str resource_group: the account's resource group (created when missing).
+        :param str account_name: the storage account (created when missing).
+        :param str share_name: the share (created when missing).
+        :keyword str location: the Azure region of what is created.
+        :keyword str sku: the account's SKU, e.g. Standard_LRS.
+        :keyword int quota_gib: the share's quota in GiB (the service's default when None).
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the account's creation has been
+            accepted (its result is the share, which may not exist yet; its token resumes the rest).
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``LROPoller`` whose result is the :class:`FileShare`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: on Azure ML, when the share's datastore name is other storage."""
         share = cls(target, resource_group, account_name, share_name)
         action, resource = "creating share", share.id
         check_quota(quota_gib)
+        interval = check_polling(polling, polling_interval)
         backend = target.backend
         if continuation_token is not None:
             inner = resume_token(continuation_token, action=action, resource=resource)
             account = backend.begin_create_storage_account(resource_group, account_name, location, sku,
-                                                           continuation_token=inner) if inner else None
+                                                           continuation_token=inner, polling_interval=interval) if inner else None
         else:
             location = check_account_options(location, sku)
             # Where jobs will find the share must not be other storage: checked before anything is created.
             backend.check_share_datastore(account_name, share_name)
             backend.ensure_resource_group(resource_group, location)
-            account = backend.begin_create_storage_account(resource_group, account_name, location, sku)
+            account = backend.begin_create_storage_account(resource_group, account_name, location, sku, polling_interval=interval)
+        if not polling:
+            return DonePoller(share, action=action, resource=resource,
+                              token=wrap_token(action, resource, account.continuation_token() if account else None))
         running = [account]
 
         def work() -> "FileShare":
@@ -160,8 +199,35 @@ class FileShare(FileShareBase):
     def _read_account(self) -> None:
         self._account_url = self.target.backend.get_file_endpoint(self.resource_group, self._account_name)
 
-    def delete(self, *, delete_account: bool = False) -> None:
-        """Delete the share (and, when asked, its storage account); succeeds when already gone."""
+    def begin_delete(self, *, delete_account: bool = False, continuation_token: Optional[str] = None,
+                     polling: bool = True, polling_interval: Optional[float] = None) -> "LROPoller[None]":
+        """Start deleting the share (and, when asked, its storage account); succeeds when already
+        gone. Each delete is one request the service answers at once, so the poller is done when
+        this returns; resuming from its token deletes again, which is harmless.
+
+        :keyword bool delete_account: delete the storage account too, with everything in it.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: accepted for azure-core's convention; the poller is done either way.
+        :keyword float polling_interval: accepted for azure-core's convention (nothing is polled).
+        :returns: an ``LROPoller`` whose result is None.
+        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        check_polling(polling, polling_interval)
+        action = "deleting share and storage account" if delete_account else "deleting share"
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=self.id)
+        self._delete(delete_account)
+        return DonePoller(None, action=action, resource=self.id)
+
+    def delete(self, *, delete_account: bool = False, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
+        """Delete the share (and, when asked, its storage account); succeeds when already gone.
+
+        :keyword bool delete_account: delete the storage account too, with everything in it.
+        :keyword float timeout: seconds to wait at most (None: no limit).
+        :raises WaitTimeoutError: when it has not finished by then."""
+        check_timeout(timeout)
+        self.begin_delete(delete_account=delete_account).result(timeout)
+
+    def _delete(self, delete_account: bool) -> None:
         with azure_errors("deleting share", self._where()):
             try:
                 log.info("deleting share %s", self._where())

@@ -14,29 +14,40 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.core.polling import LROPoller
 
-from ._models.records import JobRecord
+from ._models.constants import DEFAULT_LRO_TIMEOUT, STDOUTERR
 from ._models.errors import HorovodBatchAIError, InvalidSpecError, azure_errors
-from ._shared.deprecation import deprecated, positional_options
-from ._shared.lro import MappedPoller, check_timeout
-from ._models.constants import DEFAULT_LRO_TIMEOUT
-from ._shared.metrics import METRICS_FILE, MetricsTable
 from ._models.names import local_destination, local_directory
-from ._shared.paths import local_path_under
+from ._models.records import JobRecord
+from ._models.states import ExecutionState, JobStatus
+from ._models.values import OutputFile
+from ._shared.deprecation import deprecated, positional_options
+from ._shared.job import (
+    TAIL_BYTES,
+    EndWatch,
+    JobBase,
+    check_download_link,
+    check_tail_bytes,
+    check_tensorboard_port,
+    metrics_from,
+    metrics_link,
+    no_metrics,
+    output_named,
+    tail_text,
+)
+from ._shared.lro import MappedPoller, accepted, check_polling, check_timeout
+from ._shared.metrics import METRICS_FILE, MetricsTable
 from ._shared.parallel import check_stop
+from ._shared.paths import local_path_under
 from ._shared.polling import Polling, check_stop_event, poll_until
 from ._shared.resource_ids import names_from_id, parent_workspace
-from ._models.states import ExecutionState, JobStatus
-from ._stream import OutputStream
 from ._shared.stream import check_link_expiry, check_output_path
-from ._models.values import OutputFile
-from ._models.constants import STDOUTERR
-from ._shared.job import EndWatch, JobBase, TAIL_BYTES, check_download_link, check_tail_bytes, check_tensorboard_port, metrics_from, metrics_link, no_metrics, output_named, tail_text
+from ._stream import OutputStream
 
 if TYPE_CHECKING:
-    from ._places.base import Backend
-    from ._tensorboard import TensorBoard
     from ._experiment import Experiment
+    from ._places.base import Backend
     from ._target import Target
+    from ._tensorboard import TensorBoard
 
 __all__ = ["Job", "OutputFile"]
 
@@ -93,9 +104,19 @@ class Job(JobBase):
         deprecated("Job.list(experiment)", "experiment.list_jobs()")
         return experiment.list_jobs()
 
-    def begin_delete(self, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
-        """Start deleting the job (stopping it if it runs); finishes at once when already gone."""
-        return self._backend.begin_delete_job(self._ref, continuation_token=continuation_token)
+    def begin_delete(self, *, continuation_token: Optional[str] = None, polling: bool = True,
+                     polling_interval: Optional[float] = None) -> "LROPoller[None]":
+        """Start deleting the job (stopping it if it runs); finishes at once when already gone.
+
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``LROPoller`` whose result is None.
+        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        interval = check_polling(polling, polling_interval)
+        poller = self._backend.begin_delete_job(self._ref, continuation_token=continuation_token,
+                                                polling_interval=interval)
+        return poller if polling else accepted(poller, None)
 
     def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the job and wait (at most ``timeout`` seconds; None: no limit); succeeds when
@@ -103,12 +124,23 @@ class Job(JobBase):
         check_timeout(timeout)
         self.begin_delete().result(timeout)
 
-    def begin_terminate(self, *, continuation_token: Optional[str] = None) -> "LROPoller[JobStatus]":
+    def begin_terminate(self, *, continuation_token: Optional[str] = None, polling: bool = True,
+                        polling_interval: Optional[float] = None) -> "LROPoller[JobStatus]":
         """Ask the service to stop the job (Azure ML: cancel it); harmless on a finished job. The
-        poller is done once the service has stopped it; its result is the job's fresh status."""
-        poller = self._backend.begin_terminate_job(self._ref, continuation_token=continuation_token)
-        return MappedPoller(poller, lambda _: self._fetch().status, action="terminating job", resource=self.id,
-                            same_token=True)
+        poller is done once the service has stopped it; its result is the job's fresh status.
+
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request
+            (its result is the job's status then).
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``LROPoller`` whose result is the :class:`JobStatus`.
+        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        interval = check_polling(polling, polling_interval)
+        poller = self._backend.begin_terminate_job(self._ref, continuation_token=continuation_token,
+                                                   polling_interval=interval)
+        mapped = MappedPoller(poller, lambda _: self._fetch().status, action="terminating job", resource=self.id,
+                              same_token=True)
+        return mapped if polling else accepted(mapped, self._fetch().status)
 
     def terminate(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> JobStatus:
         """:meth:`begin_terminate`, waiting at most ``timeout`` seconds (None: no limit); returns

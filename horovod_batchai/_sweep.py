@@ -17,11 +17,10 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-
-from ._shared.deprecation import positional_options
-from ._models.errors import WaitTimeoutError
-from ._shared.lro import background_poller, check_timeout
 from ._models.constants import DEFAULT_LRO_TIMEOUT
+from ._models.errors import WaitTimeoutError
+from ._shared.deprecation import positional_options
+from ._shared.lro import background_poller, check_timeout
 from ._shared.metrics import MetricsTable
 from ._shared.polling import Polling
 from ._shared.sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in

@@ -11,8 +11,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
-from ._shared.polling import Polling
 from ._models.states import JobStatus
+from ._shared.polling import Polling
 
 if TYPE_CHECKING:
     from ._job import Job

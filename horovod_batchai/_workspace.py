@@ -7,17 +7,23 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union, cast
 
 from azure.core.polling import LROPoller
 
-from ._models.records import ClusterRef
 from ._cluster import GpuCluster
-from ._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from ._experiment import Experiment
-from ._shared.lro import MappedPoller, background_poller, check_timeout, resume_token
+from ._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
 from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.mounts import Mount
 from ._models.names import check_batchai_name, check_resource_group
-from ._shared.resource_ids import names_from_id
+from ._models.records import ClusterRef
 from ._models.values import Usage
-from ._shared.workspace import WorkspaceBase, check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
+from ._shared.lro import (MappedPoller, accepted, background_poller, check_polling, check_timeout, resume_token)
+from ._shared.resource_ids import names_from_id
+from ._shared.workspace import (
+    WorkspaceBase,
+    check_cluster_spec,
+    check_workspace_args,
+    cluster_spec_from_options,
+    scale_text,
+)
 
 if TYPE_CHECKING:
     from ._places.base import Backend
@@ -62,17 +68,33 @@ class Workspace(WorkspaceBase):
     # -- create / get / list / delete -----------------------------------------------------------
     @classmethod
     def begin_create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
-                     continuation_token: Optional[str] = None) -> "LROPoller[Workspace]":
+                     continuation_token: Optional[str] = None, polling: bool = True,
+                     polling_interval: Optional[float] = None) -> "LROPoller[Workspace]":
         """Start get-or-create of the workspace ``name`` in ``resource_group``, creating the group
         (in ``location``) and the workspace when missing; the poller's result is the
         :class:`Workspace`. Batch AI defaults ``location`` to eastus; creating an Azure ML
         workspace needs it given. ``continuation_token`` (from a poller's
-        ``continuation_token()``) resumes an earlier call instead of starting one."""
+        ``continuation_token()``) resumes an earlier call instead of starting one.
+
+        :param Target target: where the workspace is.
+        :param str resource_group: its resource group (created when missing).
+        :param str name: the workspace's name.
+        :keyword str location: the Azure region of what is created.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request
+            (its result is the workspace, not fetched); True follows the operation to its end.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``LROPoller`` whose result is the :class:`Workspace`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent."""
         location = check_workspace_args(resource_group, name, location)
+        interval = check_polling(polling, polling_interval)
         backend = target.backend
-        poller = backend.begin_create_workspace(resource_group, name, location, continuation_token=continuation_token)
-        return MappedPoller(poller, lambda r: cls(target, resource_group, name, _record=r), action="creating workspace",
-                            resource=backend.workspace_id(resource_group, name), same_token=True)
+        poller = MappedPoller(backend.begin_create_workspace(resource_group, name, location,
+                                                             continuation_token=continuation_token,
+                                                             polling_interval=interval),
+                              lambda r: cls(target, resource_group, name, _record=r), action="creating workspace",
+                              resource=backend.workspace_id(resource_group, name), same_token=True)
+        return poller if polling else accepted(poller, cls(target, resource_group, name))
 
     @classmethod
     def create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
@@ -95,13 +117,23 @@ class Workspace(WorkspaceBase):
         return [cls(target, r.resource_group, r.name, _record=r)
                 for r in target.backend.list_workspaces(resource_group)]
 
-    def begin_delete(self, *, delete_resource_group: bool = False,
-                     continuation_token: Optional[str] = None) -> "LROPoller[None]":
+    def begin_delete(self, *, delete_resource_group: bool = False, continuation_token: Optional[str] = None,
+                     polling: bool = True, polling_interval: Optional[float] = None) -> "LROPoller[None]":
         """Start deleting the workspace (with its clusters, experiments and jobs) -- and, only when
-        asked, its resource group with everything in it; finishes at once when already gone."""
+        asked, its resource group with everything in it; finishes at once when already gone.
+
+        :keyword bool delete_resource_group: delete the resource group too, once the workspace is gone.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request
+            (with ``delete_resource_group``, both deletes are sent at once); True follows the operation to its end.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``LROPoller`` whose result is None.
+        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        interval = check_polling(polling, polling_interval)
         backend, group = self._backend, self.resource_group
         if not delete_resource_group:
-            return backend.begin_delete_workspace(group, self.name, continuation_token=continuation_token)
+            poller = backend.begin_delete_workspace(group, self.name, continuation_token=continuation_token, polling_interval=interval)
+            return poller if polling else accepted(poller, None)
         # Two operations, one after the other; the token says which one was running, and its token.
         action, resource = "deleting workspace and resource group", self.id
         step, inner = "workspace", ""
@@ -109,15 +141,19 @@ class Workspace(WorkspaceBase):
             saved = resume_token(continuation_token, action=action, resource=resource) or "group:"
             step, _, inner = saved.partition(":")
         if step == "workspace":
-            first = backend.begin_delete_workspace(group, self.name, continuation_token=inner or None)
+            first = backend.begin_delete_workspace(group, self.name, continuation_token=inner or None, polling_interval=interval)
         else:
-            first = backend.begin_delete_resource_group(group, continuation_token=inner or None)
+            first = backend.begin_delete_resource_group(group, continuation_token=inner or None, polling_interval=interval)
+        if not polling:
+            if step == "workspace":
+                backend.begin_delete_resource_group(group, polling_interval=interval)
+            return accepted(first, None)
         running = [(step, first)]
 
         def work() -> None:
             running[0][1].result(None)
             if running[0][0] == "workspace":
-                running[0] = ("group", backend.begin_delete_resource_group(group))
+                running[0] = ("group", backend.begin_delete_resource_group(group, polling_interval=interval))
                 running[0][1].result(None)
 
         def token() -> str:
@@ -139,15 +175,26 @@ class Workspace(WorkspaceBase):
         return self._backend.usages(str(location))
 
     # -- experiments ----------------------------------------------------------------------------
-    def begin_create_experiment(self, name: str, *,
-                                continuation_token: Optional[str] = None) -> "LROPoller[Experiment]":
+    def begin_create_experiment(self, name: str, *, continuation_token: Optional[str] = None, polling: bool = True,
+                                polling_interval: Optional[float] = None) -> "LROPoller[Experiment]":
         """Start get-or-create of the experiment ``name``; the poller's result is the
-        :class:`Experiment`."""
+        :class:`Experiment`.
+
+        :param str name: the experiment's name.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request
+            (its result is the experiment); True follows the operation to its end.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``LROPoller`` whose result is the :class:`Experiment`.
+        :raises InvalidSpecError: for a bad name or option, before anything is sent."""
+        interval = check_polling(polling, polling_interval)
         experiment = Experiment(self, name)
-        poller = self._backend.begin_create_experiment(self.resource_group, self.name, name,
-                                                       continuation_token=continuation_token)
-        return MappedPoller(poller, lambda _: experiment, action="creating experiment", resource=experiment.id,
-                            same_token=True)
+        poller = MappedPoller(self._backend.begin_create_experiment(self.resource_group, self.name, name,
+                                                                    continuation_token=continuation_token,
+                                                                    polling_interval=interval),
+                              lambda _: experiment, action="creating experiment", resource=experiment.id,
+                              same_token=True)
+        return poller if polling else accepted(poller, experiment)
 
     def create_experiment(self, name: str, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Experiment:
         """The experiment ``name`` (get-or-create): :meth:`begin_create_experiment`, waiting at most
@@ -175,7 +222,8 @@ class Workspace(WorkspaceBase):
                              admin_password: Optional[str] = None, generate_ssh_keys: bool = True,
                              ssh_key_path: Optional[Union[str, Path]] = None, image: Optional[ImageReference] = None,
                              setup_task: Optional[SetupTask] = None, mounts: Sequence[Mount] = (),
-                             continuation_token: Optional[str] = None) -> "LROPoller[GpuCluster]":
+                             continuation_token: Optional[str] = None, polling: bool = True,
+                             polling_interval: Optional[float] = None) -> "LROPoller[GpuCluster]":
         """Start creating the cluster ``name`` (get-or-create), from ``spec`` or from the keyword
         options; the poller's result is the :class:`GpuCluster` once the service accepted it.
 
@@ -188,16 +236,28 @@ class Workspace(WorkspaceBase):
         the existing AmlCompute keeps its own scale and admin user. Fields the target cannot
         express are refused here, before any request. ``continuation_token`` resumes an earlier
         call (the other arguments but ``name`` are then not used).
+
+        :param str name: the cluster's name.
+        :param ClusterSpec spec: the whole cluster, instead of the keyword options.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request
+            (its result is the cluster, not fetched); True follows the operation to its end.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``LROPoller`` whose result is the :class:`GpuCluster`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: when the cluster exists with other settings.
         """
         check_batchai_name(name, "cluster")
+        interval = check_polling(polling, polling_interval)
         backend = self._backend
         ref = ClusterRef(self.resource_group, self.name, name)
         action, cluster_id = "creating cluster", backend.cluster_id(ref)
         if continuation_token is not None:
-            return MappedPoller(backend.begin_create_cluster(ref, cast(ClusterSpec, spec),
-                                                             continuation_token=continuation_token),
-                                lambda r: GpuCluster(self, name, _record=r), action=action, resource=cluster_id,
-                                same_token=True)
+            resumed = MappedPoller(backend.begin_create_cluster(ref, cast(ClusterSpec, spec),
+                                                                continuation_token=continuation_token, polling_interval=interval),
+                                   lambda r: GpuCluster(self, name, _record=r), action=action, resource=cluster_id,
+                                   same_token=True)
+            return resumed if polling else accepted(resumed, GpuCluster(self, name))
         if spec is None:
             spec = cluster_spec_from_options(
                 vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count, auto_scale=auto_scale,
@@ -207,13 +267,14 @@ class Workspace(WorkspaceBase):
         spec = check_cluster_spec(spec, backend)
         existing = backend.find_cluster(ref)
         if existing is not None:
-            poller = backend.begin_reuse_cluster(ref, spec, existing)
+            started = backend.begin_reuse_cluster(ref, spec, existing, polling_interval=interval)
             log.info("cluster %s exists with these settings; using it", cluster_id)
         else:
             log.info("creating cluster %s (%s, %s)", cluster_id, spec.vm_size, scale_text(spec))
-            poller = backend.begin_create_cluster(ref, spec)
-        return MappedPoller(poller, lambda r: GpuCluster(self, name, _record=r), action=action, resource=cluster_id,
-                            same_token=True)
+            started = backend.begin_create_cluster(ref, spec, polling_interval=interval)
+        poller = MappedPoller(started, lambda r: GpuCluster(self, name, _record=r), action=action, resource=cluster_id,
+                              same_token=True)
+        return poller if polling else accepted(poller, GpuCluster(self, name))
 
     def create_cluster(self, name: str, spec: Optional[ClusterSpec] = None, *, vm_size: str = "Standard_NC6",
                        vm_priority: str = "dedicated", target_node_count: Optional[int] = None,

@@ -14,10 +14,23 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 from azure.mgmt.batchai import models
 
 from .errors import InvalidSpecError
-from .job_parts import (DEFAULT_MAX_WALL_CLOCK_TIME, JSON_PROPERTIES, ContainerRegistry, InputDirectory, JobOrigin,
-                        OutputDirectory)
-from .mounts import (ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, AzureBlobMount, AzureFileShareMount, FileServerMount, Mount,
-                     UnmanagedMount)
+from .job_parts import (
+    DEFAULT_MAX_WALL_CLOCK_TIME,
+    JSON_PROPERTIES,
+    ContainerRegistry,
+    InputDirectory,
+    JobOrigin,
+    OutputDirectory,
+)
+from .mounts import (
+    ACCOUNT_PLACEHOLDER,
+    KEY_PLACEHOLDER,
+    AzureBlobMount,
+    AzureFileShareMount,
+    FileServerMount,
+    Mount,
+    UnmanagedMount,
+)
 
 if TYPE_CHECKING:
     from .job_spec import HorovodJob

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from .errors import InvalidSpecError
-from .names import check_mode
-from .names import check_batchai_name, describe_value
+from .names import check_batchai_name, check_mode, describe_value
 
 __all__ = ["Uniform", "LogUniform", "MedianStopping", "SweepDefinition", "trial_arguments", "trial_name",
            "SWEEP_VARIABLE", "TRIAL_VARIABLE", "MAX_TRIALS", "MAX_SWEEP_NAME"]

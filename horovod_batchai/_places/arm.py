@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from azure.core.exceptions import ResourceNotFoundError
 
 from .._models.errors import azure_errors
+from .._shared.lro import poll_options
 from .._shared.steps import Steps, begin_delete
 
 if TYPE_CHECKING:
@@ -37,12 +38,13 @@ def ensure_resource_group(connection: "Connection", resource_group: str, locatio
 
 
 def begin_delete_resource_group(connection: "Connection", resource_group: str, *,
-                                continuation_token: Optional[str] = None) -> "Steps[Any]":
+                                continuation_token: Optional[str] = None, polling_interval: Optional[float] = None) -> "Steps[Any]":
     """Start deleting ``resource_group`` with everything in it; finished at once when it is gone."""
     client = yield connection.resources()
     return (yield from begin_delete("deleting resource group",
                                     resource_group_id(connection.subscription_id, resource_group), continuation_token,
-                                    lambda **kw: client.resource_groups.begin_delete(resource_group, **kw)))
+                                    lambda **kw: client.resource_groups.begin_delete(resource_group, **kw),
+                                    **poll_options(polling_interval)))
 
 
 def resource_group_of(resource_id: str) -> str:

@@ -6,7 +6,8 @@ before its first request, raising :class:`InvalidSpecError` naming the field.
 
 Its ``begin_`` methods send the operation's first request and return a poller without waiting
 (never a poller waited on with a fixed timeout); each takes ``continuation_token``, a token of a
-poller it returned (``_shared.lro.resume_token`` reads it), to resume instead of starting.
+poller it returned (``_shared.lro.resume_token`` reads it), to resume instead of starting, and
+azure-core's ``polling`` and ``polling_interval``, for the Microsoft client's poller.
 
 :class:`Backend` is the sync side; an aio backend has the same members, its requests coroutine
 functions and its pollers ``AsyncLROPoller``s. A place written as operations (generator methods,
@@ -56,19 +57,22 @@ class Backend(Protocol):
     def get_workspace(self, resource_group: str, name: str) -> WorkspaceRecord: ...
 
     def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
-                               continuation_token: Optional[str] = None) -> "LROPoller[WorkspaceRecord]":
+                               continuation_token: Optional[str] = None,
+                               polling_interval: Optional[float] = None) -> "LROPoller[WorkspaceRecord]":
         """Get-or-create: the resource group first when missing, then the workspace."""
         ...
 
     def list_workspaces(self, resource_group: Optional[str]) -> List[WorkspaceRecord]: ...
 
     def begin_delete_workspace(self, resource_group: str, name: str, *,
-                               continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+                               continuation_token: Optional[str] = None,
+                               polling_interval: Optional[float] = None) -> "LROPoller[None]": ...
 
     def ensure_resource_group(self, resource_group: str, location: str) -> None: ...
 
     def begin_delete_resource_group(self, resource_group: str, *,
-                                    continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+                                    continuation_token: Optional[str] = None,
+                                    polling_interval: Optional[float] = None) -> "LROPoller[None]": ...
 
     def usages(self, location: str) -> List[Usage]: ...
 
@@ -76,14 +80,16 @@ class Backend(Protocol):
     def experiment_id(self, resource_group: str, workspace: str, name: str) -> str: ...
 
     def begin_create_experiment(self, resource_group: str, workspace: str, name: str, *,
-                                continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+                                continuation_token: Optional[str] = None,
+                                polling_interval: Optional[float] = None) -> "LROPoller[None]": ...
 
     def get_experiment(self, resource_group: str, workspace: str, name: str) -> None: ...
 
     def list_experiments(self, resource_group: str, workspace: str) -> List[str]: ...
 
     def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
-                                continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+                                continuation_token: Optional[str] = None,
+                                polling_interval: Optional[float] = None) -> "LROPoller[None]": ...
 
     # -- clusters -------------------------------------------------------------------------------
     def cluster_id(self, ref: ClusterRef) -> str: ...
@@ -95,10 +101,12 @@ class Backend(Protocol):
     def find_cluster(self, ref: ClusterRef) -> Optional[ClusterRecord]: ...
 
     def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec, *,
-                             continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]": ...
+                             continuation_token: Optional[str] = None,
+                             polling_interval: Optional[float] = None) -> "LROPoller[ClusterRecord]": ...
 
     def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec,
-                            existing: ClusterRecord) -> "LROPoller[ClusterRecord]":
+                            existing: ClusterRecord,
+                            polling_interval: Optional[float] = None) -> "LROPoller[ClusterRecord]":
         """``existing`` if it has ``spec``'s settings (its size aside); ConflictError naming the
         fields otherwise."""
         ...
@@ -106,14 +114,16 @@ class Backend(Protocol):
     def list_clusters(self, resource_group: str, workspace: str) -> List[ClusterRecord]: ...
 
     def begin_delete_cluster(self, ref: ClusterRef, *,
-                             continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+                             continuation_token: Optional[str] = None,
+                             polling_interval: Optional[float] = None) -> "LROPoller[None]": ...
 
     def cluster_status(self, ref: ClusterRef) -> ClusterRecord: ...
 
     def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
                             auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
                             known: Optional[ClusterRecord] = None,
-                            continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
+                            continuation_token: Optional[str] = None,
+                            polling_interval: Optional[float] = None) -> "LROPoller[ClusterRecord]":
         """Set the scale; the poller is done once the service has accepted it (nodes then come
         and go: the caller watches the cluster's state for that)."""
         ...
@@ -141,17 +151,20 @@ class Backend(Protocol):
     def get_job(self, ref: JobRef) -> JobRecord: ...
 
     def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
-                         continuation_token: Optional[str] = None) -> "LROPoller[JobRecord]":
+                         continuation_token: Optional[str] = None,
+                         polling_interval: Optional[float] = None) -> "LROPoller[JobRecord]":
         """The poller is done once the service has accepted the job (not once it has run). With
         ``continuation_token``, ``spec`` and ``cluster`` are not used."""
         ...
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]: ...
 
-    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None,
+                         polling_interval: Optional[float] = None) -> "LROPoller[None]": ...
 
     def begin_terminate_job(self, ref: JobRef, *,
-                            continuation_token: Optional[str] = None) -> "LROPoller[None]": ...
+                            continuation_token: Optional[str] = None,
+                            polling_interval: Optional[float] = None) -> "LROPoller[None]": ...
 
     def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,
                           link_expiry_minutes: int) -> List[OutputFile]: ...
@@ -169,7 +182,8 @@ class Backend(Protocol):
     def register_share(self, account_name: str, share_name: str, account_key: str) -> None: ...
 
     def begin_create_storage_account(self, resource_group: str, account_name: str, location: str, sku: str, *,
-                                     continuation_token: Optional[str] = None) -> "LROPoller[str]":
+                                     continuation_token: Optional[str] = None,
+                                     polling_interval: Optional[float] = None) -> "LROPoller[str]":
         """Get-or-create of a StorageV2 account; the poller's result is its file endpoint."""
         ...
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from azure.core.pipeline import PipelineRequest, PipelineResponse
 from azure.storage.fileshare import ExponentialRetry, LinearRetry
+
 # The aio clients' retry policies are exported by no public module of azure-storage-file-share
 # (its aio clients build them from there too); the module has been there since 12.0.
 from azure.storage.fileshare._shared.policies_async import ExponentialRetry as AsyncExponentialRetry

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 from azure.core.exceptions import ResourceNotFoundError
 
 from .._models.errors import NotFoundError, azure_errors
-from .._shared.lro import resume_token
+from .._shared.lro import poll_options, resume_token
 from .._shared.steps import Done, Mapped, Steps
 from .arm import resource_group_id
 from .retry import IDEMPOTENT_POST
@@ -50,7 +50,7 @@ class StorageAccountOperations:
         return file_endpoint(account) or self._connection.default_file_endpoint(account_name)
 
     def begin_create_storage_account(self, resource_group: str, account_name: str, location: str, sku: str, *,
-                                     continuation_token: Optional[str] = None) -> "Steps[Any]":
+                                     continuation_token: Optional[str] = None, polling_interval: Optional[float] = None) -> "Steps[Any]":
         """Get-or-create of a StorageV2 account; the poller's result is its file endpoint."""
         action, resource = "creating storage account", self._account_id(resource_group, account_name)
         client = yield self._connection.storage()
@@ -62,7 +62,8 @@ class StorageAccountOperations:
                     return (yield Done(self._endpoint_of(account, account_name), action, resource))
                 # the parameters went with the first request; a resumed poller only polls
                 poller = yield client.storage_accounts.begin_create(resource_group, account_name, cast(Any, None),
-                                                                    continuation_token=inner)
+                                                                    continuation_token=inner,
+                                                                    **poll_options(polling_interval))
             else:
                 try:
                     account = yield client.storage_accounts.get_properties(resource_group, account_name)
@@ -74,7 +75,8 @@ class StorageAccountOperations:
                 from azure.mgmt.storage import models
                 params = models.StorageAccountCreateParameters(sku=models.Sku(name=sku), kind="StorageV2",
                                                                location=location)
-                poller = yield client.storage_accounts.begin_create(resource_group, account_name, params)
+                poller = yield client.storage_accounts.begin_create(resource_group, account_name, params,
+                                                                    **poll_options(polling_interval))
         return (yield Mapped(poller, lambda account: self._endpoint_of(account, account_name), action, resource))
 
     def get_file_endpoint(self, resource_group: str, account_name: str) -> "Steps[str]":

@@ -8,8 +8,8 @@ from .._models.constants import DEALLOCATION_OPTIONS
 from .._models.errors import ClusterNotReadyError, HorovodBatchAIError, InvalidSpecError, WaitTimeoutError
 from .._models.mounts import Mount
 from .._models.names import check_batchai_name
-from .._models.states import ClusterStatus
 from .._models.records import ClusterRecord, ClusterRef
+from .._models.states import ClusterStatus
 from .polling import Polling
 
 __all__ = ["GpuClusterBase", "ReadyWatch", "check_resize"]

@@ -5,13 +5,20 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, List, Optional, Sequence
 
-from .._models.errors import ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError, WaitTimeoutError
+from .._models.errors import (
+    ConflictError,
+    HorovodBatchAIError,
+    InvalidSpecError,
+    JobFailedError,
+    TransferError,
+    WaitTimeoutError,
+)
 from .._models.job_spec import HorovodJob
-from .metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
 from .._models.names import check_batchai_name
+from .._models.records import JobRecord, JobRef
 from .._models.states import ExecutionState, JobStatus
 from .._models.values import OutputFile
-from .._models.records import JobRecord, JobRef
+from .metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
 from .polling import Polling
 
 log = logging.getLogger(__name__)

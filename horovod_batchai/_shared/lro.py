@@ -38,7 +38,7 @@ from .polling import check_seconds, check_stop_event
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", 
+__all__ = ["check_polling", "poll_options", "accepted", "MappedPoller", "DonePoller", "background_poller", "resume_token", "check_timeout", 
            "not_finished", "wrap_token", "inner_token", "StepsPolling", "Done", "Mapped"]
 
 S = TypeVar("S")
@@ -53,6 +53,23 @@ _TOKEN_VERSION = 1
 def check_timeout(timeout: object) -> None:
     """Refuse a bad ``timeout`` of a blocking form before its operation starts."""
     check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
+
+
+def check_polling(polling: object, polling_interval: object) -> Optional[float]:
+    """Refuse a ``begin_`` method's ``polling`` and ``polling_interval`` before anything is sent;
+    the interval as checked (None: the target's default)."""
+    if not isinstance(polling, bool):
+        raise InvalidSpecError("polling", f"{polling!r} is not True or False",
+                               "True (the poller follows the operation to its end) or False (it is done once "
+                               "the service has accepted the request)")
+    return check_seconds(polling_interval, "polling_interval", allow_none=True, allow_zero=False)
+
+
+def poll_options(polling_interval: Optional[float] = None) -> dict[str, Any]:
+    """What a Microsoft client's ``begin_`` method is told: the interval, when one is given.
+    (``polling=False`` is not passed on: a client poller that does not poll gives no continuation
+    token, so the client's poller is made as usual and simply not waited on.)"""
+    return {} if polling_interval is None else {"polling_interval": polling_interval}
 
 
 def wrap_token(action: str, resource: str, inner: Optional[str]) -> str:
@@ -179,18 +196,21 @@ class Done(Generic[T]):
     """What a finished operation's poller answers (the sync and the async ones): its outcome is
     known, and its token resumes by reading the resource again."""
 
-    def __init__(self, value: T, *, action: str = "", resource: str = "", method: Any = None) -> None:
+    def __init__(self, value: T, *, action: str = "", resource: str = "", method: Any = None,
+                 token: Optional[str] = None) -> None:
         self._value = value
         self._action = action
         self._resource = resource
         self._method = method
+        self._token = token
 
     def polling_method(self) -> Any:
         return self._method
 
     def continuation_token(self) -> str:
-        """A token whose resumption only reads the resource again: nothing is left to wait for."""
-        return wrap_token(self._action, self._resource, None)
+        """A token whose resumption only reads the resource again: nothing is left to wait for
+        (or, for a poller made with ``polling=False``, the token of the operation it did not wait for)."""
+        return self._token or wrap_token(self._action, self._resource, None)
 
     def status(self) -> str:
         return "Succeeded"
@@ -202,8 +222,8 @@ class Done(Generic[T]):
 class DonePoller(Done[T], LROPoller):  # type: ignore[type-arg]
     """A finished operation whose outcome is already known."""
 
-    def __init__(self, value: T, *, action: str = "", resource: str = "") -> None:
-        super().__init__(value, action=action, resource=resource, method=NoPolling())
+    def __init__(self, value: T, *, action: str = "", resource: str = "", token: Optional[str] = None) -> None:
+        super().__init__(value, action=action, resource=resource, method=NoPolling(), token=token)
 
     def wait(self, timeout: Optional[float] = None, *, stop: Optional[threading.Event] = None) -> None:
         check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
@@ -265,3 +285,11 @@ def background_poller(work: Callable[[], T], *, action: str, resource: str,
     the inner token of the step still running (None when only state is left to watch)."""
     inner: LROPoller[T] = LROPoller(None, None, lambda raw: raw, StepsPolling(work, token))
     return MappedPoller(inner, lambda value: value, action=action, resource=resource)
+
+
+def accepted(poller: Any, value: T) -> "DonePoller[T]":
+    """What a ``begin_`` method made with ``polling=False`` returns: a poller that is done (the
+    operation's first request was accepted when ``poller`` was made), whose result is ``value``
+    and whose continuation token resumes ``poller``'s operation, to follow it to its end later."""
+    return DonePoller(value, action=getattr(poller, "_action", ""), resource=getattr(poller, "_resource", ""),
+                      token=poller.continuation_token())

@@ -28,7 +28,7 @@ from .._models.errors import azure_errors
 from .lro import Done, Mapped, StepsPolling, not_finished
 from .polling import Polling, check_seconds
 
-__all__ = ["AsyncPoller", "AsyncMappedPoller", "AsyncDonePoller", "async_background_poller", "ThreadedPoller"]
+__all__ = ["accepted_async", "AsyncPoller", "AsyncMappedPoller", "AsyncDonePoller", "async_background_poller", "ThreadedPoller"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -99,8 +99,8 @@ class AsyncMappedPoller(Mapped[S, T], AsyncPoller[T]):
 class AsyncDonePoller(Done[T], AsyncPoller[T]):
     """A finished operation whose outcome is already known."""
 
-    def __init__(self, value: T, *, action: str = "", resource: str = "") -> None:
-        super().__init__(value, action=action, resource=resource, method=AsyncNoPolling())
+    def __init__(self, value: T, *, action: str = "", resource: str = "", token: Optional[str] = None) -> None:
+        super().__init__(value, action=action, resource=resource, method=AsyncNoPolling(), token=token)
 
     async def wait(self, timeout: Optional[float] = None) -> None:
         check_seconds(timeout, "timeout", allow_none=True, allow_infinite=True)
@@ -175,3 +175,9 @@ class ThreadedPoller(AsyncPoller[T]):
         if not self._inner.done():
             raise not_finished(self._action, self._resource, timeout, self._inner.status())
         return await asyncio.to_thread(self._inner.result, 0)
+
+
+def accepted_async(poller: Any, value: T) -> "AsyncDonePoller[T]":
+    """The aio form of :func:`~horovod_batchai._shared.lro.accepted` (``polling=False``)."""
+    return AsyncDonePoller(value, action=getattr(poller, "_action", ""), resource=getattr(poller, "_resource", ""),
+                           token=poller.continuation_token())

@@ -17,10 +17,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from .deprecation import positional_options
 from .._models.errors import InvalidSpecError, import_optional
 from .._models.html import html_table
 from .._models.names import check_mode
+from .deprecation import positional_options
 
 __all__ = ["MetricsTable", "EpochMetrics", "METRICS_FILE", "parse_metrics_csv", "best_of", "text_table", "format_number", "json_records"]
 

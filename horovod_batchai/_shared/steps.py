@@ -116,10 +116,11 @@ class Sync:
         return operation
 
 
-def begin_delete(action: str, resource: str, continuation_token: Optional[str],
-                 start: Callable[..., Any]) -> "Steps[Any]":
-    """A delete, every backend's: the poller of ``start(continuation_token=...)`` (resumed from
-    ``continuation_token`` when given), or a finished one when the resource is already gone."""
+def begin_delete(action: str, resource: str, continuation_token: Optional[str], start: Callable[..., Any],
+                 **poll: Any) -> "Steps[Any]":
+    """A delete, every backend's: the poller of ``start(continuation_token=..., **poll)`` (resumed
+    from ``continuation_token`` when given; ``poll``: the client's polling options), or a finished
+    one when the resource is already gone."""
     inner = None
     if continuation_token is not None:
         inner = resume_token(continuation_token, action=action, resource=resource)
@@ -128,7 +129,7 @@ def begin_delete(action: str, resource: str, continuation_token: Optional[str],
     with azure_errors(action, resource):
         try:
             log.info("%s %s", action, resource)
-            poller = yield start(continuation_token=inner)
+            poller = yield start(continuation_token=inner, **poll)
         except ResourceNotFoundError:
             log.debug("%s: already gone", resource)
             return (yield Done(None, action, resource))

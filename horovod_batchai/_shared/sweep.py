@@ -13,10 +13,10 @@ from azure.core.exceptions import AzureError
 
 from .._models.errors import ConflictError, HorovodBatchAIError, InvalidSpecError, NotFoundError, WaitTimeoutError
 from .._models.html import html_table
-from .metrics import MetricsTable, best_of, format_number, json_records, text_table
 from .._models.names import check_mode
 from .._models.states import ExecutionState
 from .._models.sweep_spec import SWEEP_VARIABLE, TRIAL_VARIABLE, SweepDefinition, trial_arguments, trial_name
+from .metrics import MetricsTable, best_of, format_number, json_records, text_table
 
 if TYPE_CHECKING:
     from .._models.job_spec import HorovodJob

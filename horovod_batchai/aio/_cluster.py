@@ -5,18 +5,16 @@ import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, cast
 
-
-from .._shared.cluster import ReadyWatch, check_resize
 from .._models.cluster_spec import AutoScale
-from .._shared.lro import check_timeout, resume_token
 from .._models.constants import DEFAULT_LRO_TIMEOUT
-from .._shared.polling import Polling
-from .._shared.resource_ids import names_from_id, parent_workspace
 from .._models.states import ClusterStatus
 from .._models.values import RemoteLogin
-from .._shared.lro_async import AsyncPoller, async_background_poller
+from .._shared.cluster import GpuClusterBase, ReadyWatch, check_resize
+from .._shared.lro import check_polling, check_timeout, resume_token
+from .._shared.lro_async import AsyncDonePoller, AsyncPoller, accepted_async, async_background_poller
+from .._shared.polling import Polling
 from .._shared.polling_async import async_poll_until
-from .._shared.cluster import GpuClusterBase
+from .._shared.resource_ids import names_from_id, parent_workspace
 
 if TYPE_CHECKING:
     from .._places.base import AsyncBackend
@@ -45,10 +43,19 @@ class GpuCluster(GpuClusterBase):
         names = names_from_id(target, resource_id, "cluster", aio=True)
         return cast("GpuCluster", await parent_workspace(target, names).get_cluster(names["cluster"]))
 
-    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
-        """Start deleting the cluster; the poller finishes at once when it is already gone."""
+    async def begin_delete(self, *, continuation_token: Optional[str] = None, polling: bool = True,
+                           polling_interval: Optional[float] = None) -> "AsyncPoller[None]":
+        """Start deleting the cluster; the poller finishes at once when it is already gone.
+
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is None."""
+        interval = check_polling(polling, polling_interval)
         self._record = None
-        return await self._backend.begin_delete_cluster(self._ref, continuation_token=continuation_token)
+        poller = await self._backend.begin_delete_cluster(self._ref, continuation_token=continuation_token,
+                                                          polling_interval=interval)
+        return poller if polling else accepted_async(poller, None)
 
     async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the cluster, awaited for at most ``timeout`` seconds; succeeds when already gone."""
@@ -84,14 +91,23 @@ class GpuCluster(GpuClusterBase):
 
     # -- scale ----------------------------------------------------------------------------------
     async def begin_resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
-                           continuation_token: Optional[str] = None) -> "AsyncPoller[ClusterStatus]":
+                           continuation_token: Optional[str] = None, polling: bool = True,
+                           polling_interval: Optional[float] = None) -> "AsyncPoller[ClusterStatus]":
         """Start setting a fixed size; the poller is done when the cluster is steady at it (see
-        :meth:`horovod_batchai.GpuCluster.begin_resize`)."""
+        :meth:`horovod_batchai.GpuCluster.begin_resize`).
+
+        :param int target_node_count: the number of nodes, 0 or more.
+        :keyword str deallocation_option: requeue | terminate | waitforjobcompletion.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is the :class:`ClusterStatus`."""
+        interval = check_polling(polling, polling_interval)
         if continuation_token is None:
             check_resize(target_node_count, deallocation_option)
             log.info("resizing cluster %s to %d node(s)", self.id, target_node_count)
-        return await self._begin_scale("resizing cluster", continuation_token, target_node_count=target_node_count,
-                                       deallocation_option=deallocation_option)
+        return await self._begin_scale("resizing cluster", continuation_token, polling, interval,
+                                       target_node_count=target_node_count, deallocation_option=deallocation_option)
 
     async def resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
                      timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
@@ -102,14 +118,26 @@ class GpuCluster(GpuClusterBase):
 
     async def begin_auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
                                idle_time_before_scale_down: Optional[timedelta] = None,
-                               continuation_token: Optional[str] = None) -> "AsyncPoller[ClusterStatus]":
-        """Start letting the service scale between ``minimum`` and ``maximum`` nodes."""
+                               continuation_token: Optional[str] = None, polling: bool = True,
+                               polling_interval: Optional[float] = None) -> "AsyncPoller[ClusterStatus]":
+        """Start letting the service scale between ``minimum`` and ``maximum`` nodes (see
+        :meth:`horovod_batchai.GpuCluster.begin_auto_scale`).
+
+        :param int minimum: the fewest nodes.
+        :param int maximum: the most nodes.
+        :keyword int initial: the nodes to start with.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is the :class:`ClusterStatus`."""
+        interval = check_polling(polling, polling_interval)
         settings = None
         if continuation_token is None:
             settings = AutoScale(minimum=minimum, maximum=maximum, initial=initial,
                                  idle_time_before_scale_down=idle_time_before_scale_down)
             log.info("cluster %s auto-scales between %d and %d node(s)", self.id, minimum, maximum)
-        return await self._begin_scale("setting auto-scale of cluster", continuation_token, auto_scale=settings)
+        return await self._begin_scale("setting auto-scale of cluster", continuation_token, polling, interval,
+                                       auto_scale=settings)
 
     async def auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
                          idle_time_before_scale_down: Optional[timedelta] = None,
@@ -120,16 +148,22 @@ class GpuCluster(GpuClusterBase):
                                              idle_time_before_scale_down=idle_time_before_scale_down)
         return await poller.result(timeout)
 
-    async def _begin_scale(self, action: str, continuation_token: Optional[str],
-                           **scale: Any) -> "AsyncPoller[ClusterStatus]":
+    async def _begin_scale(self, action: str, continuation_token: Optional[str], polling: bool,
+                           polling_interval: Optional[float], **scale: Any) -> "AsyncPoller[ClusterStatus]":
         """The scale request (sent now), then the wait until the cluster is ready at its new scale
         (while the poller is awaited)."""
         backend, resource = self._backend, self.id
+        interval = polling_interval or backend.default_poll_interval
         if continuation_token is not None:
             inner = resume_token(continuation_token, action=action, resource=resource)
-            scaling = await backend.begin_scale_cluster(self._ref, continuation_token=inner) if inner else None
+            scaling = await backend.begin_scale_cluster(self._ref, continuation_token=inner,
+                                                        polling_interval=interval) if inner else None
         else:
-            scaling = await backend.begin_scale_cluster(self._ref, known=self._record, **scale)
+            scaling = await backend.begin_scale_cluster(self._ref, known=self._record, polling_interval=interval,
+                                                        **scale)
+        if not polling:
+            return accepted_async(scaling, await self.status()) if scaling is not None else \
+                AsyncDonePoller(await self.status(), action=action, resource=resource)
         running = [scaling]
 
         async def work() -> ClusterStatus:
@@ -137,7 +171,7 @@ class GpuCluster(GpuClusterBase):
             if request is not None:
                 self._record = await request.result(None)
                 running[0] = None
-            return await self._until_ready(Polling(timeout=None, poll_interval=backend.default_poll_interval))
+            return await self._until_ready(Polling(timeout=None, poll_interval=interval))
 
         def token() -> Optional[str]:
             request = running[0]

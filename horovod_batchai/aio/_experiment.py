@@ -3,21 +3,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union, cast
 
-
-from .._models.records import JobRecord
-from .._shared.experiment import no_sweep, plan_sweep, require_cluster, require_spec
-from .._models.job_spec import HorovodJob
-from .._shared.lro import check_timeout
 from .._models.constants import DEFAULT_LRO_TIMEOUT
+from .._models.job_spec import HorovodJob
 from .._models.names import check_batchai_name
-from .._shared.sweep import sweeps_in
+from .._models.records import JobRecord
 from .._models.sweep_spec import MedianStopping
+from .._shared.experiment import ExperimentBase, no_sweep, plan_sweep, require_cluster, require_spec
+from .._shared.lro import check_polling, check_timeout
+from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, accepted_async
 from .._shared.resource_ids import names_from_id, parent_workspace
+from .._shared.sweep import sweeps_in
 from ._cluster import GpuCluster
 from ._job import Job
-from .._shared.lro_async import AsyncMappedPoller, AsyncPoller
 from ._sweep import Sweep
-from .._shared.experiment import ExperimentBase
 
 if TYPE_CHECKING:
     from .._places.base import AsyncBackend
@@ -50,10 +48,19 @@ class Experiment(ExperimentBase):
         await self._backend.get_experiment(self.workspace.resource_group, self.workspace.name, self.name)
         return self
 
-    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
-        """Start deleting the experiment and its jobs; finishes at once when already gone."""
-        return await self._backend.begin_delete_experiment(self.workspace.resource_group, self.workspace.name,
-                                                           self.name, continuation_token=continuation_token)
+    async def begin_delete(self, *, continuation_token: Optional[str] = None, polling: bool = True,
+                           polling_interval: Optional[float] = None) -> "AsyncPoller[None]":
+        """Start deleting the experiment and its jobs; finishes at once when already gone.
+
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is None."""
+        interval = check_polling(polling, polling_interval)
+        poller = await self._backend.begin_delete_experiment(self.workspace.resource_group, self.workspace.name,
+                                                             self.name, continuation_token=continuation_token,
+                                                             polling_interval=interval)
+        return poller if polling else accepted_async(poller, None)
 
     async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the experiment and its jobs, awaited for at most ``timeout`` seconds."""
@@ -62,16 +69,26 @@ class Experiment(ExperimentBase):
 
     # -- jobs -----------------------------------------------------------------------------------
     async def begin_submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
-                           continuation_token: Optional[str] = None) -> "AsyncPoller[Job]":
+                           continuation_token: Optional[str] = None, polling: bool = True,
+                           polling_interval: Optional[float] = None) -> "AsyncPoller[Job]":
         """Start submitting ``spec`` as job ``name`` on ``cluster``; the poller's result is the
         :class:`Job` once the service has accepted it. The checks made before anything is created
-        are those of :meth:`horovod_batchai.Experiment.begin_submit`."""
+        are those of :meth:`horovod_batchai.Experiment.begin_submit`.
+
+        :param str name: the job's name.
+        :param HorovodJob spec: what the job runs.
+        :keyword cluster: the :class:`GpuCluster` (or its name) the job runs on.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is the :class:`Job`."""
         check_batchai_name(name, "job")
+        interval = check_polling(polling, polling_interval)
         job = Job(self, name)
         backend = self._backend
         if continuation_token is not None:
             poller = await backend.begin_submit_job(job._ref, cast(HorovodJob, spec), None,
-                                                    continuation_token=continuation_token)
+                                                    continuation_token=continuation_token, polling_interval=interval)
         else:
             spec = require_spec(spec)
             if isinstance(cluster, str):
@@ -81,13 +98,14 @@ class Experiment(ExperimentBase):
                 await cluster.refresh()
             record = cluster._known()
             await backend.check_submission(spec, record)
-            poller = await backend.begin_submit_job(job._ref, spec, record)
+            poller = await backend.begin_submit_job(job._ref, spec, record, polling_interval=interval)
 
-        def accepted(job_record: JobRecord) -> Job:
+        def record_of(job_record: JobRecord) -> Job:
             job._record = job_record
             return job
 
-        return AsyncMappedPoller(poller, accepted, action="submitting job", resource=job.id, same_token=True)
+        submitted = AsyncMappedPoller(poller, record_of, action="submitting job", resource=job.id, same_token=True)
+        return submitted if polling else accepted_async(submitted, job)
 
     async def submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
                      timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Job:

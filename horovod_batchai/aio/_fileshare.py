@@ -19,17 +19,36 @@ from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, List, Opti
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
-from .._models.errors import NotFoundError, azure_errors
-from .._shared.deprecation import deprecated, positional_options
-from .._shared.fileshare import DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY, VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, range_md5_refused, check_account_options, check_concurrency, check_quota, check_read_back, check_upload_source, finish_download, holds_upload, plan_download_directory, plan_upload_directory, upload_temp_path
-from .._shared.lro import check_timeout, resume_token
 from .._models.constants import DEFAULT_LRO_TIMEOUT
+from .._models.errors import NotFoundError, azure_errors
 from .._models.mounts import AzureFileShareMount
 from .._models.names import check_share_path, local_destination, local_directory
+from .._shared.deprecation import deprecated, positional_options
+from .._shared.fileshare import (
+    DEFAULT_FILE_CONCURRENCY,
+    DEFAULT_RANGE_CONCURRENCY,
+    DIRECTORY_RANGE_CONCURRENCY,
+    VERIFY_REPLACEMENT,
+    FileShareBase,
+    ShareItem,
+    add_entries,
+    check_account_options,
+    check_concurrency,
+    check_quota,
+    check_read_back,
+    check_upload_source,
+    finish_download,
+    holds_upload,
+    plan_download_directory,
+    plan_upload_directory,
+    range_md5_refused,
+    upload_temp_path,
+)
+from .._shared.lro import check_polling, check_timeout, resume_token, wrap_token
+from .._shared.lro_async import AsyncDonePoller, AsyncPoller, async_background_poller
 from .._shared.progress import Progress, ProgressArg
 from .._shared.resource_ids import names_from_id
 from .._shared.transfer_hash import HashingReader, OrderedHashWriter, PositionedWriter
-from .._shared.lro_async import AsyncPoller, async_background_poller
 
 if TYPE_CHECKING:
     from azure.storage.fileshare.aio import ShareClient, ShareFileClient, ShareServiceClient
@@ -149,22 +168,40 @@ class FileShare(FileShareBase):
     @classmethod
     async def begin_create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
                            location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None,
-                           continuation_token: Optional[str] = None) -> "AsyncPoller[FileShare]":
-        """Start get-or-create of the share (see :meth:`horovod_batchai.FileShare.begin_create`)."""
+                           continuation_token: Optional[str] = None, polling: bool = True,
+                           polling_interval: Optional[float] = None) -> "AsyncPoller[FileShare]":
+        """Start get-or-create of the share (see :meth:`horovod_batchai.FileShare.begin_create`).
+
+        :param Target target: where the storage account is.
+        :param str resource_group: the account's resource group (created when missing).
+        :param str account_name: the storage account (created when missing).
+        :param str share_name: the share (created when missing).
+        :keyword str location: the Azure region of what is created.
+        :keyword str sku: the account's SKU, e.g. Standard_LRS.
+        :keyword int quota_gib: the share's quota in GiB (the service's default when None).
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the account's creation has been accepted.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is the :class:`FileShare`."""
         share = cls(target, resource_group, account_name, share_name)
         action, resource = "creating share", share.id
         check_quota(quota_gib)
+        interval = check_polling(polling, polling_interval)
         backend = target.backend
         if continuation_token is not None:
             inner = resume_token(continuation_token, action=action, resource=resource)
             account = await backend.begin_create_storage_account(resource_group, account_name, location, sku,
-                                                                 continuation_token=inner) if inner else None
+                                                                 continuation_token=inner, polling_interval=interval) if inner else None
         else:
             location = check_account_options(location, sku)
             # Where jobs will find the share must not be other storage: checked before anything is created.
             await backend.check_share_datastore(account_name, share_name)
             await backend.ensure_resource_group(resource_group, location)
-            account = await backend.begin_create_storage_account(resource_group, account_name, location, sku)
+            account = await backend.begin_create_storage_account(resource_group, account_name, location, sku,
+                                                                 polling_interval=interval)
+        if not polling:
+            return AsyncDonePoller(share, action=action, resource=resource,
+                                   token=wrap_token(action, resource, account.continuation_token() if account else None))
         running = [account]
 
         async def work() -> "FileShare":
@@ -222,8 +259,33 @@ class FileShare(FileShareBase):
     async def _read_account(self) -> None:
         self._account_url = await self.target.backend.get_file_endpoint(self.resource_group, self._account_name)
 
-    async def delete(self, *, delete_account: bool = False) -> None:
-        """Delete the share (and, when asked, its storage account); succeeds when already gone."""
+    async def begin_delete(self, *, delete_account: bool = False, continuation_token: Optional[str] = None,
+                           polling: bool = True, polling_interval: Optional[float] = None) -> "AsyncPoller[None]":
+        """Start deleting the share (and, when asked, its storage account); the deletes are
+        answered at once, so the poller is done when this returns (see
+        :meth:`horovod_batchai.FileShare.begin_delete`).
+
+        :keyword bool delete_account: delete the storage account too, with everything in it.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: accepted for azure-core's convention; the poller is done either way.
+        :keyword float polling_interval: accepted for azure-core's convention (nothing is polled).
+        :returns: an ``AsyncLROPoller`` whose result is None."""
+        check_polling(polling, polling_interval)
+        action = "deleting share and storage account" if delete_account else "deleting share"
+        if continuation_token is not None:
+            resume_token(continuation_token, action=action, resource=self.id)
+        await self._delete(delete_account)
+        return AsyncDonePoller(None, action=action, resource=self.id)
+
+    async def delete(self, *, delete_account: bool = False, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
+        """Delete the share (and, when asked, its storage account); succeeds when already gone.
+
+        :keyword bool delete_account: delete the storage account too, with everything in it.
+        :keyword float timeout: seconds to wait at most (None: no limit)."""
+        check_timeout(timeout)
+        await (await self.begin_delete(delete_account=delete_account)).result(timeout)
+
+    async def _delete(self, delete_account: bool) -> None:
         with azure_errors("deleting share", self._where()):
             try:
                 log.info("deleting share %s", self._where())

@@ -10,28 +10,38 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 
 from azure.core.exceptions import AzureError, HttpResponseError
 
+from .._models.constants import DEFAULT_LRO_TIMEOUT, STDOUTERR
 from .._models.errors import HorovodBatchAIError, azure_errors
-from .._shared.deprecation import positional_options
-from .._models.constants import STDOUTERR
-from .._shared.job import TAIL_BYTES, EndWatch, check_download_link, check_tail_bytes, check_tensorboard_port, metrics_from, metrics_link, no_metrics, output_named, tail_text
-from .._shared.lro import check_timeout
-from .._models.constants import DEFAULT_LRO_TIMEOUT
-from .._shared.metrics import METRICS_FILE, MetricsTable
 from .._models.names import local_destination, local_directory
+from .._models.states import ExecutionState, JobStatus
+from .._models.values import OutputFile
+from .._shared.deprecation import positional_options
+from .._shared.job import (
+    TAIL_BYTES,
+    EndWatch,
+    JobBase,
+    check_download_link,
+    check_tail_bytes,
+    check_tensorboard_port,
+    metrics_from,
+    metrics_link,
+    no_metrics,
+    output_named,
+    tail_text,
+)
+from .._shared.lro import check_polling, check_timeout
+from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, accepted_async
+from .._shared.metrics import METRICS_FILE, MetricsTable
 from .._shared.paths import local_path_under
 from .._shared.polling import Polling
-from .._shared.resource_ids import names_from_id, parent_workspace
-from .._models.states import ExecutionState, JobStatus
-from .._shared.stream import check_link_expiry, check_output_path
-from .._models.values import OutputFile
-from .._shared.lro_async import AsyncMappedPoller, AsyncPoller
 from .._shared.polling_async import async_poll_until
+from .._shared.resource_ids import names_from_id, parent_workspace
+from .._shared.stream import check_link_expiry, check_output_path
 from ._stream import AsyncOutputStream
-from .._shared.job import JobBase
 
 if TYPE_CHECKING:
     from .._places.base import AsyncBackend
@@ -71,23 +81,42 @@ class Job(JobBase):
         job: Job = await workspace._experiment(experiment).get_job(names["job"])
         return job
 
-    async def begin_delete(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
-        """Start deleting the job (stopping it if it runs); finishes at once when already gone."""
-        return await self._backend.begin_delete_job(self._ref, continuation_token=continuation_token)
+    async def begin_delete(self, *, continuation_token: Optional[str] = None, polling: bool = True,
+                           polling_interval: Optional[float] = None) -> "AsyncPoller[None]":
+        """Start deleting the job (stopping it if it runs); finishes at once when already gone.
+
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is None."""
+        interval = check_polling(polling, polling_interval)
+        poller = await self._backend.begin_delete_job(self._ref, continuation_token=continuation_token,
+                                                      polling_interval=interval)
+        return poller if polling else accepted_async(poller, None)
 
     async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the job, awaited for at most ``timeout`` seconds; succeeds when already gone."""
         check_timeout(timeout)
         await (await self.begin_delete()).result(timeout)
 
-    async def begin_terminate(self, *, continuation_token: Optional[str] = None) -> "AsyncPoller[JobStatus]":
-        """Ask the service to stop the job; the poller's result is the job's fresh status."""
-        poller = await self._backend.begin_terminate_job(self._ref, continuation_token=continuation_token)
+    async def begin_terminate(self, *, continuation_token: Optional[str] = None, polling: bool = True,
+                              polling_interval: Optional[float] = None) -> "AsyncPoller[JobStatus]":
+        """Ask the service to stop the job; the poller's result is the job's fresh status.
+
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is the :class:`JobStatus`."""
+        interval = check_polling(polling, polling_interval)
+        poller = await self._backend.begin_terminate_job(self._ref, continuation_token=continuation_token,
+                                                         polling_interval=interval)
 
         async def fresh(_: object) -> JobStatus:
             return (await self.refresh()).status
 
-        return AsyncMappedPoller(poller, fresh, action="terminating job", resource=self.id, same_token=True)
+        mapped: AsyncMappedPoller[Any, JobStatus] = AsyncMappedPoller(poller, fresh, action="terminating job",
+                                                                      resource=self.id, same_token=True)
+        return mapped if polling else accepted_async(mapped, (await self.refresh()).status)
 
     async def terminate(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> JobStatus:
         """:meth:`begin_terminate`, awaited for at most ``timeout`` seconds."""

@@ -17,9 +17,9 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
+from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._shared.deprecation import positional_options
 from .._shared.lro import check_timeout
-from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._shared.metrics import MetricsTable
 from .._shared.polling import Polling
 from .._shared.sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from azure.mgmt.storage.aio import StorageManagementClient
     from azure.storage.fileshare.aio import ShareFileClient, ShareServiceClient
 
-    from ..local import LocalService, ServiceInfo
     from .._places.base import AsyncBackend
+    from ..local import LocalService, ServiceInfo
 
 __all__ = ["Target"]
 

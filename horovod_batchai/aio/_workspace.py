@@ -5,20 +5,24 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union, cast
 
-
-from .._models.records import ClusterRef
 from .._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
-from .._shared.lro import check_timeout, resume_token
 from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._models.mounts import Mount
 from .._models.names import check_batchai_name, check_resource_group
-from .._shared.resource_ids import names_from_id
+from .._models.records import ClusterRef
 from .._models.values import Usage
-from .._shared.workspace import check_cluster_spec, check_workspace_args, cluster_spec_from_options, scale_text
+from .._shared.lro import check_polling, check_timeout, resume_token
+from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, accepted_async, async_background_poller
+from .._shared.resource_ids import names_from_id
+from .._shared.workspace import (
+    WorkspaceBase,
+    check_cluster_spec,
+    check_workspace_args,
+    cluster_spec_from_options,
+    scale_text,
+)
 from ._cluster import GpuCluster
 from ._experiment import Experiment
-from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, async_background_poller
-from .._shared.workspace import WorkspaceBase
 
 if TYPE_CHECKING:
     from .._places.base import AsyncBackend
@@ -55,15 +59,28 @@ class Workspace(WorkspaceBase):
     # -- create / get / list / delete -----------------------------------------------------------
     @classmethod
     async def begin_create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
-                           continuation_token: Optional[str] = None) -> "AsyncPoller[Workspace]":
-        """Start get-or-create of the workspace (see :meth:`horovod_batchai.Workspace.begin_create`)."""
+                           continuation_token: Optional[str] = None, polling: bool = True,
+                           polling_interval: Optional[float] = None) -> "AsyncPoller[Workspace]":
+        """Start get-or-create of the workspace (see :meth:`horovod_batchai.Workspace.begin_create`).
+
+        :param Target target: where the workspace is.
+        :param str resource_group: its resource group (created when missing).
+        :param str name: the workspace's name.
+        :keyword str location: the Azure region of what is created.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is the :class:`Workspace`."""
         location = check_workspace_args(resource_group, name, location)
+        interval = check_polling(polling, polling_interval)
         backend = target.backend
-        poller = await backend.begin_create_workspace(resource_group, name, location,
-                                                      continuation_token=continuation_token)
-        return AsyncMappedPoller(poller, lambda r: cls(target, resource_group, name, _record=r),
-                                 action="creating workspace", resource=backend.workspace_id(resource_group, name),
-                                 same_token=True)
+        poller = AsyncMappedPoller(await backend.begin_create_workspace(resource_group, name, location,
+                                                                        continuation_token=continuation_token,
+                                                                        polling_interval=interval),
+                                   lambda r: cls(target, resource_group, name, _record=r),
+                                   action="creating workspace", resource=backend.workspace_id(resource_group, name),
+                                   same_token=True)
+        return poller if polling else accepted_async(poller, cls(target, resource_group, name))
 
     @classmethod
     async def create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
@@ -85,27 +102,40 @@ class Workspace(WorkspaceBase):
         return [cls(target, r.resource_group, r.name, _record=r)
                 for r in await target.backend.list_workspaces(resource_group)]
 
-    async def begin_delete(self, *, delete_resource_group: bool = False,
-                           continuation_token: Optional[str] = None) -> "AsyncPoller[None]":
-        """Start deleting the workspace -- and, only when asked, its resource group."""
+    async def begin_delete(self, *, delete_resource_group: bool = False, continuation_token: Optional[str] = None,
+                           polling: bool = True, polling_interval: Optional[float] = None) -> "AsyncPoller[None]":
+        """Start deleting the workspace -- and, only when asked, its resource group.
+
+        :keyword bool delete_resource_group: delete the resource group too, once the workspace is gone.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is None."""
+        interval = check_polling(polling, polling_interval)
         backend, group = self._backend, self.resource_group
         if not delete_resource_group:
-            return await backend.begin_delete_workspace(group, self.name, continuation_token=continuation_token)
+            poller = await backend.begin_delete_workspace(group, self.name, continuation_token=continuation_token,
+                                                          polling_interval=interval)
+            return poller if polling else accepted_async(poller, None)
         # Two operations, one after the other; the token says which one was running, and its token.
         action, resource = "deleting workspace and resource group", self.id
         step, inner = "workspace", ""
         if continuation_token is not None:
             saved = resume_token(continuation_token, action=action, resource=resource) or "group:"
             step, _, inner = saved.partition(":")
-        first = (await backend.begin_delete_workspace(group, self.name, continuation_token=inner or None)
+        first = (await backend.begin_delete_workspace(group, self.name, continuation_token=inner or None, polling_interval=interval)
                  if step == "workspace" else
-                 await backend.begin_delete_resource_group(group, continuation_token=inner or None))
+                 await backend.begin_delete_resource_group(group, continuation_token=inner or None, polling_interval=interval))
+        if not polling:
+            if step == "workspace":
+                await backend.begin_delete_resource_group(group, polling_interval=interval)
+            return accepted_async(first, None)
         running: list[tuple[str, Any]] = [(step, first)]
 
         async def work() -> None:
             await running[0][1].result(None)
             if running[0][0] == "workspace":
-                running[0] = ("group", await backend.begin_delete_resource_group(group))
+                running[0] = ("group", await backend.begin_delete_resource_group(group, polling_interval=interval))
                 await running[0][1].result(None)
 
         def token() -> str:
@@ -126,14 +156,24 @@ class Workspace(WorkspaceBase):
         return await self._backend.usages(str(location))
 
     # -- experiments ----------------------------------------------------------------------------
-    async def begin_create_experiment(self, name: str, *,
-                                      continuation_token: Optional[str] = None) -> "AsyncPoller[Experiment]":
-        """Start get-or-create of the experiment ``name``."""
+    async def begin_create_experiment(self, name: str, *, continuation_token: Optional[str] = None,
+                                      polling: bool = True,
+                                      polling_interval: Optional[float] = None) -> "AsyncPoller[Experiment]":
+        """Start get-or-create of the experiment ``name``.
+
+        :param str name: the experiment's name.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is the :class:`Experiment`."""
+        interval = check_polling(polling, polling_interval)
         experiment = Experiment(self, name)
-        poller = await self._backend.begin_create_experiment(self.resource_group, self.name, name,
-                                                             continuation_token=continuation_token)
-        return AsyncMappedPoller(poller, lambda _: experiment, action="creating experiment", resource=experiment.id,
-                                 same_token=True)
+        poller = AsyncMappedPoller(await self._backend.begin_create_experiment(self.resource_group, self.name, name,
+                                                                               continuation_token=continuation_token,
+                                                                               polling_interval=interval),
+                                   lambda _: experiment, action="creating experiment", resource=experiment.id,
+                                   same_token=True)
+        return poller if polling else accepted_async(poller, experiment)
 
     async def create_experiment(self, name: str, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Experiment:
         """The experiment ``name`` (get-or-create), awaited for at most ``timeout`` seconds."""
@@ -160,17 +200,26 @@ class Workspace(WorkspaceBase):
                                    admin_password: Optional[str] = None, generate_ssh_keys: bool = True,
                                    ssh_key_path: Optional[Union[str, Path]] = None,
                                    image: Optional[ImageReference] = None, setup_task: Optional[SetupTask] = None,
-                                   mounts: Sequence[Mount] = (),
-                                   continuation_token: Optional[str] = None) -> "AsyncPoller[GpuCluster]":
+                                   mounts: Sequence[Mount] = (), continuation_token: Optional[str] = None,
+                                   polling: bool = True,
+                                   polling_interval: Optional[float] = None) -> "AsyncPoller[GpuCluster]":
         """Start creating the cluster ``name`` (get-or-create), from ``spec`` or from the keyword
-        options (see :meth:`horovod_batchai.Workspace.begin_create_cluster`)."""
+        options (see :meth:`horovod_batchai.Workspace.begin_create_cluster`).
+
+        :param str name: the cluster's name.
+        :param ClusterSpec spec: the whole cluster, instead of the keyword options.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the request.
+        :keyword float polling_interval: seconds between polls (default: the target's).
+        :returns: an ``AsyncLROPoller`` whose result is the :class:`GpuCluster`."""
         check_batchai_name(name, "cluster")
+        interval = check_polling(polling, polling_interval)
         backend = self._backend
         ref = ClusterRef(self.resource_group, self.name, name)
         action, cluster_id = "creating cluster", backend.cluster_id(ref)
         if continuation_token is not None:
             poller = await backend.begin_create_cluster(ref, cast(ClusterSpec, spec),
-                                                        continuation_token=continuation_token)
+                                                        continuation_token=continuation_token, polling_interval=interval)
         else:
             if spec is None:
                 spec = cluster_spec_from_options(
@@ -181,13 +230,14 @@ class Workspace(WorkspaceBase):
             spec = check_cluster_spec(spec, backend)
             existing = await backend.find_cluster(ref)
             if existing is not None:
-                poller = await backend.begin_reuse_cluster(ref, spec, existing)
+                poller = await backend.begin_reuse_cluster(ref, spec, existing, polling_interval=interval)
                 log.info("cluster %s exists with these settings; using it", cluster_id)
             else:
                 log.info("creating cluster %s (%s, %s)", cluster_id, spec.vm_size, scale_text(spec))
-                poller = await backend.begin_create_cluster(ref, spec)
-        return AsyncMappedPoller(poller, lambda r: GpuCluster(self, name, _record=r), action=action,
-                                 resource=cluster_id, same_token=True)
+                poller = await backend.begin_create_cluster(ref, spec, polling_interval=interval)
+        created = AsyncMappedPoller(poller, lambda r: GpuCluster(self, name, _record=r), action=action,
+                                    resource=cluster_id, same_token=True)
+        return created if polling else accepted_async(created, GpuCluster(self, name))
 
     async def create_cluster(self, name: str, spec: Optional[ClusterSpec] = None, *, vm_size: str = "Standard_NC6",
                              vm_priority: str = "dedicated", target_node_count: Optional[int] = None,

@@ -117,6 +117,28 @@ def test_a_share_opens_a_new_client_after_its_target_was_closed(service: Any, tm
     asyncio.run(scenario())
 
 
+def test_polling_false_and_a_share_deleted_through_its_poller(service: Any) -> None:
+    async def scenario(target: Target) -> None:
+        ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
+        accepted = await ws.begin_create_cluster("quick", vm_size="Standard_NC6", target_node_count=1,
+                                                 admin_user_name="demo", ssh_public_key=SSH_KEY, polling=False)
+        assert accepted.done() and (await accepted.result(0)).name == "quick"
+        resumed = await ws.begin_create_cluster("quick", continuation_token=accepted.continuation_token(),
+                                                polling_interval=0.1)
+        assert (await resumed.result(60)).vm_size == "Standard_NC6"
+        with pytest.raises(InvalidSpecError) as caught:
+            await ws.begin_create_experiment("cifar", polling_interval=0)
+        assert caught.value.field == "polling_interval"
+
+        share = await FileShare.create(target, RG, ACCOUNT, "goner", location="eastus")
+        deleting = await share.begin_delete()
+        assert deleting.done() and await deleting.result(0) is None
+        with pytest.raises(NotFoundError):
+            await FileShare.get(target, RG, ACCOUNT, "goner")
+
+    run(service, scenario)
+
+
 def test_cancelling_a_poller_stops_its_requests(service: Any) -> None:
     counter = CountRequests()
 

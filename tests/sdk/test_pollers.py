@@ -219,6 +219,90 @@ def test_resize_mistakes_are_refused_before_any_request(offline_target: Target) 
     assert caught.value.field == "continuation_token"
 
 
+def test_polling_false_is_done_once_the_service_accepted_and_its_token_follows_the_operation(
+        held: Target, hold: HoldPolls, other: Target) -> None:
+    """azure-core's convention: with ``polling=False`` the poller is done as soon as the service has
+    accepted the request -- here while every status poll is held, so nothing waited on one -- its
+    result is the resource not yet fetched, and its token resumes the operation from another
+    client, to its end."""
+    workspace = Workspace.create(held, RG, "batchaidev")
+    accepted = workspace.begin_create_cluster("quick", vm_size="Standard_NC6", target_node_count=1,
+                                              admin_user_name="demo", ssh_public_key=SSH_KEY, polling=False)
+    assert accepted.done() and accepted.status() == "Succeeded"
+    cluster = accepted.result(0)
+    assert isinstance(cluster, GpuCluster) and cluster._record is None  # not fetched
+    resumed = Workspace(other, RG, "batchaidev").begin_create_cluster(
+        "quick", continuation_token=accepted.continuation_token())
+    assert resumed.result(60).vm_size == "Standard_NC6"
+    deleting = resumed.result(60).begin_delete(polling=False)
+    assert deleting.done() and deleting.result(0) is None
+    GpuCluster(Workspace(other, RG, "batchaidev"), "quick").begin_delete(
+        continuation_token=deleting.continuation_token()).result(60)
+    assert Workspace(other, RG, "batchaidev").list_clusters() == []
+    hold.release()  # the held client's own pollers go on to their end
+
+
+@pytest.mark.parametrize("options, field", [
+    ({"polling": "no"}, "polling"), ({"polling": None}, "polling"),
+    ({"polling_interval": 0}, "polling_interval"), ({"polling_interval": float("nan")}, "polling_interval"),
+    ({"polling_interval": -1.0}, "polling_interval"), ({"polling_interval": "5"}, "polling_interval"),
+])
+def test_polling_options_are_checked_before_any_request(offline_target: Target, options: dict, field: str) -> None:
+    workspace = Workspace(offline_target, RG, "batchaidev")
+    calls = [lambda: Workspace.begin_create(offline_target, RG, "batchaidev", **options),
+             lambda: workspace.begin_delete(**options), lambda: workspace.begin_create_experiment("cifar", **options),
+             lambda: GpuCluster(workspace, "nc6cluster").begin_resize(1, **options),
+             lambda: Job(Experiment(workspace, "cifar"), "job").begin_terminate(**options),
+             lambda: FileShare(offline_target, RG, ACCOUNT, "myshare").begin_delete(**options)]
+    for call in calls:
+        with pytest.raises(InvalidSpecError) as caught:
+            call()
+        assert caught.value.field == field
+
+
+class CountClusterReads(SansIOHTTPPolicy):
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def on_request(self, request: PipelineRequest) -> None:
+        http = request.http_request
+        if http.method == "GET" and http.url.split("?")[0].endswith("/clusters/nc6cluster"):
+            self.reads += 1
+
+
+def test_polling_interval_is_the_pause_between_polls(slow_service: LocalService) -> None:
+    """A resize waits ~3 s for its nodes: polled every 0.25 s by default locally, every 1.5 s when
+    asked. The counts are bounded from the side a busy machine cannot cross (fewer polls, never
+    more, than the interval allows)."""
+    counted = CountClusterReads()
+    with Target.local(service=slow_service, per_call_policies=[counted]) as target:
+        ws = Workspace.create(target, RG, "batchaidev")
+        cluster = _cluster(ws, nodes=0).result(60)
+        counted.reads = 0
+        started = time.monotonic()
+        cluster.begin_resize(1, polling_interval=1.5).result(60)
+        seconds, reads = time.monotonic() - started, counted.reads
+        assert reads <= seconds / 1.5 + 2, (reads, seconds)
+        counted.reads = 0
+        started = time.monotonic()
+        cluster.begin_resize(2).result(60)
+        seconds, reads = time.monotonic() - started, counted.reads
+        assert reads >= 3, (reads, seconds)  # the default 0.25 s polls a 3 s wait more often
+
+
+def test_a_share_is_deleted_through_its_poller(held: Target, hold: HoldPolls) -> None:
+    hold.release()
+    share = FileShare.create(held, RG, ACCOUNT, "goner", location="eastus")
+    poller = share.begin_delete()
+    assert poller.done() and poller.result(0) is None
+    with pytest.raises(NotFoundError):
+        FileShare.get(held, RG, ACCOUNT, "goner")
+    assert share.begin_delete(continuation_token=poller.continuation_token()).result(0) is None  # gone: harmless
+    with pytest.raises(InvalidSpecError) as caught:
+        share.begin_delete(delete_account=True, continuation_token=poller.continuation_token())
+    assert caught.value.field == "continuation_token"  # a token of the share's delete, not the account's
+
+
 # -- file shares -----------------------------------------------------------------------------------
 def test_file_share_poller(held: Target, hold: HoldPolls, other: Target) -> None:
     poller = FileShare.begin_create(held, RG, ACCOUNT, "myshare", location="eastus")
@@ -316,6 +400,7 @@ BLOCKING = [  # (class, blocking form, its begin_ form, arguments)
     (GpuCluster, "auto_scale", "begin_auto_scale", (0, 2)),
     (GpuCluster, "delete", "begin_delete", ()),
     (FileShare, "create", "begin_create", ("target", RG, ACCOUNT, "myshare")),
+    (FileShare, "delete", "begin_delete", ()),
     (Job, "delete", "begin_delete", ()),
     (Job, "terminate", "begin_terminate", ()),
 ]
@@ -329,7 +414,8 @@ def test_each_blocking_form_is_its_begin_form_with_the_callers_timeout(
     monkeypatch.setattr(cls, begin, lambda *a, **k: poller)
     ws = Workspace(offline_target, RG, "batchaidev")
     owner: Any = {Workspace: ws, Experiment: Experiment(ws, "cifar"), GpuCluster: GpuCluster(ws, "nc6cluster"),
-                  Job: Job(Experiment(ws, "cifar"), "job"), FileShare: FileShare}[cls]
+                  Job: Job(Experiment(ws, "cifar"), "job"),
+                  FileShare: FileShare(offline_target, RG, ACCOUNT, "myshare")}[cls]
     if cls in (Workspace, FileShare) and blocking == "create":
         owner, args = cls, (offline_target, *args[1:])
     call = getattr(owner, blocking)
@@ -344,7 +430,8 @@ def test_each_blocking_form_is_its_begin_form_with_the_callers_timeout(
 
 def test_every_create_door_takes_timeout_and_every_begin_a_continuation_token() -> None:
     for cls, blocking, begin, _ in BLOCKING:
-        for name, option in ((blocking, "timeout"), (begin, "continuation_token")):
+        for name, option in ((blocking, "timeout"), (begin, "continuation_token"), (begin, "polling"),
+                             (begin, "polling_interval")):
             parameter = inspect.signature(getattr(cls, name)).parameters.get(option)
             assert parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY, f"{cls.__name__}.{name}"
     for begin in ("begin_delete", "begin_terminate"):

@@ -25,20 +25,31 @@ from ..._models.cluster_spec import AutoScale, ClusterSpec
 from ..._models.constants import DEFAULT_POLL_INTERVAL, STDOUTERR
 from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
 from ..._models.job_spec import HorovodJob
+from ..._models.mounts import AzureBlobMount, AzureFileShareMount
+from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
+from ..._models.values import OutputFile, RemoteLogin, Usage
 from ..._shared.job import check_same_job
 from ..._shared.lro import DonePoller, MappedPoller, background_poller, resume_token
 from ..._shared.steps import Sync, begin_delete, run
-from ..._models.mounts import AzureBlobMount, AzureFileShareMount
-from ..._models.values import OutputFile, RemoteLogin, Usage
 from .. import arm
 from ..base import RemoteFile
 from ..connection import ShareFile
 from ..storage import StorageAccountOperations
-from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
-from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec, check_scale,
-                          cluster_status_from_rest, command_job_entity, compute_entity, datastore_entity,
-                          datastore_identity, job_status_from_entity, mount_datastore, node_field,
-                          read_spec_property)
+from .conversions import (
+    DatastoreIdentity,
+    check_cluster_spec,
+    check_job_spec,
+    check_scale,
+    cluster_status_from_rest,
+    command_job_entity,
+    compute_entity,
+    datastore_entity,
+    datastore_identity,
+    job_status_from_entity,
+    mount_datastore,
+    node_field,
+    read_spec_property,
+)
 from .datastore_storage import account_url, datastore_secret
 from .states import execution_state
 from .stdouterr import StdOutErrPlace, list_share_directory, stdouterr_place
@@ -78,7 +89,11 @@ class _Blob:
 class AzureMLOperations(StorageAccountOperations):
     """One Azure ML workspace (the Target's), through one ``MLClient``. azure-ai-ml has no async
     API, so its operations are plain sync methods; the storage account operations it takes in are
-    steps (:mod:`..storage`), run by :class:`AzureMLBackend`."""
+    steps (:mod:`..storage`), run by :class:`AzureMLBackend`.
+
+    Its ``begin_`` methods take the public classes' polling options (``**poll``) and leave them:
+    azure-ai-ml's pollers poll at their own pace, and ``polling=False`` is applied above, by not
+    waiting."""
 
     failure_log_name = "stderr.txt"
     default_poll_interval = DEFAULT_POLL_INTERVAL
@@ -136,7 +151,7 @@ class AzureMLOperations(StorageAccountOperations):
         return WorkspaceRecord(resource_group=resource_group, name=name, location=str(entity.location or ""))
 
     def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
-                               continuation_token: Optional[str] = None) -> "LROPoller[WorkspaceRecord]":
+                               continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[WorkspaceRecord]":
         """Get the workspace; create it only when missing (Azure also creates a storage account,
         a key vault and an Application Insights instance for it). azure-ai-ml runs the creation
         as an ARM template deployment whose poller gives no continuation token; resuming from a
@@ -173,7 +188,7 @@ class AzureMLOperations(StorageAccountOperations):
         return [self.get_workspace(str(self._connection.resource_group), str(self._connection.workspace))]
 
     def begin_delete_workspace(self, resource_group: str, name: str, *,
-                               continuation_token: Optional[str] = None) -> "LROPoller[None]":
+                               continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[None]":
         """Delete the workspace only (never its dependent resources or resource group here).
         azure-ai-ml's delete takes no continuation token; deleting is idempotent, so resuming asks
         again."""
@@ -192,7 +207,7 @@ class AzureMLOperations(StorageAccountOperations):
         run(arm.ensure_resource_group(self._connection, resource_group, location))
 
     def begin_delete_resource_group(self, resource_group: str, *,
-                                    continuation_token: Optional[str] = None) -> "LROPoller[None]":
+                                    continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[None]":
         return run(arm.begin_delete_resource_group(self._connection, resource_group,
                                                    continuation_token=continuation_token))
 
@@ -207,7 +222,7 @@ class AzureMLOperations(StorageAccountOperations):
         return f"{self.workspace_id(resource_group, workspace)}/experiments/{name}"
 
     def begin_create_experiment(self, resource_group: str, workspace: str, name: str, *,
-                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
+                                continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[None]":
         self._check_scope(resource_group, workspace)
         resource = self.experiment_id(resource_group, workspace, name)
         if continuation_token is not None:
@@ -224,7 +239,7 @@ class AzureMLOperations(StorageAccountOperations):
         return sorted(names)
 
     def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
-                                continuation_token: Optional[str] = None) -> "LROPoller[None]":
+                                continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[None]":
         """Delete the experiment's jobs, one after the other, on the poller's thread. Deleting is
         idempotent, so resuming from a token starts over with the jobs that remain."""
         action, resource = "deleting experiment", self.experiment_id(resource_group, workspace, name)
@@ -286,7 +301,7 @@ class AzureMLOperations(StorageAccountOperations):
                                                                  {}, continuation_token=token)
 
     def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec, *,
-                             continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
+                             continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[ClusterRecord]":
         self._check_scope(ref.resource_group, ref.workspace)
         action, resource = "creating cluster", self.cluster_id(ref)
         with azure_errors(action, resource):
@@ -300,7 +315,7 @@ class AzureMLOperations(StorageAccountOperations):
         return MappedPoller(poller, lambda _: self.get_cluster(ref), action=action, resource=resource)
 
     def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec,
-                            existing: ClusterRecord) -> "LROPoller[ClusterRecord]":
+                            existing: ClusterRecord, **poll: Any) -> "LROPoller[ClusterRecord]":
         """An AmlCompute cluster of another VM size is another cluster; the rest (scale, admin
         user) is the compute's to keep."""
         check_cluster_spec(spec)
@@ -317,7 +332,7 @@ class AzureMLOperations(StorageAccountOperations):
                 if _compute_type(r) == "AmlCompute"]
 
     def begin_delete_cluster(self, ref: ClusterRef, *,
-                             continuation_token: Optional[str] = None) -> "LROPoller[None]":
+                             continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[None]":
         """Delete the AmlCompute; azure-ai-ml's delete takes no continuation token, and deleting is
         idempotent, so resuming asks again."""
         self._check_scope(ref.resource_group, ref.workspace)
@@ -334,7 +349,7 @@ class AzureMLOperations(StorageAccountOperations):
     def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
                             auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
                             known: Optional[ClusterRecord] = None,
-                            continuation_token: Optional[str] = None) -> "LROPoller[ClusterRecord]":
+                            continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[ClusterRecord]":
         """AmlCompute has one scale setting, (min, max): a fixed size is min = max. The update is
         a long-running operation; its poller is done once the service has accepted it."""
         self._check_scope(ref.resource_group, ref.workspace)
@@ -504,7 +519,7 @@ class AzureMLOperations(StorageAccountOperations):
             return None
 
     def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
-                         continuation_token: Optional[str] = None) -> "LROPoller[JobRecord]":
+                         continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[JobRecord]":
         """Azure ML accepts a command job in the one request that creates it (azure-ai-ml's
         ``create_or_update``), so the poller is finished when this returns; resuming from its
         token reads the job again."""
@@ -550,7 +565,7 @@ class AzureMLOperations(StorageAccountOperations):
             items = [j for j in self.ml.jobs.list() if getattr(j, "experiment_name", None) == experiment]
         return [self._job_record(JobRef(resource_group, workspace, experiment, str(j.name)), j) for j in items]
 
-    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "LROPoller[None]":
+    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[None]":
         self._check_scope(ref.resource_group, ref.workspace)
 
         def start(continuation_token: Optional[str]) -> Any:
@@ -560,7 +575,7 @@ class AzureMLOperations(StorageAccountOperations):
         return run(begin_delete("deleting job", self.job_id(ref), continuation_token, start))
 
     def begin_terminate_job(self, ref: JobRef, *,
-                            continuation_token: Optional[str] = None) -> "LROPoller[None]":
+                            continuation_token: Optional[str] = None, **poll: Any) -> "LROPoller[None]":
         """Cancel the job; a job that has already ended has nothing to cancel."""
         action, resource = "cancelling job", self.job_id(ref)
         inner = None

@@ -69,7 +69,8 @@ class ThreadedBackend:
             return self._threaded(lambda url: ThreadedRemoteFile(member(url)))
         if name.startswith("begin_"):
             return self._threaded(lambda *args, **kwargs: ThreadedPoller(
-                member(*args, **kwargs), poll_interval=self.sync.default_poll_interval,
+                member(*args, **kwargs),
+                poll_interval=kwargs.get("polling_interval") or self.sync.default_poll_interval,
                 action=name[len("begin_"):].replace("_", " "), resource="on Azure ML"))
         return self._threaded(member)
 

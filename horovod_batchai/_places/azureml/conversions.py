@@ -12,8 +12,8 @@ from datetime import timedelta
 from typing import Any, Mapping, Optional, Union
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
-from ..._models.job_json import job_from_properties, job_to_properties
 from ..._models.errors import InvalidSpecError, ServiceErrorDetail
+from ..._models.job_json import job_from_properties, job_to_properties
 from ..._models.job_spec import HorovodJob
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
 from ..._models.states import ClusterStatus, JobStatus, NodeStateCounts
@@ -97,8 +97,12 @@ def datastore_identity(entity: Any) -> DatastoreIdentity:
 def datastore_entity(mount: Union[AzureFileShareMount, AzureBlobMount], *, description: str) -> Any:
     """The azure-ai-ml datastore for a mount, with the mount's credential: the account key, a
     SAS token (blob only), or none (blob only: identity-based)."""
-    from azure.ai.ml.entities import (AccountKeyConfiguration, AzureBlobDatastore, AzureFileDatastore,
-                                      SasTokenConfiguration)
+    from azure.ai.ml.entities import (
+        AccountKeyConfiguration,
+        AzureBlobDatastore,
+        AzureFileDatastore,
+        SasTokenConfiguration,
+    )
     name, _ = mount_datastore(mount)
     if isinstance(mount, AzureFileShareMount):
         assert mount.account_key

@@ -11,9 +11,9 @@ from azure.mgmt.batchai import models
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
 from ..._models.errors import ConflictError, ServiceErrorDetail, redact
-from ..._models.mounts import (AzureBlobMount, AzureFileShareMount, Mount)
-from ..._models.states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
 from ..._models.job_json import _env, _secrets, mounts_from_rest, mounts_to_rest
+from ..._models.mounts import AzureBlobMount, AzureFileShareMount, Mount
+from ..._models.states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
 
 __all__ = ["cluster_to_rest", "scale_to_rest", "cluster_status_from_rest", "cluster_maximum_nodes", "job_status_from_rest", "errors_from_rest", "conflict_from_service", "CLUSTER_SECRET_FIELDS", "cluster_differences"]
 

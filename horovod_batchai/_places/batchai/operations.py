@@ -15,21 +15,30 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
-from ..._models.constants import DEALLOCATION_OPTIONS, LOCAL_POLL_INTERVAL, DEFAULT_POLL_INTERVAL, STDOUTERR
+from ..._models.constants import DEALLOCATION_OPTIONS, DEFAULT_POLL_INTERVAL, LOCAL_POLL_INTERVAL, STDOUTERR
 from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, azure_errors
+from ..._models.job_json import SECRET_FIELDS, job_from_rest, job_to_rest, mounts_from_rest
 from ..._models.job_spec import HorovodJob
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
 from ..._models.names import check_directory_id
 from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
 from ..._models.values import OutputFile, RemoteLogin, Usage
 from ..._shared.job import RESUBMIT_HINT, check_same_job
-from ..._shared.lro import resume_token
+from ..._shared.lro import poll_options, resume_token
 from ..._shared.steps import Done, Listed, Mapped, Steps, begin_delete
 from .. import arm
 from ..retry import IDEMPOTENT_POST
 from ..storage import StorageAccountOperations
-from .conversions import CLUSTER_SECRET_FIELDS, cluster_differences, cluster_maximum_nodes, cluster_status_from_rest, cluster_to_rest, conflict_from_service, job_status_from_rest, scale_to_rest
-from ..._models.job_json import SECRET_FIELDS, job_from_rest, job_to_rest, mounts_from_rest
+from .conversions import (
+    CLUSTER_SECRET_FIELDS,
+    cluster_differences,
+    cluster_maximum_nodes,
+    cluster_status_from_rest,
+    cluster_to_rest,
+    conflict_from_service,
+    job_status_from_rest,
+    scale_to_rest,
+)
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models
@@ -109,9 +118,11 @@ class BatchAIOperations(StorageAccountOperations):
         yield from arm.ensure_resource_group(self._connection, resource_group, location)
 
     def begin_delete_resource_group(self, resource_group: str, *,
-                                    continuation_token: Optional[str] = None) -> "Steps[Any]":
+                                    continuation_token: Optional[str] = None,
+                                    polling_interval: Optional[float] = None) -> "Steps[Any]":
         return (yield from arm.begin_delete_resource_group(self._connection, resource_group,
-                                                           continuation_token=continuation_token))
+                                                           continuation_token=continuation_token,
+                                                           polling_interval=polling_interval))
 
     # -- workspaces -----------------------------------------------------------------------------
     def get_workspace(self, resource_group: str, name: str) -> "Steps[WorkspaceRecord]":
@@ -121,7 +132,8 @@ class BatchAIOperations(StorageAccountOperations):
         return self._workspace_record(model, resource_group, name)
 
     def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
-                               continuation_token: Optional[str] = None) -> "Steps[Any]":
+                               continuation_token: Optional[str] = None,
+                               polling_interval: Optional[float] = None) -> "Steps[Any]":
         """Get-or-create: the resource group first when missing, then the workspace."""
         action, resource = "creating workspace", self.workspace_id(resource_group, name)
         client = yield self._client()
@@ -145,7 +157,7 @@ class BatchAIOperations(StorageAccountOperations):
             from azure.mgmt.batchai import models as batchai_models
             poller = yield client.workspaces.begin_create(
                 resource_group, name, batchai_models.WorkspaceCreateParameters(location=location),
-                continuation_token=inner)
+                continuation_token=inner, **poll_options(polling_interval))
         return (yield Mapped(poller, lambda m: self._workspace_record(m, resource_group, name), action, resource))
 
     def list_workspaces(self, resource_group: Optional[str]) -> "Steps[List[WorkspaceRecord]]":
@@ -159,11 +171,13 @@ class BatchAIOperations(StorageAccountOperations):
         return [self._workspace_record(m, arm.resource_group_of(m.id or ""), m.name or "") for m in items]
 
     def begin_delete_workspace(self, resource_group: str, name: str, *,
-                               continuation_token: Optional[str] = None) -> "Steps[Any]":
+                               continuation_token: Optional[str] = None,
+                               polling_interval: Optional[float] = None) -> "Steps[Any]":
         client = yield self._client()
         return (yield from begin_delete("deleting workspace", self.workspace_id(resource_group, name),
                                         continuation_token,
-                                        lambda **kw: client.workspaces.begin_delete(resource_group, name, **kw)))
+                                        lambda **kw: client.workspaces.begin_delete(resource_group, name, **kw),
+                                        **poll_options(polling_interval)))
 
     def usages(self, location: str) -> "Steps[List[Usage]]":
         client = yield self._client()
@@ -173,7 +187,8 @@ class BatchAIOperations(StorageAccountOperations):
 
     # -- experiments ----------------------------------------------------------------------------
     def begin_create_experiment(self, resource_group: str, workspace: str, name: str, *,
-                                continuation_token: Optional[str] = None) -> "Steps[Any]":
+                                continuation_token: Optional[str] = None,
+                                polling_interval: Optional[float] = None) -> "Steps[Any]":
         action, resource = "creating experiment", self.experiment_id(resource_group, workspace, name)
         client = yield self._client()
         inner = None
@@ -190,7 +205,8 @@ class BatchAIOperations(StorageAccountOperations):
                     return (yield Done(None, action, resource))
                 except ResourceNotFoundError:
                     log.info("creating experiment %s", resource)
-            poller = yield client.experiments.begin_create(resource_group, workspace, name, continuation_token=inner)
+            poller = yield client.experiments.begin_create(resource_group, workspace, name, continuation_token=inner,
+                                                           **poll_options(polling_interval))
         return (yield Mapped(poller, lambda _: None, action, resource))
 
     def get_experiment(self, resource_group: str, workspace: str, name: str) -> "Steps[None]":
@@ -205,11 +221,13 @@ class BatchAIOperations(StorageAccountOperations):
         return [m.name or "" for m in items]
 
     def begin_delete_experiment(self, resource_group: str, workspace: str, name: str, *,
-                                continuation_token: Optional[str] = None) -> "Steps[Any]":
+                                continuation_token: Optional[str] = None,
+                                polling_interval: Optional[float] = None) -> "Steps[Any]":
         client = yield self._client()
         return (yield from begin_delete(
             "deleting experiment", self.experiment_id(resource_group, workspace, name), continuation_token,
-            lambda **kw: client.experiments.begin_delete(resource_group, workspace, name, **kw)))
+            lambda **kw: client.experiments.begin_delete(resource_group, workspace, name, **kw),
+            **poll_options(polling_interval)))
 
     # -- clusters -------------------------------------------------------------------------------
     def get_cluster(self, ref: ClusterRef) -> "Steps[ClusterRecord]":
@@ -230,7 +248,8 @@ class BatchAIOperations(StorageAccountOperations):
         return self._cluster_record(model, ref)
 
     def begin_create_cluster(self, ref: ClusterRef, spec: ClusterSpec, *,
-                             continuation_token: Optional[str] = None) -> "Steps[Any]":
+                             continuation_token: Optional[str] = None,
+                             polling_interval: Optional[float] = None) -> "Steps[Any]":
         action, resource = "creating cluster", self.cluster_id(ref)
         client = yield self._client()
         inner = None
@@ -241,10 +260,12 @@ class BatchAIOperations(StorageAccountOperations):
         with azure_errors(action, resource):
             poller = yield client.clusters.begin_create(ref.resource_group, ref.workspace, ref.name,
                                                         None if inner else cluster_to_rest(spec),
-                                                        continuation_token=inner)
+                                                        continuation_token=inner,
+                                                        **poll_options(polling_interval))
         return (yield Mapped(poller, lambda m: self._cluster_record(m, ref), action, resource))
 
-    def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec, existing: ClusterRecord) -> "Steps[Any]":
+    def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec, existing: ClusterRecord, *,
+                            polling_interval: Optional[float] = None) -> "Steps[Any]":
         """``existing`` if it has ``spec``'s settings (its size aside); ConflictError naming the
         fields otherwise. What the service shows is compared here; the admin password, keys and
         secret values it never shows, so the same request is sent again and the service, which
@@ -255,7 +276,7 @@ class BatchAIOperations(StorageAccountOperations):
         with azure_errors(action, resource), refused_as_conflict(f"cluster {resource}", resource,
                                                                 CLUSTER_SECRET_FIELDS, CLUSTER_HINT):
             poller = yield client.clusters.begin_create(ref.resource_group, ref.workspace, ref.name,
-                                                        cluster_to_rest(spec))
+                                                        cluster_to_rest(spec), **poll_options(polling_interval))
         return (yield Mapped(poller, lambda m: self._cluster_record(m, ref), action, resource))
 
     def list_clusters(self, resource_group: str, workspace: str) -> "Steps[List[ClusterRecord]]":
@@ -264,16 +285,19 @@ class BatchAIOperations(StorageAccountOperations):
             items = yield Listed(client.clusters.list_by_workspace(resource_group, workspace))
         return [self._cluster_record(m, ClusterRef(resource_group, workspace, m.name or "")) for m in items]
 
-    def begin_delete_cluster(self, ref: ClusterRef, *, continuation_token: Optional[str] = None) -> "Steps[Any]":
+    def begin_delete_cluster(self, ref: ClusterRef, *, continuation_token: Optional[str] = None,
+                             polling_interval: Optional[float] = None) -> "Steps[Any]":
         client = yield self._client()
         return (yield from begin_delete(
             "deleting cluster", self.cluster_id(ref), continuation_token,
-            lambda **kw: client.clusters.begin_delete(ref.resource_group, ref.workspace, ref.name, **kw)))
+            lambda **kw: client.clusters.begin_delete(ref.resource_group, ref.workspace, ref.name, **kw),
+            **poll_options(polling_interval)))
 
     def begin_scale_cluster(self, ref: ClusterRef, *, target_node_count: Optional[int] = None,
                             auto_scale: Optional[AutoScale] = None, deallocation_option: Optional[str] = None,
                             known: Optional[ClusterRecord] = None,
-                            continuation_token: Optional[str] = None) -> "Steps[Any]":
+                            continuation_token: Optional[str] = None,
+                            polling_interval: Optional[float] = None) -> "Steps[Any]":
         """One PATCH, which Batch AI answers at once: the poller is finished when it returns (nodes
         then come and go; the caller watches the cluster's state). Resuming has nothing to resend."""
         action, resource = "updating cluster", self.cluster_id(ref)
@@ -340,7 +364,8 @@ class BatchAIOperations(StorageAccountOperations):
         raise NotFoundError(f"no experiment of workspace {workspace!r} has a job {name!r}", resource=resource)
 
     def begin_submit_job(self, ref: JobRef, spec: HorovodJob, cluster: Optional[ClusterRecord], *,
-                         continuation_token: Optional[str] = None) -> "Steps[Any]":
+                         continuation_token: Optional[str] = None,
+                         polling_interval: Optional[float] = None) -> "Steps[Any]":
         """The poller is done once the service has accepted the job (not once it has run). With
         ``continuation_token``, ``spec`` and ``cluster`` are not used."""
         action, resource = "submitting job", self.job_id(ref)
@@ -350,20 +375,23 @@ class BatchAIOperations(StorageAccountOperations):
             if inner is None:
                 return (yield Done((yield from self.get_job(ref)), action, resource))
             with azure_errors(action, resource):
-                poller = yield client.jobs.begin_create(*self._args(ref), None, continuation_token=inner)
+                poller = yield client.jobs.begin_create(*self._args(ref), None, continuation_token=inner,
+                                                        **poll_options(polling_interval))
             return (yield Mapped(poller, lambda m: self._job_record(m, ref), action, resource))
         assert cluster is not None
         existing = yield from self.find_job(ref)
         if existing is not None:
-            resubmitted = yield from self._resubmit(ref, spec, cluster, existing)
+            resubmitted = yield from self._resubmit(ref, spec, cluster, existing, polling_interval=polling_interval)
             log.info("job %s exists with these settings; returning it instead of submitting again", resource)
             return resubmitted
         log.info("submitting job %s to cluster %s (%d node(s))", resource, cluster.name, spec.node_count)
         with azure_errors(action, resource):
-            poller = yield client.jobs.begin_create(*self._args(ref), job_to_rest(spec, cluster_id=cluster.id))
+            poller = yield client.jobs.begin_create(*self._args(ref), job_to_rest(spec, cluster_id=cluster.id),
+                                                    **poll_options(polling_interval))
         return (yield Mapped(poller, lambda m: self._job_record(m, ref), action, resource))
 
-    def _resubmit(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord, existing: JobRecord) -> "Steps[Any]":
+    def _resubmit(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord, existing: JobRecord, *,
+                  polling_interval: Optional[float] = None) -> "Steps[Any]":
         """A repeated submit (a retry, a re-run cell) returns the job that exists; a different job
         under the same name is a mistake the caller must see, not a silent reuse. What the service
         shows is compared here. Secret values and keys it never shows, so the same request is sent
@@ -375,7 +403,8 @@ class BatchAIOperations(StorageAccountOperations):
         client = yield self._client()
         with azure_errors(action, resource), refused_as_conflict(f"job {ref.name!r}", resource,
                                                                 SECRET_FIELDS, RESUBMIT_HINT):
-            poller = yield client.jobs.begin_create(*self._args(ref), job_to_rest(spec, cluster_id=cluster.id))
+            poller = yield client.jobs.begin_create(*self._args(ref), job_to_rest(spec, cluster_id=cluster.id),
+                                                    **poll_options(polling_interval))
         return (yield Mapped(poller, lambda m: self._job_record(m, ref), action, resource))
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> "Steps[List[JobRecord]]":
@@ -384,12 +413,15 @@ class BatchAIOperations(StorageAccountOperations):
             items = yield Listed(client.jobs.list_by_experiment(resource_group, workspace, experiment))
         return [self._job_record(m, JobRef(resource_group, workspace, experiment, m.name or "")) for m in items]
 
-    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "Steps[Any]":
+    def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None,
+                         polling_interval: Optional[float] = None) -> "Steps[Any]":
         client = yield self._client()
         return (yield from begin_delete("deleting job", self.job_id(ref), continuation_token,
-                                        lambda **kw: client.jobs.begin_delete(*self._args(ref), **kw)))
+                                        lambda **kw: client.jobs.begin_delete(*self._args(ref), **kw),
+                                        **poll_options(polling_interval)))
 
-    def begin_terminate_job(self, ref: JobRef, *, continuation_token: Optional[str] = None) -> "Steps[Any]":
+    def begin_terminate_job(self, ref: JobRef, *, continuation_token: Optional[str] = None,
+                            polling_interval: Optional[float] = None) -> "Steps[Any]":
         action, resource = "terminating job", self.job_id(ref)
         client = yield self._client()
         inner = None
@@ -400,7 +432,8 @@ class BatchAIOperations(StorageAccountOperations):
         with azure_errors(action, resource):
             log.info("terminating job %s", resource)
             # terminate is idempotent, so it may be repeated after a dropped connection
-            poller = yield client.jobs.begin_terminate(*self._args(ref), continuation_token=inner, **IDEMPOTENT_POST)
+            poller = yield client.jobs.begin_terminate(*self._args(ref), continuation_token=inner, **IDEMPOTENT_POST,
+                                                       **poll_options(polling_interval))
         return (yield Mapped(poller, lambda _: None, action, resource))
 
     def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,

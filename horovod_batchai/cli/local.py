@@ -28,8 +28,28 @@ def local_start(ctx: Context) -> Result:
     except NodeRuntimeMismatch as err:
         running = _running_data(state_dir)
         return Result(running, service_table(running) if running else None, EXIT_FAILED, str(err))
+    except OSError as err:
+        said = _disk_trouble(err, state_dir)
+        if said is None:
+            raise
+        return Result(quiet=True, exit_code=EXIT_FAILED, error=said)
     data = service_data(info)
     return Result(data, service_table(data))
+
+
+def _disk_trouble(err: OSError, state_dir: Path) -> Optional[str]:
+    """One line for a state directory the service cannot write (read-only or full): what is
+    wrong and what to do; None for any other error."""
+    from ..local.core.disk import disk_problem
+    problem = disk_problem(err, state_dir)
+    if problem is None:
+        return None
+    if problem.read_only:
+        return (f"cannot start the local service: its state directory {state_dir} is on a read-only file "
+                f"system ({problem.path}); give a writable one with --state-dir or $HOROVOD_BATCHAI_STATE_DIR")
+    return (f"cannot start the local service: no space left for its state directory {state_dir} "
+            f"({problem.path}); free some space, or give another directory with --state-dir or "
+            "$HOROVOD_BATCHAI_STATE_DIR")
 
 
 def _running_data(state_dir: Path) -> Optional[dict[str, Any]]:

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import sys
+import warnings
 from typing import Any, Callable, Optional, Sequence
 
 from azure.core.exceptions import AzureError, ResourceExistsError, ResourceNotFoundError
@@ -83,6 +84,13 @@ def _log_steps(verbose: bool) -> Callable[[], None]:
     return restore
 
 
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      file: Any = None, line: Optional[str] = None) -> None:
+    """A warning said as the tool says an error: one line, without the source file and line that
+    Python's default shows (they tell a user of the command nothing)."""
+    print(f"{PROG}: warning: {redact(str(message))}", file=sys.stderr)
+
+
 def _fail(message: str, code: int) -> int:
     print(f"{PROG}: error: {redact(message)}", file=sys.stderr)
     return code
@@ -97,6 +105,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return int(exit_.code or 0) if not isinstance(exit_.code, str) else EXIT_USAGE
     ctx = Context(args)
     restore_logging = _log_steps(args.verbose)
+    # Warnings one line each, for this command only (main called in-process leaves them as it found them).
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        return _run(args, ctx, restore_logging)
+
+
+def _run(args: argparse.Namespace, ctx: Context, restore_logging: Callable[[], None]) -> int:
     try:
         result = args.func(ctx)
         _print(result, args)

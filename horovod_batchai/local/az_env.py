@@ -19,16 +19,26 @@ What the lines do, and why:
 * ``az cloud register`` (or ``update``, when the port changed), ``az cloud set``, ``az login --identity``.
 
 The profile's ``config`` turns off what the CLI would send to Microsoft on its own: telemetry
-(``core.collect_telemetry``, uploaded after every command), the check for a newer CLI
+(``core.collect_telemetry``, uploaded after every command), the upgrade check after commands
 (``auto-upgrade.enable``) and the survey prompt (``core.survey_message``). Other settings in that
 file (the cloud ``az cloud set`` chose) are kept.
+
+One lookup no setting turns off: the first time the CLI runs with a profile (and after each
+upgrade) it asks Microsoft's release storage for its latest version, unless the profile's
+``versionCheck.json`` already records the version installed (``handle_version_update`` in
+azure-cli's ``azure/cli/core/util.py``, 2.91.0). So the lines' profile is given that record, for the
+``az`` on ``PATH`` when they are made; with it, nothing the tutorial runs leaves the machine.
 """
 from __future__ import annotations
 
 import configparser
+import json
 import os
 import re
 import shlex
+import shutil
+import subprocess
+from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
@@ -39,7 +49,7 @@ from .resources.subscriptions import DEFAULT_SUBSCRIPTION_ID
 from .service import ServiceInfo
 from .storage.keys import initial_key1
 
-__all__ = ["az_env_lines", "CONFIG_DIR", "CONNECTION_STRING_FILE", "TUTORIAL_ACCOUNT"]
+__all__ = ["az_env_lines", "CONFIG_DIR", "CONNECTION_STRING_FILE", "TUTORIAL_ACCOUNT", "VERSION_CHECK_FILE"]
 
 CONFIG_DIR = "azure-cli"
 CONNECTION_STRING_FILE = "storage-connection-string"
@@ -90,6 +100,59 @@ def _quiet_profile(config_dir: Path) -> None:
     os.chmod(path, 0o600)  # an older file may have been made with other modes
 
 
+#: what the profile's versionCheck.json records, so that the CLI does not look its latest version up
+VERSION_CHECK_FILE = "versionCheck.json"
+# How installers start the CLI's Python: a pip script's shebang, or a shell line such as
+# `/opt/az/bin/python3 -Im azure.cli "$@"` (deb, rpm) or `exec "/.../python" -m azure.cli "$@"`.
+_AZ_PYTHON_LINE = re.compile(r'^\s*(?:exec\s+)?"?([^"\s]*python[0-9.]*)"?\s+-I?m\s+azure\.cli\b', re.MULTILINE)
+
+
+def _az_python(az: Path) -> Optional[str]:
+    """The Python interpreter the ``az`` command at ``az`` runs the CLI with, if it can be told."""
+    try:
+        text = az.read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError:
+        return None
+    first = text.splitlines()[0] if text else ""
+    if first.startswith("#!") and "python" in first and "env " not in first:
+        return first[2:].strip().split()[0]
+    found = _AZ_PYTHON_LINE.search(text)
+    return found.group(1) if found else None
+
+
+def _installed_az_version() -> Optional[str]:
+    """The version of the Azure CLI that ``az`` on PATH runs, asked of its own Python (no network)."""
+    az = shutil.which("az")
+    python = _az_python(Path(az)) if az else None
+    if python is None:
+        return None
+    try:
+        done = subprocess.run([python, "-c", "from importlib.metadata import version; "
+                                             "print(version('azure-cli-core'))"],
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    version = done.stdout.strip()
+    return version if done.returncode == 0 and re.fullmatch(r"[0-9][0-9A-Za-z.+-]*", version) else None
+
+
+def _record_installed_version(config_dir: Path) -> None:
+    """Write the profile's versionCheck.json for the installed CLI (see the module docstring)."""
+    version = _installed_az_version()
+    if version is None:
+        return  # no az on PATH yet, or one that could not be asked: the CLI looks it up once
+    record = {"versions": {"azure-cli": {"local": version}, "core": {"local": version}},
+              "update_time": datetime.now().strftime("%Y-%m-%d %H:%M:%S.%f")}
+    path = config_dir / VERSION_CHECK_FILE
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8-sig"))
+        if kept.get("versions", {}).get("core", {}).get("local") == version:
+            return  # the CLI's own record for this version: left as it is
+    except (OSError, ValueError, AttributeError):
+        pass
+    _write_private(path, json.dumps(record))
+
+
 def az_env_lines(info: ServiceInfo, *, storage_account: str = TUTORIAL_ACCOUNT) -> list[str]:
     """The lines for the service ``info`` describes; writes the two 0600 files they read."""
     if not _ACCOUNT_NAME.match(storage_account):
@@ -99,6 +162,7 @@ def az_env_lines(info: ServiceInfo, *, storage_account: str = TUTORIAL_ACCOUNT) 
     config_dir = state_dir / CONFIG_DIR
     config_dir.mkdir(mode=0o700, exist_ok=True)
     _quiet_profile(config_dir)
+    _record_installed_version(config_dir)
     header_file = ensure_identity_header(state_dir)
     key = _current_key1(info, storage_account) or initial_key1(ensure_secret(state_dir), storage_account)
     connection_file = config_dir / CONNECTION_STRING_FILE

@@ -164,3 +164,41 @@ def test_a_cloud_registered_without_endpoint_discovery_works_too(tmp_path: Path)
         account = json.loads(_checked("az account show", env, home))
         assert account["id"] == "00000000-0000-0000-0000-000000000000" and account["environmentName"] == "Explicit"
 
+
+
+#: a sitecustomize for the CLI's Python that writes down every host name it resolves.
+_RESOLVED_NAMES_PROBE = '''import os, socket
+_resolve = socket.getaddrinfo
+def _noted(host, *args, **kwargs):
+    with open(os.environ["RESOLVED_NAMES_LOG"], "a") as log:
+        log.write(f"{host}\\n")
+    return _resolve(host, *args, **kwargs)
+socket.getaddrinfo = _noted
+'''
+
+
+def test_nothing_the_cli_does_by_itself_leaves_the_machine(tmp_path: Path) -> None:
+    """The lines and the first commands of a fresh profile resolve no name but the service's: no
+    telemetry, no survey, no lookup of the CLI's latest version (az-env records the installed one)."""
+    venv = ensure(azure_cli())
+    home = tmp_path / "home"
+    home.mkdir()
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(_RESOLVED_NAMES_PROBE)
+    log = tmp_path / "resolved.txt"
+    log.touch()
+    with LocalService(tmp_path / "state", settings=ServiceSettings(provision_delay_s=0.1)) as svc:
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("AZURE_", "IDENTITY_", "MSI_", "REQUESTS_CA_BUNDLE", "HOROVOD_BATCHAI_"))}
+        base.update(HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{base.get('PATH', '')}",
+                    HOROVOD_BATCHAI_STATE_DIR=str(svc.state_dir), PYTHONPATH=str(probe), RESOLVED_NAMES_LOG=str(log))
+        # az-env itself runs with the repository on its path; every az after it with the probe.
+        script = (f'set -e; eval "$(PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(sys.executable)} '
+                  '-m horovod_batchai.cli local az-env)"; az group create --name quiet.rg --location eastus -o none; '
+                  'az group list -o none')
+        result = subprocess.run(["bash", "-c", script], env=base, cwd=home, capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, result.stderr[-3000:]
+    names = set(log.read_text().split())
+    assert names and names <= {"127.0.0.1", "localhost"}, names

@@ -83,3 +83,31 @@ def test_the_profile_turns_off_what_az_sends_to_microsoft_and_keeps_the_rest(cli
     assert config.get("core", "survey_message") == "no"
     assert config.get("cloud", "name") == "HorovodBatchAILocal"  # what az itself keeps there stays
     assert stat.S_IMODE(config_file.stat().st_mode) == 0o600
+
+
+def test_the_profile_turns_off_what_the_cli_sends_by_itself(cli, service: LocalService, tmp_path, monkeypatch):
+    import configparser
+    import json
+
+    from horovod_batchai.local.az_env import QUIET_SETTINGS, VERSION_CHECK_FILE
+    # An `az` as deb packages install it, whose Python says which azure-cli it holds.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python = bin_dir / "azpython"
+    python.write_text("#!/bin/sh\necho 2.91.0\n")
+    az = bin_dir / "az"
+    az.write_text(f'#!/usr/bin/env bash\n{python} -Im azure.cli "$@"\n')
+    for script in (python, az):
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert cli("local", "az-env").code == 0
+    profile = service.state_dir / CONFIG_DIR
+    config = configparser.ConfigParser()
+    config.read(profile / "config")
+    assert {(s, k): config.get(s, k) for s, k in QUIET_SETTINGS} == {
+        ("core", "collect_telemetry"): "no", ("core", "survey_message"): "no", ("auto-upgrade", "enable"): "no"}
+    # No setting stops the CLI's lookup of its latest version on a profile's first run; a record of
+    # the installed version does.
+    record = json.loads((profile / VERSION_CHECK_FILE).read_text())
+    assert record["versions"]["core"] == record["versions"]["azure-cli"] == {"local": "2.91.0"}
+    assert stat.S_IMODE((profile / VERSION_CHECK_FILE).stat().st_mode) == 0o600

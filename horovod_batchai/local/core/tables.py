@@ -85,6 +85,14 @@ CREATE TABLE IF NOT EXISTS files_entries (
     smb      TEXT NOT NULL,     -- JSON: attributes and SMB times the caller set
     PRIMARY KEY (account, share, path)
 );
+-- the ranges written to a file through the Files API, which Get Ranges answers (files/store.py);
+-- a file's own holes are block-sized, Azure's ranges are the bytes written
+CREATE TABLE IF NOT EXISTS files_ranges (
+    path     TEXT PRIMARY KEY,  -- '<account lower>/<share>/<path inside the share>'
+    inode    INTEGER NOT NULL,  -- with mtime_ns: the file as the ranges describe it; else untracked
+    mtime_ns INTEGER NOT NULL,
+    spans    TEXT NOT NULL      -- JSON [[start, end], ...]: inclusive, sorted, apart
+);
 
 -- cluster nodes and the run tags of their processes (runner/)
 CREATE TABLE IF NOT EXISTS nodes (

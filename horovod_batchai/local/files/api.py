@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from email.utils import format_datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
 from werkzeug.exceptions import ClientDisconnected
@@ -249,8 +249,10 @@ def _parse_smb_time(value: Optional[str], name: str) -> Optional[int]:
     return int(base.timestamp()) * 1_000_000_000 + fraction * 100
 
 
+# In the order of their Windows attribute bits, the order Azure answers them in.
 _FILE_ATTRIBUTES = ("ReadOnly", "Hidden", "System", "None", "Directory", "Archive", "Temporary", "Offline",
                     "NotContentIndexed", "NoScrubData")
+_ATTRIBUTE_BY_LOWER = {name.lower(): name for name in _FILE_ATTRIBUTES}
 
 
 def _printable(value: Optional[str]) -> Optional[str]:
@@ -264,12 +266,13 @@ def _smb_request(ctx: Ctx) -> dict[str, Any]:
     smb: dict[str, Any] = {}
     attributes = ctx.header("x-ms-file-attributes")
     if attributes and attributes.lower() not in ("preserve", "none"):
-        names = [a.strip() for a in attributes.split("|")]
-        if any(a not in _FILE_ATTRIBUTES for a in names):
+        # Azure takes attribute names in any case and answers them in its own.
+        names = {_ATTRIBUTE_BY_LOWER.get(a.strip().lower(), "") for a in attributes.split("|")}
+        if "" in names:
             raise StorageError(400, "InvalidHeaderValue",
                                "x-ms-file-attributes must be 'preserve', 'None' or attributes joined by '|' from: "
                                + ", ".join(_FILE_ATTRIBUTES) + ".", HeaderName="x-ms-file-attributes")
-        smb["attributes"] = "|".join(names)
+        smb["attributes"] = "|".join(a for a in _FILE_ATTRIBUTES if a in names)
     for header, key in (("x-ms-file-creation-time", "creation"), ("x-ms-file-last-write-time", "last_write")):
         ns = _parse_smb_time(ctx.header(header), header)
         if ns is not None:
@@ -306,7 +309,7 @@ def _entry_headers(entry: EntryInfo) -> dict[str, str]:
     return {
         "ETag": entry.etag,
         "Last-Modified": _http_date(entry.last_modified),
-        "x-ms-file-attributes": entry.attributes,
+        "x-ms-file-attributes": " | ".join(entry.attributes.split("|")),  # Azure's form: "ReadOnly | Archive"
         "x-ms-file-creation-time": _smb_time(entry.creation_time_ns),
         "x-ms-file-last-write-time": _smb_time(entry.last_write_time_ns),
         "x-ms-file-change-time": _smb_time(entry.change_time_ns),
@@ -326,13 +329,21 @@ def _share_headers(info: ShareInfo) -> dict[str, str]:
     return {"ETag": info.etag, "Last-Modified": _http_date(info.last_modified)}
 
 
+def _needs_encoding(text: str) -> bool:
+    """True if ``text`` holds a character XML cannot carry (U+FFFE, U+FFFF, most control characters)."""
+    return any(ord(ch) < 0x20 and ch not in "\t\n\r" or 0xD800 <= ord(ch) <= 0xDFFF or ch in "\ufffe\uffff"
+               for ch in text)
+
+
+def _xml_text(tag: str, text: str) -> str:
+    # Text XML cannot carry travels percent-encoded, flagged Encoded="true", as Azure sends it.
+    if _needs_encoding(text):
+        return f'<{tag} Encoded="true">{escape(quote(text, safe=""))}</{tag}>'
+    return f"<{tag}>{escape(text)}</{tag}>"
+
+
 def _xml_name(name: str) -> str:
-    # Names holding characters XML cannot carry travel percent-encoded, flagged Encoded="true".
-    if any(ord(ch) < 0x20 and ch not in "\t\n\r" or 0xD800 <= ord(ch) <= 0xDFFF or ch in "\ufffe\uffff"
-           for ch in name):
-        from urllib.parse import quote
-        return f'<Name Encoded="true">{escape(quote(name, safe=""))}</Name>'
-    return f"<Name>{escape(name)}</Name>"
+    return _xml_text("Name", name)
 
 
 # -- service ------------------------------------------------------------------------------------
@@ -431,7 +442,8 @@ def delete_directory(ctx: Ctx) -> Response:
 def set_directory_metadata(ctx: Ctx) -> Response:
     entry = ctx.shares.set_metadata(ctx.account, ctx.share, ctx.parts,
                                     ctx.metadata(), directory=True)
-    return _respond(ctx, 200, {"ETag": entry.etag, "x-ms-request-server-encrypted": "true"})
+    return _respond(ctx, 200, {"ETag": entry.etag, "Last-Modified": _http_date(entry.last_modified),
+                               "x-ms-request-server-encrypted": "true"})
 
 
 def set_directory_properties(ctx: Ctx) -> Response:
@@ -464,9 +476,13 @@ def list_directory(ctx: Ctx) -> Response:
         ctx.account, ctx.share, ctx.parts, prefix=prefix, marker=marker,
         max_results=max_results)
     endpoint = f"{ctx.call.base_url}/{ctx.target.account}/"
+    path = ctx.target.path
+    # A directory path XML cannot carry is sent percent-encoded, with Encoded="true" on the root.
+    path_attrs = (f' Encoded="true" DirectoryPath={quoteattr(quote(path, safe="/"))}' if _needs_encoding(path)
+                  else f" DirectoryPath={quoteattr(path)}")
     text = (f"<EnumerationResults ServiceEndpoint={quoteattr(endpoint)} ShareName={quoteattr(ctx.share)}"
-            f" DirectoryPath={quoteattr(ctx.target.path)}>"
-            f"<Prefix>{escape(prefix)}</Prefix><Marker>{escape(marker)}</Marker><MaxResults>{max_results}</MaxResults>"
+            f"{path_attrs}>"
+            f"{_xml_text('Prefix', prefix)}<Marker>{escape(marker)}</Marker><MaxResults>{max_results}</MaxResults>"
             f"<Entries>{''.join(_entry_xml(e, extended) for e in entries)}</Entries>"
             f"<NextMarker>{escape(next_marker)}</NextMarker>"
             + (f"<DirectoryId>{directory.file_id}</DirectoryId>" if extended else "")
@@ -481,8 +497,9 @@ _CONTENT_HEADERS = (("x-ms-content-type", "content_type"), ("x-ms-content-encodi
                     ("x-ms-content-disposition", "content_disposition"), ("x-ms-content-md5", "content_md5"))
 
 
-def _content_settings(ctx: Ctx) -> Optional[ContentSettings]:
-    """The content settings a request sets, or None if it names none."""
+def _content_settings(ctx: Ctx, *, default_type: str) -> Optional[ContentSettings]:
+    """The content settings a request sets, or None if it names none. Those it leaves out are
+    cleared, the content type to ``default_type``."""
     given = {attr: ctx.header(header) for header, attr in _CONTENT_HEADERS if ctx.header(header) is not None}
     if not given:
         return None
@@ -498,8 +515,7 @@ def _content_settings(ctx: Ctx) -> Optional[ContentSettings]:
         except (binascii.Error, ValueError):
             raise StorageError(400, "InvalidHeaderValue", "x-ms-content-md5 must be a base64 MD5 digest.",
                                HeaderName="x-ms-content-md5") from None
-    defaults = ContentSettings()
-    return ContentSettings(**{attr: given.get(attr) or (defaults.content_type if attr == "content_type" else "")
+    return ContentSettings(**{attr: given.get(attr) or (default_type if attr == "content_type" else "")
                               for _, attr in _CONTENT_HEADERS})
 
 
@@ -513,16 +529,17 @@ def create_file(ctx: Ctx) -> Response:
                            "Creating a file needs 'x-ms-content-length' (the file's size in bytes).",
                            HeaderName="x-ms-content-length")
     entry = ctx.shares.create_file(ctx.account, ctx.share, ctx.parts, size,
-                                   content=_content_settings(ctx) or ContentSettings(), metadata=ctx.metadata(),
+                                   content=_content_settings(ctx, default_type=ContentSettings.content_type)
+                                   or ContentSettings(), metadata=ctx.metadata(),
                                    smb=_smb_request(ctx))
     return _respond(ctx, 201, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
 
 
 def _file_headers(ctx: Ctx, entry: EntryInfo) -> dict[str, str]:
     headers = {**_entry_headers(entry), **_meta_headers(entry.metadata), "x-ms-type": "File",
-               "x-ms-server-encrypted": "true", "Accept-Ranges": "bytes", "Content-Type": entry.content.content_type,
+               "x-ms-server-encrypted": "true", "Accept-Ranges": "bytes",
                "x-ms-lease-status": "unlocked", "x-ms-lease-state": "available"}
-    for header, attr in (("Content-Encoding", "content_encoding"), ("Content-Language", "content_language"),
+    for header, attr in (("Content-Type", "content_type"), ("Content-Encoding", "content_encoding"), ("Content-Language", "content_language"),
                          ("Cache-Control", "cache_control"), ("Content-Disposition", "content_disposition")):
         value = getattr(entry.content, attr)
         if value:
@@ -534,6 +551,7 @@ def _file_headers(ctx: Ctx, entry: EntryInfo) -> dict[str, str]:
 def get_file_properties(ctx: Ctx) -> Response:
     entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
     headers = _file_headers(ctx, entry)
+    del headers["Accept-Ranges"]  # Azure says it on downloads, not on Get File Properties
     headers["Content-Length"] = str(entry.size)
     if entry.content.content_md5:
         headers["Content-MD5"] = entry.content.content_md5
@@ -588,7 +606,8 @@ def set_file_metadata(ctx: Ctx) -> Response:
 def set_file_properties(ctx: Ctx) -> Response:
     size = _int_header(ctx, "x-ms-content-length", low=0, high=MAX_FILE_SIZE)
     entry = ctx.shares.set_properties(ctx.account, ctx.share, ctx.parts,
-                                      directory=False, size=size, content=_content_settings(ctx),
+                                      # Set HTTP Headers replaces them all: Azure clears a content type left out
+                                      directory=False, size=size, content=_content_settings(ctx, default_type=""),
                                       smb=_smb_request(ctx))
     return _respond(ctx, 200, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
 
@@ -701,7 +720,7 @@ def put_range(ctx: Ctx) -> Response:
         raise StorageError(416, "InvalidRange",
                            f"The range {start}-{end} reaches past the end of the file ({entry.size} bytes); "
                            "resize the file first.")
-    headers = {"x-ms-request-server-encrypted": "true"}
+    headers: dict[str, str] = {}
     if write == "update":
         with _RANGE_BUFFERS.get() as buffer:
             data = _body(ctx, length, buffer)
@@ -713,6 +732,7 @@ def put_range(ctx: Ctx) -> Response:
                                    "by the server.")
             entry = ctx.shares.write_range(entry, start, data)
         headers["Content-MD5"] = digest
+        headers["x-ms-request-server-encrypted"] = "true"  # a clear writes no data: Azure leaves it out
     else:
         entry = ctx.shares.clear_range(entry, start, end)
     headers.update({"ETag": entry.etag, "Last-Modified": _http_date(entry.last_modified),

@@ -85,6 +85,10 @@ STALE_UPLOAD_SWEEP_S = 30.0
 _upload_seen: dict[str, float] = {}
 _upload_seen_lock = threading.Lock()
 
+# Range bookkeeping reads a file's ranges, writes its bytes and stores the new ranges as one step,
+# so that concurrent Put Ranges of one file neither lose a range nor leave the ranges unpinned.
+_ranges_lock = threading.Lock()
+
 # Stores whose schema this module has ensured (checked on every request, so kept cheap).
 
 
@@ -167,7 +171,8 @@ class ContentSettings:
     content_md5: str = ""   # base64, as the caller stored it
 
     def to_json(self) -> dict[str, str]:
-        return {k: v for k, v in self.__dict__.items() if v}
+        # An empty content type is kept: it was cleared, which is not the same as never set.
+        return {k: v for k, v in self.__dict__.items() if v or k == "content_type"}
 
     @classmethod
     def from_json(cls, data: dict[str, str]) -> "ContentSettings":
@@ -234,6 +239,52 @@ def _smb_row(smb: dict[str, Any], st: os.stat_result, last_write_ns: int) -> dic
     time pinned to the mtime it belongs to."""
     kept: dict[str, Any] = {k: smb[k] for k in ("attributes", "creation") if k in smb}
     return {**kept, "last_write": last_write_ns, "last_write_mtime": st.st_mtime_ns}
+
+
+def _with_span(spans: list[tuple[int, int]], start: int, end: int, *, written: bool) -> list[tuple[int, int]]:
+    """``spans`` (inclusive, sorted, apart) with ``start..end`` added (written) or taken out (cleared)."""
+    kept: list[tuple[int, int]] = []
+    for s, e in spans:
+        if e < start or s > end:
+            kept.append((s, e))
+            continue
+        if s < start:
+            kept.append((s, start - 1))
+        if e > end:
+            kept.append((end + 1, e))
+    if written:
+        kept.append((start, end))
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(kept):
+        if merged and s <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    return merged
+
+
+def _clipped(spans: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    return [(s, min(e, size - 1)) for s, e in spans if s < size]
+
+
+def _extents(fd: int, start: int, end: int) -> list[tuple[int, int]]:
+    """Ranges (inclusive) inside ``start..end`` that the file open at ``fd`` holds data in."""
+    ranges: list[tuple[int, int]] = []
+    offset = start
+    try:
+        while offset <= end:
+            try:
+                data = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data after offset
+                break
+            if data > end:
+                break
+            hole = os.lseek(fd, data, os.SEEK_HOLE)
+            ranges.append((data, min(hole, end + 1) - 1))
+            offset = hole
+    except (AttributeError, OSError):
+        return [(start, end)]  # no SEEK_DATA here: report the whole span as written
+    return ranges
 
 
 # -- the store --------------------------------------------------------------------------------
@@ -325,6 +376,9 @@ class FileShares:
                 prefix = rel + "/" if rel else ""
                 db.execute("DELETE FROM files_entries WHERE account = ? AND share = ?"
                            " AND substr(path, 1, ?) = ?", (account.lower(), share, len(prefix), prefix))
+            key = f"{account.lower()}/{share}/{rel}" if rel else f"{account.lower()}/{share}"
+            db.execute("DELETE FROM files_ranges WHERE path = ? OR substr(path, 1, ?) = ?",
+                       (key, len(key) + 1, key + "/"))
 
     def _entry(self, account: str, share: str, path: Path, rel: str, st: os.stat_result) -> EntryInfo:
         row = self._row(account, share, rel, st.st_ino) or {"metadata": {}, "content": {}, "smb": {}}
@@ -342,6 +396,25 @@ class FileShares:
             creation_time_ns=int(smb.get("creation", st.st_ctime_ns)),
             last_write_time_ns=_last_write_ns(smb, st),
             change_time_ns=st.st_ctime_ns, file_id=str(st.st_ino), parent_id=parent_id, disk_path=path)
+
+    # -- written ranges (Get Ranges) ----------------------------------------------------------------
+
+    def _ranges_key(self, path: Path) -> str:
+        return os.path.relpath(path, self.root)
+
+    def _tracked_ranges(self, path: Path, st: os.stat_result) -> Optional[list[tuple[int, int]]]:
+        """The ranges written through the API to the file at ``path`` as ``st`` describes it, or
+        None where they are not known (a file a job wrote or changed since)."""
+        rows = self.store.query("SELECT inode, mtime_ns, spans FROM files_ranges WHERE path = ?",
+                                (self._ranges_key(path),))
+        if not rows or rows[0]["inode"] != st.st_ino or rows[0]["mtime_ns"] != st.st_mtime_ns:
+            return None
+        return [(int(s), int(e)) for s, e in json.loads(rows[0]["spans"])]
+
+    def _track_ranges(self, path: Path, st: os.stat_result, spans: list[tuple[int, int]]) -> None:
+        with self.store.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO files_ranges (path, inode, mtime_ns, spans) VALUES (?, ?, ?, ?)",
+                       (self._ranges_key(path), st.st_ino, st.st_mtime_ns, json.dumps(spans)))
 
     @staticmethod
     def _touch(path: Path) -> None:
@@ -442,6 +515,8 @@ class FileShares:
         base, path = self._locate(account, share, parts)
         st = self._stat_inside(base, path)
         if st is None or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            if len(parts) > 1:
+                self._parent_ok(base, path)  # a missing parent is ParentNotFound, as Azure answers
             raise StorageError(404, "ResourceNotFound", "The specified resource does not exist.")
         return self._entry(account, share, path, "/".join(parts), st)
 
@@ -538,6 +613,7 @@ class FileShares:
         smb = smb or {}
         self._put_row(account, share, "/".join(parts), st.st_ino, metadata=metadata,
                       content=content.to_json(), smb=_smb_row(smb, st, int(smb.get("last_write", st.st_mtime_ns))))
+        self._track_ranges(path, st, [])  # a new file holds no written range, however large
         return self._entry(account, share, path, "/".join(parts), st)
 
     def delete_file(self, account: str, share: str, parts: tuple[str, ...]) -> None:
@@ -558,18 +634,24 @@ class FileShares:
                        size: Optional[int] = None, content: Optional[ContentSettings] = None,
                        smb: Optional[dict[str, Any]] = None) -> EntryInfo:
         entry = self.get_directory(account, share, parts) if directory else self.get_file(account, share, parts)
+        spans = None
         if size is not None and not directory:
             fd = self.open_fd(entry, os.O_WRONLY)
             try:
-                os.ftruncate(fd, size)
+                with _ranges_lock:
+                    spans = self._tracked_ranges(entry.disk_path, os.fstat(fd))
+                    os.ftruncate(fd, size)
             finally:
                 os.close(fd)
-        return self._rewrite_row(account, share, entry, content=content, smb=smb)
+        return self._rewrite_row(account, share, entry, content=content, smb=smb, spans=spans)
 
     def _rewrite_row(self, account: str, share: str, entry: EntryInfo, *,
                      metadata: Optional[dict[str, str]] = None, content: Optional[ContentSettings] = None,
-                     smb: Optional[dict[str, Any]] = None) -> EntryInfo:
+                     smb: Optional[dict[str, Any]] = None,
+                     spans: Optional[list[tuple[int, int]]] = None) -> EntryInfo:
         st = os.stat(entry.disk_path)
+        if spans is None and not entry.is_directory:
+            spans = self._tracked_ranges(entry.disk_path, st)
         row = self._row(account, share, entry.path, st.st_ino) or {"metadata": {}, "content": {}, "smb": {}}
         smb = smb or {}
         # A property change keeps the last-write time (unless it sets one) though it moves mtime.
@@ -580,6 +662,8 @@ class FileShares:
                       metadata=row["metadata"] if metadata is None else metadata,
                       content=row["content"] if content is None else content.to_json(),
                       smb=_smb_row({**row["smb"], **smb}, st, last_write))
+        if spans is not None:  # the touch moved mtime: the ranges still hold, pinned to the new one
+            self._track_ranges(entry.disk_path, st, _clipped(spans, st.st_size))
         return self._entry(account, share, entry.disk_path, entry.path, st)
 
     def rename_file(self, account: str, share: str, source: tuple[str, ...], dest: tuple[str, ...], *,
@@ -626,6 +710,9 @@ class FileShares:
         if content_type is not None:
             content["content_type"] = content_type
         kept = {**row["smb"], **(smb or {})}
+        spans = self._tracked_ranges(old.disk_path, st)  # same inode and mtime: a move changes neither
+        if spans is not None:
+            self._track_ranges(path, st, spans)
         with self.store.transaction() as db:
             db.execute("DELETE FROM files_entries WHERE account = ? AND share = ? AND path IN (?, ?)",
                        (account.lower(), share, src_rel, dst_rel))
@@ -652,12 +739,17 @@ class FileShares:
 
     def write_range(self, entry: EntryInfo, offset: int, data: bytes | memoryview) -> EntryInfo:
         fd = self.open_fd(entry, os.O_WRONLY)
+        start, end = offset, offset + len(data) - 1
         try:
-            view = memoryview(data)
-            while view:
-                written = os.pwrite(fd, view, offset)
-                view, offset = view[written:], offset + written
-            st = os.fstat(fd)
+            with _ranges_lock:
+                spans = self._tracked_ranges(entry.disk_path, os.fstat(fd))
+                view = memoryview(data)
+                while view:
+                    written = os.pwrite(fd, view, offset)
+                    view, offset = view[written:], offset + written
+                st = os.fstat(fd)
+                if spans is not None:
+                    self._track_ranges(entry.disk_path, st, _with_span(spans, start, end, written=True))
         finally:
             os.close(fd)
         return self._refreshed(entry, st)
@@ -666,11 +758,15 @@ class FileShares:
         zeros = bytes(min(1024 * 1024, end - start + 1))
         fd = self.open_fd(entry, os.O_WRONLY)
         try:
-            offset = start
-            while offset <= end:
-                n = min(len(zeros), end - offset + 1)
-                offset += os.pwrite(fd, zeros[:n], offset)
-            st = os.fstat(fd)
+            with _ranges_lock:
+                spans = self._tracked_ranges(entry.disk_path, os.fstat(fd))
+                offset = start
+                while offset <= end:
+                    n = min(len(zeros), end - offset + 1)
+                    offset += os.pwrite(fd, zeros[:n], offset)
+                st = os.fstat(fd)
+                if spans is not None:
+                    self._track_ranges(entry.disk_path, st, _with_span(spans, start, end, written=False))
         finally:
             os.close(fd)
         return self._refreshed(entry, st)
@@ -686,30 +782,20 @@ class FileShares:
             return b"".join(body)
 
     def data_ranges(self, entry: EntryInfo, start: int, end: int) -> list[tuple[int, int]]:
-        """Ranges (inclusive) inside ``start..end`` that hold data, from the file's own holes."""
-        ranges: list[tuple[int, int]] = []
-        size = entry.size
-        end = min(end, size - 1)
-        if end < start:
-            return ranges
+        """Ranges (inclusive) inside ``start..end`` that hold data: the ranges written (and not
+        cleared) through the API where they are known, else the file's own (block-sized) extents."""
         fd = self.open_fd(entry)
         try:
-            offset = start
-            while offset <= end:
-                try:
-                    data = os.lseek(fd, offset, os.SEEK_DATA)
-                except OSError:  # ENXIO: no data after offset
-                    break
-                if data > end:
-                    break
-                hole = os.lseek(fd, data, os.SEEK_HOLE)
-                ranges.append((data, min(hole, end + 1) - 1))
-                offset = hole
-        except (AttributeError, OSError):
-            return [(start, end)]  # no SEEK_DATA here: report the whole span as written
+            st = os.fstat(fd)
+            end = min(end, st.st_size - 1)
+            if end < start:
+                return []
+            spans = self._tracked_ranges(entry.disk_path, st)
+            if spans is not None:
+                return [(max(s, start), min(e, end)) for s, e in spans if s <= end and e >= start]
+            return _extents(fd, start, end)
         finally:
             os.close(fd)
-        return ranges
 
     # -- accounts -------------------------------------------------------------------------------
 

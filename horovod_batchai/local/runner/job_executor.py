@@ -314,6 +314,8 @@ class JobRun:
             for path in plan.directories:
                 path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
+            if disk_problem(exc, self.context.state_dir) is not None:
+                raise  # a read-only or full share: the job fails with StorageReadOnly / InsufficientStorage
             raise JobStartError("OutputDirectoryFailed",
                                 f"Creating the output directory {exc.filename} failed: {exc.strerror}") from None
         record_output_dirs(self.context, self.job_id, list(plan.outputs))

@@ -220,3 +220,19 @@ def test_bad_names_missing_shares_and_accounts(raw, account):
     assert no_account.status_code == 404 and no_account.json()["error"]["code"] == "ResourceNotFound"
     expand = raw.request("GET", f"{SHARES}/nothere?$expand=everything", api_version="2024-01-01")
     assert expand.status_code == 400 and expand.json()["error"]["code"] == "InvalidParameter"
+
+
+def test_tier_and_protocol_set_on_the_data_plane_are_arms_and_checked_alike(storage, account, data_plane):
+    share = data_plane.create_share("tiered", access_tier="Hot")
+    assert storage.file_shares.get(RG, ACCOUNT, "tiered").access_tier == "Hot"
+    share.set_share_properties(access_tier="Cool")
+    got = storage.file_shares.get(RG, ACCOUNT, "tiered")
+    assert got.access_tier == "Cool" and got.access_tier_change_time is not None
+    # Premium is a premium file account's tier, NFS its protocol: refused on StorageV2 on both planes.
+    with pytest.raises(HttpResponseError) as err:
+        data_plane.create_share("premium", access_tier="Premium")
+    assert (err.value.status_code, err.value.error_code) == (400, "InvalidHeaderValue")
+    with pytest.raises(HttpResponseError) as err:
+        data_plane.create_share("nfs", protocols="NFS")
+    assert (err.value.status_code, err.value.error_code) == (400, "InvalidHeaderValue")
+    assert [s.name for s in storage.file_shares.list(RG, ACCOUNT)] == ["tiered"]

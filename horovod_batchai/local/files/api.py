@@ -903,10 +903,14 @@ def _copy_source(ctx: Ctx) -> tuple[EntryInfo, CopySource, str]:
     value = (ctx.header(name) or "").strip()
     split = urlsplit(value)
     local = urlsplit(ctx.call.base_url)
+    try:
+        port = split.port
+    except ValueError:  # a port that is not a number
+        port = -1
     raw_path = split.path
     if _VIRTUAL_HOST_RE.match(split.netloc):  # https://<account>.file.core.windows.net/<share>/<path>
         raw_path = "/" + split.netloc.split(".", 1)[0] + raw_path
-    elif split.port != local.port or (split.hostname or "") not in (local.hostname, "127.0.0.1", "localhost", "::1"):
+    elif port != local.port or (split.hostname or "") not in (local.hostname, "127.0.0.1", "localhost", "::1"):
         raise StorageError(400, "InvalidHeaderValue",
                            f"The header '{name}' must be the URL of a file of this service: "
                            f"{ctx.call.base_url}/<account>/<share>/<path> or https://<account>.file.core.windows.net/"

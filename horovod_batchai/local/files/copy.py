@@ -91,7 +91,6 @@ class FileCopies:
         # Guards the moves out of ``pending``: an abort and a copy's own end never both happen.
         self._lock = threading.Lock()
         self._running: dict[str, _Running] = {}
-        self._stopping = threading.Event()
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -262,7 +261,6 @@ class FileCopies:
 
     def resume(self) -> None:
         """Carry on the copies a stopped service left pending (service start)."""
-        self._stopping.clear()
         rows = self.context.store.query("SELECT account, share, path, inode, copy_id, source_ref, copied, total"
                                         " FROM files_copies WHERE status = 'pending'")
         for r in rows:
@@ -278,7 +276,6 @@ class FileCopies:
 
     def stop(self) -> None:
         """Stop every copy where it is (pending, resumed at the next start) and join its thread."""
-        self._stopping.set()
         with self._lock:
             running = list(self._running.values())
         for item in running:

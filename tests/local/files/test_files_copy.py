@@ -15,7 +15,7 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError
 from azure.storage.fileshare import (ContentSettings, FileSasPermissions, ShareFileClient, ShareSasPermissions,
                                      generate_file_sas, generate_share_sas)
 
-from files_support import Account, create_account, share_service
+from files_support import Account, create_account, raw_request, share_service
 from horovod_batchai.local import LocalService, ServiceSettings
 
 MiB = 1024 * 1024
@@ -159,7 +159,26 @@ def test_a_missing_or_foreign_source_is_refused(service, share):
     with pytest.raises(HttpResponseError) as err:
         dest.start_copy_from_url("https://example.com/elsewhere/share/file.bin")
     assert (err.value.status_code, err.value.error_code) == (400, "InvalidHeaderValue")
+    with pytest.raises(HttpResponseError) as err:
+        dest.start_copy_from_url(f"https://127.0.0.1:notaport/{share.account_name}/share/dir/x.bin")
+    assert (err.value.status_code, err.value.error_code) == (400, "InvalidHeaderValue")
     assert not dest.exists()
+
+
+def test_abort_copy_names_what_is_missing(service, account, share):
+    _upload(share, "a.bin", b"a")
+    sas = generate_file_sas(account.name, "share", ["a.bin"], account.key, permission=FileSasPermissions(write=True),
+                            expiry=datetime.now(timezone.utc) + timedelta(hours=1))
+    target = f"/{account.name}/share/a.bin?comp=copy&{sas}"
+    cases = [({}, f"{target}&copyid=x", "MissingRequiredHeader"),
+             ({"x-ms-copy-action": "pause"}, f"{target}&copyid=x", "InvalidHeaderValue"),
+             ({"x-ms-copy-action": "abort"}, target, "MissingRequiredQueryParameter")]
+    for headers, path, code in cases:
+        status, answered, _ = raw_request(service, "PUT", path, {"x-ms-version": "2025-11-05", **headers})
+        assert (status, answered["x-ms-error-code"]) == (400, code)
+    status, answered, _ = raw_request(service, "PUT", f"{target}&copyid=x",
+                                      {"x-ms-version": "2025-11-05", "x-ms-copy-action": "abort"})
+    assert (status, answered["x-ms-error-code"]) == (409, "NoPendingCopyOperation")
 
 
 def test_writing_after_a_copy_ends_forgets_the_copy(share):

@@ -7,7 +7,7 @@ share exists iff its directory does, and a file a job wrote is as real as one up
 REST API (it simply has no metadata row and is answered with defaults).
 
 SQLite (tables of our own in the service's store) keeps only what the filesystem cannot: share
-quota and metadata, and per file/directory the user metadata, content settings (Content-Type,
+quota, metadata, access tier, protocol and root squash, and per file/directory the user metadata, content settings (Content-Type,
 Cache-Control, ...) and SMB times the caller set. A row is trusted only while the inode it was
 written for is still at that path, so a file replaced behind our back never inherits stale
 properties. ETag and Last-Modified of files and directories come from the file's own mtime, which
@@ -21,6 +21,7 @@ Errors are raised as :class:`StorageError` with the codes Azure Files answers.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import os
@@ -372,8 +373,9 @@ class FileShares:
             path.mkdir(mode=0o700)  # users' files: this user's only, as the whole state directory
         except FileExistsError:
             raise StorageError(409, "ShareAlreadyExists", "The specified share already exists.") from None
-        info = ShareInfo(account.lower(), share, quota, metadata, _new_share_etag(), time.time(), access_tier,
-                         time.time(), protocols, root_squash)
+        now = time.time()
+        info = ShareInfo(account.lower(), share, quota, metadata, _new_share_etag(), now, access_tier, now, protocols,
+                         root_squash)
         with self.store.transaction() as db:
             self._write_share(db, info)
             # Rows of an earlier share of that name that vanished from disk are not this share's.
@@ -431,8 +433,7 @@ class FileShares:
             changes.update(access_tier=access_tier, access_tier_changed=time.time())
         if root_squash is not None:
             changes["root_squash"] = root_squash
-        from dataclasses import replace
-        info = replace(current, **changes)
+        info = dataclasses.replace(current, **changes)
         with self.store.transaction() as db:
             self._write_share(db, info)
         return info

@@ -31,7 +31,7 @@ from ..core.api_versions import STORAGE_FILE_SERVICES
 from ..core.arm_errors import InvalidParameter, InvalidRequestContent, InvalidRequestPropertyValue, ShareNotFound
 from ..core.routing import Call, Route, json_response
 from ..files.errors import StorageError
-from ..files.store import MAX_QUOTA_GIB, ShareInfo, shares_for, validate_share_name
+from ..files.store import MAX_QUOTA_GIB, ShareInfo, shares_for, validate_metadata, validate_share_name
 
 __all__ = ["ROUTES", "FILE_SERVICE_TYPE"]
 
@@ -121,7 +121,10 @@ def _share_request(call: Call, account: StorageAccount, current: Optional[ShareI
         if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
             raise InvalidRequestPropertyValue("'metadata' must be an object of string values.",
                                               target="properties.metadata")
-        chosen["metadata"] = metadata
+        try:
+            chosen["metadata"] = validate_metadata(metadata)
+        except StorageError as err:  # the data plane's rules for names and size: the same share
+            raise InvalidRequestPropertyValue(err.message, target="properties.metadata") from None
     tier = properties.get("accessTier")
     if tier is not None:
         tier = _choice(tier, "properties.accessTier", SHARE_ACCESS_TIERS)

@@ -198,6 +198,8 @@ def test_nfs_shares_exist_on_premium_file_accounts_only(service, storage, accoun
     ({"properties": {"accessTier": "Archive"}}, "InvalidRequestPropertyValue", "properties.accessTier"),
     ({"properties": {"rootSquash": "RootSquash"}}, "InvalidRequestPropertyValue", "properties.rootSquash"),
     ({"properties": {"metadata": {"n": 1}}}, "InvalidRequestPropertyValue", "properties.metadata"),
+    ({"properties": {"metadata": {"not-an-identifier": "v"}}}, "InvalidRequestPropertyValue", "properties.metadata"),
+    ({"properties": {"metadata": {"big": "x" * 9000}}}, "InvalidRequestPropertyValue", "properties.metadata"),
     ({"properties": {"signedIdentifiers": [{"id": "p1", "accessPolicy": {"permission": "r"}}]}},
      "InvalidRequestPropertyValue", "properties.signedIdentifiers"),
 ])

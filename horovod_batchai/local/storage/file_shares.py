@@ -209,7 +209,8 @@ def _get_share(call: Call, account: StorageAccount, share: str) -> ShareInfo:
 def put_share(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str, shareName: str) -> Response:
     account = existing_account(call.context, subscriptionId, resourceGroupName, accountName, for_write=True)
     name = _share_name(shareName)
-    _expand(call, ("snapshots",))
+    if "snapshots" in _expand(call, ("snapshots",)):  # `az storage share-rm snapshot`: a PUT that snapshots
+        raise FeatureNotSupportedForAccount("Share snapshots are not supported by the local service.")
     shares = shares_for(call.context)
     with call.context.lock:  # PUT is create-or-update: two at once must not both create
         try:
@@ -253,6 +254,8 @@ def delete_share(call: Call, subscriptionId: str, resourceGroupName: str, accoun
     if include is not None and include.lower() not in ("snapshots", "leased-snapshots", "none"):
         raise InvalidParameter(f"The value '{include}' is not valid for '$include'; valid values are snapshots, "
                                "leased-snapshots, none.", target="$include")
+    if call.request.headers.get("x-ms-snapshot"):
+        return Response(b"", status=204)  # a snapshot, of which there are none: the share itself stays
     try:
         shares_for(call.context).delete_share(account.name, name)
     except StorageError:

@@ -222,6 +222,16 @@ def test_bad_names_missing_shares_and_accounts(raw, account):
     assert no_account.status_code == 404 and no_account.json()["error"]["code"] == "ResourceNotFound"
     expand = raw.request("GET", f"{SHARES}/nothere?$expand=everything", api_version="2024-01-01")
     assert expand.status_code == 400 and expand.json()["error"]["code"] == "InvalidParameter"
+    # `az storage share-rm snapshot` is a PUT with $expand=snapshots: there are no snapshots here.
+    snapshot = raw.request("PUT", f"{SHARES}/snapped?$expand=snapshots", api_version="2024-01-01", json={})
+    assert snapshot.status_code == 400 and snapshot.json()["error"]["code"] == "FeatureNotSupportedForAccount"
+    assert raw.request("GET", f"{SHARES}/snapped", api_version="2024-01-01").status_code == 404
+    # Deleting a snapshot (x-ms-snapshot) never deletes the share itself.
+    assert raw.request("PUT", f"{SHARES}/kept", api_version="2024-01-01", json={}).status_code == 201
+    gone_snapshot = raw.request("DELETE", f"{SHARES}/kept", api_version="2024-01-01",
+                                headers={"x-ms-snapshot": "2024-01-01T00:00:00.0000000Z"})
+    assert gone_snapshot.status_code == 204
+    assert raw.request("GET", f"{SHARES}/kept", api_version="2024-01-01").status_code == 200
 
 
 def test_tier_and_protocol_set_on_the_data_plane_are_arms_and_checked_alike(storage, account, data_plane):

@@ -69,7 +69,10 @@ def test_share_rm_commands_and_the_data_plane_see_one_share(tmp_path: Path) -> N
 
 
 def test_file_copy_start_within_an_account_and_from_another(tmp_path: Path) -> None:
-    with LocalService(tmp_path / "state", settings=ServiceSettings(provision_delay_s=0.1)) as svc:
+    # Files over 1 MiB are copied in the background, crawling (one 4 MiB chunk, then a minute's
+    # wait), so the large copy below is still pending when it is cancelled.
+    settings = ServiceSettings(provision_delay_s=0.1, copy_sync_max_bytes=1024 * 1024, copy_bytes_per_s=64 * 1024)
+    with LocalService(tmp_path / "state", settings=settings) as svc:
         env, home = _setup(tmp_path, svc)
         checked(f"az storage account create {RG} --name otherstore --location eastus --sku Standard_LRS "
                 "--output none", env, home)
@@ -109,3 +112,17 @@ def test_file_copy_start_within_an_account_and_from_another(tmp_path: Path) -> N
                       f"--destination-path refused.h5 --source-uri {svc.endpoint}/otherstore/data/model.h5",
                       env, home)
         assert refused.returncode != 0 and "CannotVerifyCopySource" in refused.stderr
+
+        # A large copy: pending, its progress on the file, cancelled to an empty file.
+        (home / "big.bin").write_bytes(bytes(range(256)) * (32 * 1024))  # 8 MiB
+        checked("az storage file upload --share-name data --source big.bin --output none", env, home)
+        pending = json.loads(checked("az storage file copy start --destination-share data --destination-path "
+                                     "big-copy.bin --source-share data --source-path big.bin", env, home))
+        assert pending["status"] == "pending"
+        shown = json.loads(checked("az storage file show --share-name data --path big-copy.bin", env, home))
+        assert shown["properties"]["copy"]["status"] == "pending"
+        assert shown["properties"]["copy"]["progress"].endswith(f"/{8 * 1024 * 1024}")
+        checked(f"az storage file copy cancel --destination-share data --destination-path big-copy.bin "
+                f"--copy-id {pending['id']}", env, home)
+        shown = json.loads(checked("az storage file show --share-name data --path big-copy.bin", env, home))
+        assert (shown["properties"]["copy"]["status"], shown["properties"]["contentLength"]) == ("aborted", 0)

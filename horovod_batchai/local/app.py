@@ -28,12 +28,14 @@ from .resources import subscriptions as subscriptions_api
 from .resources.cloud_metadata import API_VERSIONS as METADATA_VERSIONS
 from .resources.cloud_metadata import METADATA_PATH, metadata_body
 from .storage import api as storage_api
+from .storage import file_shares as file_shares_api
 
 __all__ = ["LocalApp", "make_app"]
 
 log = logging.getLogger(__name__)
 
-ARM_ROUTES = [*subscriptions_api.ROUTES, *resources_api.ROUTES, *storage_api.ROUTES, *batchai_api.ROUTES]
+ARM_ROUTES = [*subscriptions_api.ROUTES, *resources_api.ROUTES, *storage_api.ROUTES, *file_shares_api.ROUTES,
+              *batchai_api.ROUTES]
 
 
 class _DropConnection(Exception):

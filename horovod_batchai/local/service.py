@@ -218,6 +218,8 @@ class LocalService:
         from .files.store import forget_upload_activity
         forget_upload_activity(self.context.files_root)
         self._sweep_stale_uploads()  # uploads a crashed client left under a temporary name
+        from .files.copy import FileCopies
+        self.context.provider(FileCopies).resume()  # copies a stopped service left pending
         self._sweeper = threading.Thread(target=self._sweep_loop, name="stale-uploads", daemon=True)
         self._sweeper.start()
         self._server.start()
@@ -248,6 +250,8 @@ class LocalService:
         if self._server is not None:
             self._server.stop()
         if self.context is not None:
+            from .files.copy import FileCopies
+            self.context.provider(FileCopies).stop()  # where they are: the next start resumes them
             if self._scheduler is not None:
                 self._scheduler.stop()
                 self._scheduler = None

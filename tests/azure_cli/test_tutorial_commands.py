@@ -17,10 +17,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Mapping
 
 import pytest
 
+from az_support import az_env as _az_env, checked as _checked, run as _run
 from client_venvs import REPO, azure_cli, ensure
 from horovod_batchai.local import LocalService, ServiceSettings
 
@@ -65,26 +65,6 @@ def test_the_list_is_the_tutorials_own():
         pytest.skip("shared/seeds is not checked out beside the repository")
     lines = [line.strip() for line in seed[0].read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("az ")]
     assert lines == [command.strip() for command in TUTORIAL]
-
-
-def _run(command: str, env: Mapping[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    argv = shlex.split(command)
-    return subprocess.run(argv, env=dict(env), cwd=cwd, capture_output=True, text=True, timeout=timeout)
-
-
-def _az_env(state_dir: Path, home: Path, venv: Path) -> dict[str, str]:
-    """The environment a shell has after `eval "$(horovod-batchai local az-env)"` (which also
-    registers the cloud and logs in)."""
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("AZURE_", "IDENTITY_", "MSI_", "REQUESTS_CA_BUNDLE", "HOROVOD_BATCHAI_"))}
-    base.update(HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{base.get('PATH', '')}", PYTHONPATH=str(REPO),
-                HOROVOD_BATCHAI_STATE_DIR=str(state_dir))
-    script = (f'set -e; eval "$({shlex.quote(sys.executable)} -m horovod_batchai.cli local az-env)"; '
-              f'{shlex.quote(sys.executable)} -c "import json, os; print(json.dumps(dict(os.environ)))"')
-    result = subprocess.run(["bash", "-c", script], env=base, cwd=home, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, f"az-env's lines failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    env: dict[str, str] = json.loads(result.stdout.strip().splitlines()[-1])
-    return env
 
 
 @pytest.mark.slow
@@ -136,13 +116,6 @@ def test_every_tutorial_command_runs_against_the_local_service(tmp_path: Path) -
         assert "stdout.txt" in by_command[TUTORIAL[12]]
         assert "Test accuracy" in by_command[TUTORIAL[13]]
         assert (work / Path(MODEL).name).read_bytes()[:8] == b"\x89HDF\r\n\x1a\n"   # HDF5, as Keras saves it
-
-
-def _checked(command: str, env: Mapping[str, str], cwd: Path) -> str:
-    """The command's stdout; it must exit 0."""
-    result = _run(command, env, cwd)
-    assert result.returncode == 0, f"{command}\nexit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result.stdout
 
 
 def test_a_cloud_registered_without_endpoint_discovery_works_too(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import Optional
 from ..core.arm_errors import ArmError
 
 __all__ = ["WorkspaceNotFound", "ExperimentNotFound", "ClusterNotFound", "JobNotFound", "FileServerNotFound",
-           "OutputDirectoryNotFound", "DirectoryNotFound", "ShareNotFound", "UnsupportedToolkit",
+           "OutputDirectoryNotFound", "DirectoryNotFound", "UnsupportedToolkit",
            "OutputDirectoryNotOnFileShare", "ClusterAlreadyExists", "JobAlreadyExists", "FileServerAlreadyExists",
            "ClusterInUse", "ClusterNotReady", "BlobStorageUnavailable", "NotFound", "AlreadyExists"]
 
@@ -48,11 +48,6 @@ class OutputDirectoryNotFound(ArmError):
 
 class DirectoryNotFound(ArmError):
     """``listOutputFiles`` names a directory that is not (yet) inside the output directory."""
-    status = 404
-
-
-class ShareNotFound(ArmError):
-    """The file share holding a job's output directory is gone."""
     status = 404
 
 

@@ -27,8 +27,8 @@ from ..core.arm_errors import InvalidParameter
 from ..core.context import ServiceContext
 from ..files.store import share_path as share_directory
 from ..runner.output_dirs import STDOUTERR, StoragePlace, output_dir
-from .errors import (BlobStorageUnavailable, DirectoryNotFound, OutputDirectoryNotFound, OutputDirectoryNotOnFileShare,
-                     ShareNotFound)
+from ..core.arm_errors import ShareNotFound
+from .errors import BlobStorageUnavailable, DirectoryNotFound, OutputDirectoryNotFound, OutputDirectoryNotOnFileShare
 from .records import Job
 
 log = logging.getLogger(__name__)

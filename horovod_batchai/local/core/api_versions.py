@@ -10,7 +10,7 @@ subscriptions modules); otherwise later versions only add fields.
 """
 from __future__ import annotations
 
-__all__ = ["RESOURCES", "SUBSCRIPTIONS", "STORAGE", "STORAGE_CLASSIC", "BATCHAI", "BATCHAI_OPERATIONS",
+__all__ = ["RESOURCES", "SUBSCRIPTIONS", "STORAGE", "STORAGE_CLASSIC", "STORAGE_FILE_SERVICES", "BATCHAI", "BATCHAI_OPERATIONS",
            "BATCHAI_USAGES"]
 
 #: Microsoft.Resources resourceGroups (and the subscription-level operationresults of their deletion).
@@ -37,6 +37,8 @@ STORAGE = frozenset({
 #: the versions before SKUs: the account type is ``properties.accountType``, there is no ``sku`` or
 #: ``kind``, and the keys are ``{"key1": ..., "key2": ...}``.
 STORAGE_CLASSIC = frozenset({"2015-05-01-preview", "2015-06-15"})
+#: an account's fileServices and shares, published from 2019-04-01 on.
+STORAGE_FILE_SERVICES = frozenset(v for v in STORAGE if v >= "2019-04-01")
 
 #: Microsoft.BatchAI workspaces and everything in them exist in 2018-05-01 only; the earlier
 #: 2017-09-01-preview and 2018-03-01 had clusters, jobs and file servers directly in resource groups,

@@ -14,7 +14,7 @@ plane's XML errors are in ``files/errors.py``.)
      │       MissingRequiredParameter, MissingRequiredProperty, InvalidApiVersionParameter,
      │       InvalidLocation
      ├─ 401  AuthenticationFailed, InvalidAuthenticationToken
-     ├─ 404  ResourceNotFound, InvalidResourceType, OperationNotFound
+     ├─ 404  ResourceNotFound, InvalidResourceType, OperationNotFound, ShareNotFound
      ├─ 405  MethodNotAllowed
      ├─ 409  InvalidResourceLocation
      ├─ 413  RequestEntityTooLarge
@@ -33,7 +33,7 @@ from werkzeug.wrappers import Response
 __all__ = ["JSON_CONTENT_TYPE", "ArmError", "arm_error_response", "InvalidRequestContent", "InvalidParameter",
            "InvalidRequestPropertyValue", "MissingRequiredParameter", "MissingRequiredProperty",
            "InvalidApiVersionParameter", "InvalidLocation", "AuthenticationFailed", "InvalidAuthenticationToken",
-           "ResourceNotFound", "InvalidResourceType", "OperationNotFound", "MethodNotAllowed",
+           "ResourceNotFound", "InvalidResourceType", "OperationNotFound", "ShareNotFound", "MethodNotAllowed",
            "InvalidResourceLocation", "RequestEntityTooLarge", "InternalServerError", "InsufficientStorage",
            "StorageReadOnly", "InjectedFault"]
 
@@ -128,6 +128,12 @@ class InvalidResourceType(ArmError):
 
 
 class OperationNotFound(ArmError):
+    status = 404
+
+
+class ShareNotFound(ArmError):
+    """A file share is gone: one Microsoft.Storage's share routes name, or the one holding a Batch AI
+    job's output directory."""
     status = 404
 
 

@@ -53,6 +53,12 @@ class ServiceSettings:
     #: seconds an auto-scale cluster keeps a node that has become idle before it lets it go (Batch AI
     #: waited minutes; a short default keeps a laptop's slots free).
     scale_down_delay_s: float = 10.0
+    #: the largest file a Copy File copies before it answers (``x-ms-copy-status: success``); a
+    #: larger one is answered ``pending`` and copied in the background (see files/copy.py).
+    copy_sync_max_bytes: int = 4 * 1024 * 1024
+    #: bytes per second a background copy may move; None: as fast as the disk goes. A slow copy
+    #: shows its progress (and can be aborted) the way a copy between regions does on Azure.
+    copy_bytes_per_s: Optional[float] = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fault_rate <= 1.0:
@@ -63,6 +69,10 @@ class ServiceSettings:
             raise ValueError(f"scale_down_delay_s must be >= 0, got {self.scale_down_delay_s!r}")
         if not self.blob_sync_interval_s > 0:
             raise ValueError(f"blob_sync_interval_s must be > 0, got {self.blob_sync_interval_s!r}")
+        if self.copy_sync_max_bytes < 0:
+            raise ValueError(f"copy_sync_max_bytes must be >= 0, got {self.copy_sync_max_bytes!r}")
+        if self.copy_bytes_per_s is not None and not self.copy_bytes_per_s > 0:
+            raise ValueError(f"copy_bytes_per_s must be None or > 0, got {self.copy_bytes_per_s!r}")
 
 
 @dataclass

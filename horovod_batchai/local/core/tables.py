@@ -93,6 +93,22 @@ CREATE TABLE IF NOT EXISTS files_ranges (
     mtime_ns INTEGER NOT NULL,
     spans    TEXT NOT NULL      -- JSON [[start, end], ...]: inclusive, sorted, apart
 );
+-- the last Copy File into each file (files/copy.py), answered while the inode is the one copied into
+CREATE TABLE IF NOT EXISTS files_copies (
+    account     TEXT NOT NULL,
+    share       TEXT NOT NULL,
+    path        TEXT NOT NULL,     -- '/'-joined path of the destination inside the share
+    inode       INTEGER NOT NULL,  -- the destination's inode; another inode at the path = no copy
+    copy_id     TEXT NOT NULL,     -- the x-ms-copy-id answered
+    status      TEXT NOT NULL,     -- pending | success | aborted | failed
+    source      TEXT NOT NULL,     -- x-ms-copy-source as given, its SAS signature removed
+    source_ref  TEXT NOT NULL,     -- JSON {"account", "share", "path", "etag"}: what is read
+    copied      INTEGER NOT NULL,  -- bytes copied so far
+    total       INTEGER NOT NULL,  -- bytes to copy
+    completed   REAL,              -- when it ended (success, aborted, failed)
+    description TEXT,              -- why it failed or was aborted (no secrets)
+    PRIMARY KEY (account, share, path)
+);
 
 -- cluster nodes and the run tags of their processes (runner/)
 CREATE TABLE IF NOT EXISTS nodes (
@@ -116,4 +132,10 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("job_output_dirs", "storage", "TEXT"),
     # when a node entered its state (an auto-scale cluster lets an idle node go only after a delay).
     ("nodes", "since", "REAL"),
+    # a share's access tier (NULL: the account kind's default), when it last changed, its protocol
+    # (NULL: SMB) and an NFS share's root squash, settable through ARM and the data plane alike.
+    ("files_shares", "access_tier", "TEXT"),
+    ("files_shares", "access_tier_changed", "REAL"),
+    ("files_shares", "protocols", "TEXT"),
+    ("files_shares", "root_squash", "TEXT"),
 )

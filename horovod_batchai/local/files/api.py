@@ -23,18 +23,20 @@ from datetime import datetime, timezone
 from email.utils import format_datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from xml.sax.saxutils import escape, quoteattr
 
 from werkzeug.exceptions import ClientDisconnected
 from werkzeug.wrappers import Response
 
-from ..storage.accounts import account_keys
+from ..storage.accounts import (ROOT_SQUASH, SHARE_ACCESS_TIERS, SHARE_PROTOCOLS, account_keys, find_account,
+                                nfs_shares_allowed, share_tiers_for)
+from .copy import CopySource, FileCopies
 from .errors import StorageError
 from .auth import SAS_PARAMS, Grant, SignedRequest, authenticate, authorize
 from .store import (MAX_FILE_SIZE, MAX_QUOTA_GIB, MAX_RANGE_BYTES, STALE_UPLOAD_RE, ContentSettings,
                           EntryInfo, FileBody, FileShares, ShareInfo, content_md5, note_upload_activity, shares_for,
-                          validate_account_name, validate_parts, validate_share_name)
+                          validate_account_name, validate_metadata, validate_parts, validate_share_name)
 from ..core.http_server import RAW_HEADERS_KEY, SOCKET_KEY
 from ..core.routing import Call
 
@@ -262,21 +264,29 @@ def _printable(value: Optional[str]) -> Optional[str]:
     return value
 
 
-def _smb_request(ctx: Ctx) -> dict[str, Any]:
+def _smb_request(ctx: Ctx, source: Optional[EntryInfo] = None) -> dict[str, Any]:
+    """The SMB properties a request sets; a copy (``source``) may name ``source`` for any of them."""
     smb: dict[str, Any] = {}
-    attributes = ctx.header("x-ms-file-attributes")
-    if attributes and attributes.lower() not in ("preserve", "none"):
-        # Azure takes attribute names in any case and answers them in its own.
-        names = {_ATTRIBUTE_BY_LOWER.get(a.strip().lower(), "") for a in attributes.split("|")}
-        if "" in names:
-            raise StorageError(400, "InvalidHeaderValue",
-                               "x-ms-file-attributes must be 'preserve', 'None' or attributes joined by '|' from: "
-                               + ", ".join(_FILE_ATTRIBUTES) + ".", HeaderName="x-ms-file-attributes")
-        smb["attributes"] = "|".join(a for a in _FILE_ATTRIBUTES if a in names)
-    for header, key in (("x-ms-file-creation-time", "creation"), ("x-ms-file-last-write-time", "last_write")):
-        ns = _parse_smb_time(ctx.header(header), header)
-        if ns is not None:
-            smb[key] = ns
+    from_source = {"attributes": source.attributes, "creation": source.creation_time_ns,
+                   "last_write": source.last_write_time_ns} if source is not None else {}
+    for header, key in (("x-ms-file-attributes", "attributes"), ("x-ms-file-creation-time", "creation"),
+                        ("x-ms-file-last-write-time", "last_write")):
+        value = ctx.header(header)
+        if value is not None and value.strip().lower() == "source" and from_source:
+            smb[key] = from_source[key]
+        elif key == "attributes":
+            if value and value.lower() not in ("preserve", "none"):
+                # Azure takes attribute names in any case and answers them in its own.
+                names = {_ATTRIBUTE_BY_LOWER.get(a.strip().lower(), "") for a in value.split("|")}
+                if "" in names:
+                    raise StorageError(400, "InvalidHeaderValue",
+                                       "x-ms-file-attributes must be 'preserve', 'None' or attributes joined by '|' "
+                                       "from: " + ", ".join(_FILE_ATTRIBUTES) + ".", HeaderName="x-ms-file-attributes")
+                smb["attributes"] = "|".join(a for a in _FILE_ATTRIBUTES if a in names)
+        else:
+            ns = _parse_smb_time(value, header)
+            if ns is not None:
+                smb[key] = ns
     return smb
 
 
@@ -360,11 +370,14 @@ def list_shares(ctx: Ctx) -> Response:
         meta = ""
         if "metadata" in include:
             meta = "<Metadata>" + "".join(f"<{k}>{escape(v)}</{k}>" for k, v in s.metadata.items()) + "</Metadata>"
+        changed = (f"<AccessTierChangeTime>{_http_date(s.access_tier_changed)}</AccessTierChangeTime>"
+                   if s.access_tier_changed is not None else "")
+        squash = f"<RootSquash>{s.root_squash}</RootSquash>" if s.root_squash else ""
         items.append(f"<Share><Name>{escape(s.name)}</Name><Properties>"
                      f"<Last-Modified>{_http_date(s.last_modified)}</Last-Modified><Etag>{escape(s.etag)}</Etag>"
-                     f"<Quota>{s.quota_gib}</Quota><AccessTier>TransactionOptimized</AccessTier>"
+                     f"<Quota>{s.quota_gib}</Quota><AccessTier>{s.access_tier}</AccessTier>{changed}"
                      f"<LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState>"
-                     f"<EnabledProtocols>SMB</EnabledProtocols></Properties>{meta}</Share>")
+                     f"<EnabledProtocols>{s.protocols}</EnabledProtocols>{squash}</Properties>{meta}</Share>")
     endpoint = f"{ctx.call.base_url}/{ctx.target.account}/"
     text = (f"<EnumerationResults ServiceEndpoint={quoteattr(endpoint)}>"
             f"<Prefix>{escape(prefix)}</Prefix><Marker>{escape(marker)}</Marker><MaxResults>{max_results}</MaxResults>"
@@ -379,17 +392,58 @@ def _quota(ctx: Ctx) -> Optional[int]:
     return _int_header(ctx, "x-ms-share-quota", low=1, high=MAX_QUOTA_GIB)
 
 
+def _account_kind(ctx: Ctx) -> str:
+    account = find_account(ctx.call.context.store, ctx.account)
+    return str(account.get("kind", "StorageV2")) if account else "StorageV2"
+
+
+def _choice_header(ctx: Ctx, name: str, allowed: tuple[str, ...]) -> Optional[str]:
+    """The header's value as the member of ``allowed`` it names (case-insensitively), None when absent."""
+    value = ctx.header(name)
+    if value is None:
+        return None
+    for member in allowed:
+        if member.lower() == value.strip().lower():
+            return member
+    raise StorageError(400, "InvalidHeaderValue", f"The header '{name}' must be one of: {', '.join(allowed)}.",
+                       HeaderName=name, HeaderValue=value[:40])
+
+
+def _share_tier(ctx: Ctx, kind: str) -> Optional[str]:
+    tier = _choice_header(ctx, "x-ms-access-tier", SHARE_ACCESS_TIERS)
+    if tier is not None and tier not in share_tiers_for(kind):
+        raise StorageError(400, "InvalidHeaderValue",
+                           f"A share of a {kind} account may have the access tier "
+                           f"{' or '.join(share_tiers_for(kind))}, not {tier}.", HeaderName="x-ms-access-tier")
+    return tier
+
+
 def create_share(ctx: Ctx) -> Response:
-    info = ctx.shares.create_share(ctx.account, ctx.share, quota_gib=_quota(ctx),
-                                   metadata=ctx.metadata())
+    kind = _account_kind(ctx)
+    tier = _share_tier(ctx, kind) or share_tiers_for(kind)[0]
+    protocols = _choice_header(ctx, "x-ms-enabled-protocols", SHARE_PROTOCOLS) or "SMB"
+    if protocols == "NFS" and not nfs_shares_allowed(kind):
+        raise StorageError(400, "InvalidHeaderValue", f"NFS shares need a premium file account (FileStorage); "
+                           f"this one is {kind}.", HeaderName="x-ms-enabled-protocols")
+    squash = _choice_header(ctx, "x-ms-root-squash", ROOT_SQUASH)
+    if squash is not None and protocols != "NFS":
+        raise StorageError(400, "InvalidHeaderValue", "x-ms-root-squash applies to NFS shares only.",
+                           HeaderName="x-ms-root-squash")
+    info = ctx.shares.create_share(ctx.account, ctx.share, quota_gib=_quota(ctx), metadata=ctx.metadata(),
+                                   access_tier=tier, protocols=protocols,
+                                   root_squash=squash or ("NoRootSquash" if protocols == "NFS" else None))
     return _respond(ctx, 201, _share_headers(info))
 
 
 def get_share_properties(ctx: Ctx) -> Response:
     info = ctx.shares.get_share(ctx.account, ctx.share)
     headers = {**_share_headers(info), **_meta_headers(info.metadata), "x-ms-share-quota": str(info.quota_gib),
-               "x-ms-access-tier": "TransactionOptimized", "x-ms-enabled-protocols": "SMB",
+               "x-ms-access-tier": info.access_tier, "x-ms-enabled-protocols": info.protocols,
                "x-ms-lease-status": "unlocked", "x-ms-lease-state": "available"}
+    if info.access_tier_changed is not None:
+        headers["x-ms-access-tier-change-time"] = _http_date(info.access_tier_changed)
+    if info.root_squash:
+        headers["x-ms-root-squash"] = info.root_squash
     return _respond(ctx, 200, headers)
 
 
@@ -405,10 +459,15 @@ def set_share_metadata(ctx: Ctx) -> Response:
 
 def set_share_properties(ctx: Ctx) -> Response:
     quota = _quota(ctx)
-    if quota is None:
+    tier = _share_tier(ctx, _account_kind(ctx))
+    squash = _choice_header(ctx, "x-ms-root-squash", ROOT_SQUASH)
+    if squash is not None and ctx.shares.get_share(ctx.account, ctx.share).protocols != "NFS":
+        raise StorageError(400, "InvalidHeaderValue", "x-ms-root-squash applies to NFS shares only.",
+                           HeaderName="x-ms-root-squash")
+    if quota is None and tier is None and squash is None:
         info = ctx.shares.get_share(ctx.account, ctx.share)
     else:
-        info = ctx.shares.set_share_quota(ctx.account, ctx.share, quota)
+        info = ctx.shares.update_share(ctx.account, ctx.share, quota_gib=quota, access_tier=tier, root_squash=squash)
     return _respond(ctx, 200, _share_headers(info))
 
 
@@ -520,6 +579,8 @@ def _content_settings(ctx: Ctx, *, default_type: str) -> Optional[ContentSetting
 
 
 def create_file(ctx: Ctx) -> Response:
+    if ctx.header("x-ms-copy-source") is not None:
+        return copy_file(ctx)  # Copy File is a PUT on the file's URL too, told apart by this header
     if (ctx.header("x-ms-type") or "").lower() != "file":
         raise StorageError(400, "MissingRequiredHeader", "Creating a file needs the header 'x-ms-type: file'.",
                            HeaderName="x-ms-type")
@@ -528,6 +589,7 @@ def create_file(ctx: Ctx) -> Response:
         raise StorageError(400, "MissingRequiredHeader",
                            "Creating a file needs 'x-ms-content-length' (the file's size in bytes).",
                            HeaderName="x-ms-content-length")
+    _before_write(ctx, must_exist=False)
     entry = ctx.shares.create_file(ctx.account, ctx.share, ctx.parts, size,
                                    content=_content_settings(ctx, default_type=ContentSettings.content_type)
                                    or ContentSettings(), metadata=ctx.metadata(),
@@ -535,15 +597,46 @@ def create_file(ctx: Ctx) -> Response:
     return _respond(ctx, 201, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
 
 
+def _copies(ctx: Ctx) -> FileCopies:
+    return ctx.call.context.provider(FileCopies)
+
+
+def _before_write(ctx: Ctx, *, must_exist: bool = True) -> None:
+    """A file a copy is filling takes no other write (409); one whose copy has ended forgets it."""
+    try:
+        entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
+    except StorageError:
+        if must_exist:
+            raise
+        return
+    _copies(ctx).check_writable(entry, ctx.account)
+    _copies(ctx).forget(ctx.account, ctx.share, ctx.target.path)
+
+
+def _copy_headers(ctx: Ctx, entry: EntryInfo) -> dict[str, str]:
+    state = _copies(ctx).state(ctx.account, entry.share, entry.path, int(entry.file_id))
+    if state is None:
+        return {}
+    headers = {"x-ms-copy-id": state.copy_id, "x-ms-copy-status": state.status, "x-ms-copy-source": state.source,
+               "x-ms-copy-progress": state.progress}
+    if state.completed is not None:
+        headers["x-ms-copy-completion-time"] = _http_date(state.completed)
+    if state.description:
+        headers["x-ms-copy-status-description"] = state.description
+    return headers
+
+
 def _file_headers(ctx: Ctx, entry: EntryInfo) -> dict[str, str]:
     headers = {**_entry_headers(entry), **_meta_headers(entry.metadata), "x-ms-type": "File",
                "x-ms-server-encrypted": "true", "Accept-Ranges": "bytes",
                "x-ms-lease-status": "unlocked", "x-ms-lease-state": "available"}
-    for header, attr in (("Content-Type", "content_type"), ("Content-Encoding", "content_encoding"), ("Content-Language", "content_language"),
-                         ("Cache-Control", "cache_control"), ("Content-Disposition", "content_disposition")):
+    for header, attr in (("Content-Type", "content_type"), ("Content-Encoding", "content_encoding"),
+                         ("Content-Language", "content_language"), ("Cache-Control", "cache_control"),
+                         ("Content-Disposition", "content_disposition")):
         value = getattr(entry.content, attr)
         if value:
             headers[header] = value
+    headers.update(_copy_headers(ctx, entry))
     headers.update(dict(ctx.grant.overrides))  # a SAS may override these on reads
     return headers
 
@@ -605,6 +698,7 @@ def set_file_metadata(ctx: Ctx) -> Response:
 
 def set_file_properties(ctx: Ctx) -> Response:
     size = _int_header(ctx, "x-ms-content-length", low=0, high=MAX_FILE_SIZE)
+    _before_write(ctx)
     entry = ctx.shares.set_properties(ctx.account, ctx.share, ctx.parts,
                                       # Set HTTP Headers replaces them all: Azure clears a content type left out
                                       directory=False, size=size, content=_content_settings(ctx, default_type=""),
@@ -715,6 +809,7 @@ def put_range(ctx: Ctx) -> Response:
         raise StorageError(400, "InvalidHeaderValue", "Clearing a range takes no body: Content-Length must be 0.",
                            HeaderName="Content-Length")
     sent_md5 = _request_md5(ctx, write)
+    _before_write(ctx)
     entry = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
     if end >= entry.size:
         raise StorageError(416, "InvalidRange",
@@ -816,6 +911,120 @@ def rename_file(ctx: Ctx) -> Response:
     return _respond(ctx, 200, {**_entry_headers(entry), "x-ms-request-server-encrypted": "true"})
 
 
+# -- copy ---------------------------------------------------------------------------------------
+
+def _copy_source(ctx: Ctx) -> tuple[EntryInfo, CopySource, str]:
+    """The file ``x-ms-copy-source`` names, checked to be one the caller may read, and the URL
+    as the file's properties will show it (without a SAS signature).
+
+    A file of the destination's account is read on the request's own authority (its Shared Key, or
+    its SAS where that reaches the source with 'r'); a file of another account only through a SAS
+    in the source URL that grants 'r' on it, as Azure requires."""
+    name = "x-ms-copy-source"
+    value = (ctx.header(name) or "").strip()
+    split = urlsplit(value)
+    local = urlsplit(ctx.call.base_url)
+    try:
+        port = split.port
+    except ValueError:  # a port that is not a number
+        port = -1
+    raw_path = split.path
+    if _VIRTUAL_HOST_RE.match(split.netloc):  # https://<account>.file.core.windows.net/<share>/<path>
+        raw_path = "/" + split.netloc.split(".", 1)[0] + raw_path
+    elif port != local.port or (split.hostname or "") not in (local.hostname, "127.0.0.1", "localhost", "::1"):
+        raise StorageError(400, "InvalidHeaderValue",
+                           f"The header '{name}' must be the URL of a file of this service: "
+                           f"{ctx.call.base_url}/<account>/<share>/<path> or https://<account>.file.core.windows.net/"
+                           "<share>/<path>, with a SAS for another account's file (blob sources are not served "
+                           "by the local Files plane).", HeaderName=name)
+    if split.scheme not in ("http", "https"):
+        raise StorageError(400, "InvalidHeaderValue", f"The header '{name}' must be an https URL.", HeaderName=name)
+    try:
+        source = parse_target(raw_path)
+    except StorageError as err:
+        raise StorageError(400, "InvalidHeaderValue", f"The header '{name}' does not name a file: {err.message}",
+                           HeaderName=name) from None
+    if source.share is None or not source.parts:
+        raise StorageError(400, "InvalidHeaderValue", f"The header '{name}' must name a file, not an account or share.",
+                           HeaderName=name)
+    pairs = _parse_query(split.query)
+    try:
+        if any(k == "sig" for k, _ in pairs):
+            signed = SignedRequest(method="GET", raw_path=raw_path, query=pairs, headers=[], scheme=split.scheme,
+                                   remote_addr=ctx.signed.remote_addr)
+            grant = authenticate(signed, source.account, source.share, source.parts,
+                                 account_keys(ctx.call.context.store, source.account))
+        elif source.account == ctx.account:
+            grant = ctx.grant
+        else:
+            raise StorageError(403, "CannotVerifyCopySource",
+                               f"The source file is in another storage account ({source.account}): its URL needs a "
+                               "SAS that grants read ('r') on it.")
+        authorize(grant, level="file", needs="r", share=source.share, parts=source.parts)
+    except StorageError as err:
+        if err.code == "CannotVerifyCopySource":
+            raise
+        raise StorageError(403, "CannotVerifyCopySource",
+                           f"This request is not authorized to read the copy source: {err.message}") from None
+    try:
+        entry = ctx.shares.get_file(source.account, source.share, source.parts)
+    except StorageError:
+        raise StorageError(404, "CannotVerifyCopySource", "The specified copy source does not exist.") from None
+    shown = urlunsplit(split._replace(query="&".join(f"{k}={v}" for k, v in _raw_pairs(split.query)
+                                                     if k.lower() != "sig")))
+    return entry, CopySource(source.account, source.share, source.parts, entry.etag), shown
+
+
+def _raw_pairs(query: str) -> list[tuple[str, str]]:
+    return [(item.partition("=")[0], item.partition("=")[2]) for item in query.split("&") if item]
+
+
+def copy_file(ctx: Ctx) -> Response:
+    """Copy File: ``PUT <file>`` with ``x-ms-copy-source``; 202 with the copy's id and status."""
+    mode = ctx.header("x-ms-file-permission-copy-mode")
+    if mode is not None and mode.strip().lower() not in ("source", "override"):
+        raise StorageError(400, "InvalidHeaderValue", "x-ms-file-permission-copy-mode must be 'source' or 'override'.",
+                           HeaderName="x-ms-file-permission-copy-mode")
+    ignore_readonly = _bool_header(ctx, "x-ms-file-copy-ignore-readonly")
+    set_archive = _bool_header(ctx, "x-ms-file-copy-set-archive")
+    metadata = ctx.metadata() or None
+    if metadata is not None:
+        validate_metadata(metadata)
+    source, ref, shown = _copy_source(ctx)
+    smb = _smb_request(ctx, source)
+    if set_archive and "Archive" not in smb.get("attributes", "Archive").split("|"):
+        smb["attributes"] = smb["attributes"] + "|Archive"
+    try:
+        existing: Optional[EntryInfo] = ctx.shares.get_file(ctx.account, ctx.share, ctx.parts)
+    except StorageError:
+        existing = None
+    if existing is not None and not ignore_readonly and "ReadOnly" in existing.attributes.split("|"):
+        raise StorageError(409, "ReadOnlyAttribute", "The destination file is ReadOnly; set "
+                           "x-ms-file-copy-ignore-readonly: true to copy over it.")
+    entry, state = _copies(ctx).start(ctx.account, ctx.share, ctx.parts, source, ref, shown, metadata=metadata,
+                                      smb=smb)
+    return _respond(ctx, 202, {"ETag": entry.etag, "Last-Modified": _http_date(entry.last_modified),
+                               "x-ms-copy-id": state.copy_id, "x-ms-copy-status": state.status})
+
+
+def abort_copy(ctx: Ctx) -> Response:
+    """Abort Copy File: ``PUT <file>?comp=copy&copyid=<id>`` with ``x-ms-copy-action: abort``; 204."""
+    action = ctx.header("x-ms-copy-action")
+    if action is None:
+        raise StorageError(400, "MissingRequiredHeader", "Abort Copy File needs 'x-ms-copy-action: abort'.",
+                           HeaderName="x-ms-copy-action")
+    if action.strip().lower() != "abort":
+        raise StorageError(400, "InvalidHeaderValue", "The header 'x-ms-copy-action' must be 'abort'.",
+                           HeaderName="x-ms-copy-action")
+    copy_id = ctx.query.get("copyid", "")
+    if not copy_id:
+        raise StorageError(400, "MissingRequiredQueryParameter",
+                           "Abort Copy File needs the query parameter 'copyid' (the x-ms-copy-id of the copy).",
+                           QueryParameterName="copyid")
+    _copies(ctx).abort(ctx.account, ctx.share, ctx.parts, copy_id)
+    return _respond(ctx, 204)
+
+
 OPERATIONS: list[FilesOperation] = [
     FilesOperation("service", "GET", "list", list_shares),
     FilesOperation("share", "PUT", "", create_share),
@@ -841,6 +1050,7 @@ OPERATIONS: list[FilesOperation] = [
     FilesOperation("file", "PUT", "metadata", set_file_metadata, "w"),
     FilesOperation("file", "GET", "rangelist", list_ranges, "r"),
     FilesOperation("file", "PUT", "rename", rename_file, "cw"),
+    FilesOperation("file", "PUT", "copy", abort_copy, "w"),
 ]
 _BY_KEY = {(op.level, op.method, op.comp): op for op in OPERATIONS}
 

@@ -7,7 +7,7 @@ share exists iff its directory does, and a file a job wrote is as real as one up
 REST API (it simply has no metadata row and is answered with defaults).
 
 SQLite (tables of our own in the service's store) keeps only what the filesystem cannot: share
-quota and metadata, and per file/directory the user metadata, content settings (Content-Type,
+quota, metadata, access tier, protocol and root squash, and per file/directory the user metadata, content settings (Content-Type,
 Cache-Control, ...) and SMB times the caller set. A row is trusted only while the inode it was
 written for is still at that path, so a file replaced behind our back never inherits stale
 properties. ETag and Last-Modified of files and directories come from the file's own mtime, which
@@ -21,6 +21,7 @@ Errors are raised as :class:`StorageError` with the codes Azure Files answers.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import os
@@ -188,6 +189,14 @@ class ShareInfo:
     metadata: dict[str, str]
     etag: str
     last_modified: float
+    #: TransactionOptimized | Hot | Cool | Premium, fixed when the share is made (see create_share).
+    access_tier: str = "TransactionOptimized"
+    #: when the tier was last set (creation included); None for a share made by hand.
+    access_tier_changed: Optional[float] = None
+    #: SMB or NFS, fixed when the share is made.
+    protocols: str = "SMB"
+    #: an NFS share's root squash (NoRootSquash | RootSquash | AllSquash); None for SMB.
+    root_squash: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -370,12 +379,13 @@ class FileShares:
 
     def _drop_rows(self, account: str, share: str, rel: str, *, recursive: bool) -> None:
         with self.store.transaction() as db:
-            db.execute("DELETE FROM files_entries WHERE account = ? AND share = ? AND path = ?",
-                       (account.lower(), share, rel))
-            if recursive:
-                prefix = rel + "/" if rel else ""
-                db.execute("DELETE FROM files_entries WHERE account = ? AND share = ?"
-                           " AND substr(path, 1, ?) = ?", (account.lower(), share, len(prefix), prefix))
+            for table in ("files_entries", "files_copies"):
+                db.execute(f"DELETE FROM {table} WHERE account = ? AND share = ? AND path = ?",
+                           (account.lower(), share, rel))
+                if recursive:
+                    prefix = rel + "/" if rel else ""
+                    db.execute(f"DELETE FROM {table} WHERE account = ? AND share = ?"
+                               " AND substr(path, 1, ?) = ?", (account.lower(), share, len(prefix), prefix))
             key = f"{account.lower()}/{share}/{rel}" if rel else f"{account.lower()}/{share}"
             db.execute("DELETE FROM files_ranges WHERE path = ? OR substr(path, 1, ?) = ?",
                        (key, len(key) + 1, key + "/"))
@@ -425,7 +435,9 @@ class FileShares:
     # -- shares ---------------------------------------------------------------------------------
 
     def create_share(self, account: str, share: str, *, quota_gib: Optional[int] = None,
-                     metadata: Optional[dict[str, str]] = None) -> ShareInfo:
+                     metadata: Optional[dict[str, str]] = None, access_tier: str = "TransactionOptimized",
+                     protocols: str = "SMB", root_squash: Optional[str] = None) -> ShareInfo:
+        """A new share; the caller (either plane) has checked the tier and protocol against the account."""
         quota = DEFAULT_QUOTA_GIB if quota_gib is None else quota_gib
         metadata = validate_metadata(metadata or {})
         path = self.share_dir(account, share)
@@ -434,22 +446,34 @@ class FileShares:
             path.mkdir(mode=0o700)  # users' files: this user's only, as the whole state directory
         except FileExistsError:
             raise StorageError(409, "ShareAlreadyExists", "The specified share already exists.") from None
-        etag, now = _new_share_etag(), time.time()
+        now = time.time()
+        info = ShareInfo(account.lower(), share, quota, metadata, _new_share_etag(), now, access_tier, now, protocols,
+                         root_squash)
         with self.store.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO files_shares (account, share, quota, metadata, etag, last_modified)"
-                       " VALUES (?, ?, ?, ?, ?, ?)", (account.lower(), share, quota, json.dumps(metadata), etag, now))
+            self._write_share(db, info)
             # Rows of an earlier share of that name that vanished from disk are not this share's.
             db.execute("DELETE FROM files_entries WHERE account = ? AND share = ?", (account.lower(), share))
-        return ShareInfo(account.lower(), share, quota, metadata, etag, now)
+            db.execute("DELETE FROM files_copies WHERE account = ? AND share = ?", (account.lower(), share))
+        return info
+
+    @staticmethod
+    def _write_share(db: Any, info: ShareInfo) -> None:
+        db.execute("INSERT OR REPLACE INTO files_shares (account, share, quota, metadata, etag, last_modified,"
+                   " access_tier, access_tier_changed, protocols, root_squash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   (info.account, info.name, info.quota_gib, json.dumps(info.metadata), info.etag,
+                    info.last_modified, info.access_tier, info.access_tier_changed, info.protocols,
+                    info.root_squash))
 
     def get_share(self, account: str, share: str) -> ShareInfo:
         path = self._existing_share_dir(account, share)
-        rows = self.store.query("SELECT quota, metadata, etag, last_modified FROM files_shares"
-                                " WHERE account = ? AND share = ?", (account.lower(), share))
+        rows = self.store.query("SELECT quota, metadata, etag, last_modified, access_tier, access_tier_changed,"
+                                " protocols, root_squash FROM files_shares WHERE account = ? AND share = ?",
+                                (account.lower(), share))
         if rows:
             r = rows[0]
             return ShareInfo(account.lower(), share, r["quota"], json.loads(r["metadata"]), r["etag"],
-                             r["last_modified"])
+                             r["last_modified"], r["access_tier"] or "TransactionOptimized",
+                             r["access_tier_changed"], r["protocols"] or "SMB", r["root_squash"])
         # A share directory made outside the API (by hand): answer with defaults.
         st = path.stat()
         return ShareInfo(account.lower(), share, DEFAULT_QUOTA_GIB, {}, _etag(st), st.st_mtime)
@@ -468,21 +492,30 @@ class FileShares:
                 continue
         return shares
 
-    def _update_share(self, account: str, share: str, **changes: Any) -> ShareInfo:
+    def update_share(self, account: str, share: str, *, quota_gib: Optional[int] = None,
+                     metadata: Optional[dict[str, str]] = None, access_tier: Optional[str] = None,
+                     root_squash: Optional[str] = None) -> ShareInfo:
+        """Change what is given (None: unchanged); any change gives the share a new ETag."""
         current = self.get_share(account, share)
-        quota = changes.get("quota", current.quota_gib)
-        metadata = changes.get("metadata", current.metadata)
-        etag, now = _new_share_etag(), time.time()
+        changes: dict[str, Any] = {"etag": _new_share_etag(), "last_modified": time.time()}
+        if quota_gib is not None:
+            changes["quota_gib"] = quota_gib
+        if metadata is not None:
+            changes["metadata"] = validate_metadata(metadata)
+        if access_tier is not None and access_tier != current.access_tier:
+            changes.update(access_tier=access_tier, access_tier_changed=time.time())
+        if root_squash is not None:
+            changes["root_squash"] = root_squash
+        info = dataclasses.replace(current, **changes)
         with self.store.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO files_shares (account, share, quota, metadata, etag, last_modified)"
-                       " VALUES (?, ?, ?, ?, ?, ?)", (account.lower(), share, quota, json.dumps(metadata), etag, now))
-        return ShareInfo(account.lower(), share, quota, metadata, etag, now)
+            self._write_share(db, info)
+        return info
 
     def set_share_metadata(self, account: str, share: str, metadata: dict[str, str]) -> ShareInfo:
-        return self._update_share(account, share, metadata=validate_metadata(metadata))
+        return self.update_share(account, share, metadata=metadata)
 
     def set_share_quota(self, account: str, share: str, quota_gib: int) -> ShareInfo:
-        return self._update_share(account, share, quota=quota_gib)
+        return self.update_share(account, share, quota_gib=quota_gib)
 
     def delete_share(self, account: str, share: str) -> None:
         path = self._existing_share_dir(account, share)
@@ -493,8 +526,8 @@ class FileShares:
         except FileNotFoundError:
             raise StorageError(404, "ShareNotFound", "The specified share does not exist.") from None
         with self.store.transaction() as db:
-            db.execute("DELETE FROM files_shares WHERE account = ? AND share = ?", (account.lower(), share))
-            db.execute("DELETE FROM files_entries WHERE account = ? AND share = ?", (account.lower(), share))
+            for table in ("files_shares", "files_entries", "files_copies"):
+                db.execute(f"DELETE FROM {table} WHERE account = ? AND share = ?", (account.lower(), share))
         shutil.rmtree(trash, ignore_errors=True)
 
     def share_usage_bytes(self, account: str, share: str) -> int:
@@ -806,8 +839,8 @@ class FileShares:
             path.rename(trash)
             shutil.rmtree(trash, ignore_errors=True)
         with self.store.transaction() as db:
-            db.execute("DELETE FROM files_shares WHERE account = ?", (account.lower(),))
-            db.execute("DELETE FROM files_entries WHERE account = ?", (account.lower(),))
+            for table in ("files_shares", "files_entries", "files_copies"):
+                db.execute(f"DELETE FROM {table} WHERE account = ?", (account.lower(),))
 
 
 class FileBody:

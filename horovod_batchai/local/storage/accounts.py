@@ -16,9 +16,27 @@ from urllib.parse import urlparse
 from ..core.store import Store
 
 __all__ = ["ACCOUNT_TYPE", "find_account", "account_keys", "all_account_keys", "new_key", "parse_share_url",
-           "SHARE_URL_FORMS"]
+           "SHARE_URL_FORMS", "SHARE_ACCESS_TIERS", "SHARE_PROTOCOLS", "ROOT_SQUASH", "share_tiers_for",
+           "nfs_shares_allowed"]
 
 ACCOUNT_TYPE = "microsoft.storage/storageaccounts"
+
+#: a share's access tiers, as both planes name them; which an account offers depends on its kind.
+SHARE_ACCESS_TIERS = ("TransactionOptimized", "Hot", "Cool", "Premium")
+SHARE_PROTOCOLS = ("SMB", "NFS")
+#: an NFS share's root squash.
+ROOT_SQUASH = ("NoRootSquash", "RootSquash", "AllSquash")
+
+
+def share_tiers_for(kind: str) -> tuple[str, ...]:
+    """The tiers a share of an account of ``kind`` may have, its default first: a premium file
+    account (FileStorage) has Premium only, every other kind the three standard tiers."""
+    return ("Premium",) if kind == "FileStorage" else ("TransactionOptimized", "Hot", "Cool")
+
+
+def nfs_shares_allowed(kind: str) -> bool:
+    """NFS shares exist on premium file accounts only."""
+    return kind == "FileStorage"
 
 
 def new_key() -> str:

@@ -45,7 +45,8 @@ from ..resources.api import (check_subscription_id, normalize_location, require_
 from .keys import initial_key1
 from .shapes import account_for_version, is_classic, keys_for_version, request_from_classic
 
-__all__ = ["ROUTES", "API_VERSIONS", "ACCOUNT_TYPE", "SKU_NAMES", "KINDS", "check_account_name", "delete_account"]
+__all__ = ["ROUTES", "API_VERSIONS", "ACCOUNT_TYPE", "SKU_NAMES", "KINDS", "check_account_name", "delete_account",
+           "existing_account"]
 
 #: every published version (see core/api_versions.py); the classic ones (2015) are translated at the edge
 #: by shapes.py, the others only add fields over the years.
@@ -246,11 +247,11 @@ def get_async_operation(call: Call, subscriptionId: str, location: str, operatio
 
 
 def get_account(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
-    account = _existing(call.context, subscriptionId, resourceGroupName, accountName)
+    account = existing_account(call.context, subscriptionId, resourceGroupName, accountName)
     return json_response(account_for_version(_published(call.context, account.doc), call.api_version))
 
 
-def _existing(context: ServiceContext, subscription_id: str, group_name: str, account_name: str, *,
+def existing_account(context: ServiceContext, subscription_id: str, group_name: str, account_name: str, *,
               for_write: bool = False) -> StorageAccount:
     group = require_resource_group(context, subscription_id, group_name, for_write=for_write)
     doc = context.store.get(_account_id(subscription_id, group.name, account_name))
@@ -260,7 +261,7 @@ def _existing(context: ServiceContext, subscription_id: str, group_name: str, ac
 
 
 def patch_account(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
-    account = _existing(call.context, subscriptionId, resourceGroupName, accountName, for_write=True)
+    account = existing_account(call.context, subscriptionId, resourceGroupName, accountName, for_write=True)
     request = call.json_object()
     if is_classic(call.api_version):
         request = request_from_classic(request, for_create=False)
@@ -308,7 +309,7 @@ def delete_account(context: ServiceContext, account: StorageAccount) -> None:
             context.blob.delete_account_data(account.name, keys[0])
         except AzuriteError as exc:
             log.warning("the blob containers of account %s could not be deleted: %s", account.name, exc)
-    context.store.delete(account.id)
+    context.store.delete(account.id, recursive=True)  # with its file service's settings
     _tell_blob_endpoint(context)
 
 
@@ -339,12 +340,12 @@ def list_accounts(call: Call, subscriptionId: str) -> Response:
 
 
 def list_keys(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
-    account = _existing(call.context, subscriptionId, resourceGroupName, accountName)
+    account = existing_account(call.context, subscriptionId, resourceGroupName, accountName)
     return json_response(keys_for_version(_keys_body(call.context.store.get_private(account.id)), call.api_version))
 
 
 def regenerate_key(call: Call, subscriptionId: str, resourceGroupName: str, accountName: str) -> Response:
-    account = _existing(call.context, subscriptionId, resourceGroupName, accountName, for_write=True)
+    account = existing_account(call.context, subscriptionId, resourceGroupName, accountName, for_write=True)
     request = call.json_object()
     key_name = request.get("keyName")
     if not isinstance(key_name, str) or key_name.lower() not in _KEY_NAMES:

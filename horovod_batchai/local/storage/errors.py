@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..core.arm_errors import ArmError
 
 __all__ = ["AccountNameInvalid", "StorageAccountNotFound", "StorageAccountAlreadyTaken",
-           "StorageAccountKindChangeNotAllowed"]
+           "StorageAccountKindChangeNotAllowed", "FeatureNotSupportedForAccount", "InvalidResourceName"]
 
 
 class AccountNameInvalid(ArmError):
@@ -24,3 +24,14 @@ class StorageAccountAlreadyTaken(ArmError):
 
 class StorageAccountKindChangeNotAllowed(ArmError):
     status = 409
+
+
+class FeatureNotSupportedForAccount(ArmError):
+    """What the account (or the local service) does not offer: NFS shares on a standard account,
+    share soft delete."""
+    status = 400
+
+
+class InvalidResourceName(ArmError):
+    """A child resource's name (a share's) is not of the valid form."""
+    status = 400

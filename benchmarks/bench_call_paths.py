@@ -3,7 +3,8 @@ and (for the aio API) how often it crosses between ``horovod_batchai.aio`` and t
 
 A sync and an aio ``Experiment.submit`` of the same job, on a local service started for the
 run, are followed with ``sys.setprofile`` (every thread): a step is a call from one SDK file into
-another (the local service and Microsoft's libraries are not counted, nor calls inside a file).
+another (the local service and Microsoft's libraries are not counted, nor calls inside a file, nor a
+generator or coroutine resumed: only its first entry is a call).
 The figures say how many rooms one operation walks through; the ratio is aio's steps over sync's
 (1.0: the aio twin walks the same path as the sync class)::
 
@@ -12,6 +13,7 @@ The figures say how many rooms one operation walks through; the ratio is aio's s
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import tempfile
 import threading
@@ -24,6 +26,7 @@ from horovod_batchai import aio
 from horovod_batchai.local import ensure_running, stop_daemon
 
 SDK = Path(horovod_batchai.__file__).parent
+RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 NOT_COUNTED = (SDK / "local", SDK / "cli")
 RG = "bench.paths"
 
@@ -41,6 +44,8 @@ class Route:
     def __init__(self) -> None:
         self.files: Dict[str, int] = {}
         self.steps = 0
+        #: generator and coroutine frames already entered: their resumptions are not new calls
+        self._entered: set[int] = set()
         self.crossings = 0
         self._lock = threading.Lock()
 
@@ -50,6 +55,10 @@ class Route:
         callee = sdk_file(frame.f_code.co_filename)
         if callee is None:
             return
+        if frame.f_code.co_flags & RESUMABLE:
+            if id(frame) in self._entered:
+                return
+            self._entered.add(id(frame))
         caller = None
         back = frame.f_back
         while back is not None and caller is None:

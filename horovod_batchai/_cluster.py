@@ -196,6 +196,7 @@ class GpuCluster(GpuClusterBase):
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
         """:meth:`begin_resize`, waiting at most ``timeout`` seconds (None: no limit) until the
         cluster is steady at the new size; :class:`WaitTimeoutError` after that.
+
         :param int target_node_count: the number of nodes, 0 or more.
         :keyword str deallocation_option: ``'requeue'``, ``'terminate'`` or ``'waitforjobcompletion'``.
         :keyword float timeout: seconds to wait; None: no limit.
@@ -237,6 +238,7 @@ class GpuCluster(GpuClusterBase):
                    idle_time_before_scale_down: Optional[timedelta] = None,
                    timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
         """:meth:`begin_auto_scale`, waiting at most ``timeout`` seconds (None: no limit).
+
         :param int minimum: the fewest nodes.
         :param int maximum: the most nodes.
         :keyword int initial: the nodes to start with.

@@ -177,6 +177,7 @@ class Experiment(ExperimentBase):
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Job:
         """:meth:`begin_submit`, waiting at most ``timeout`` seconds (None: no limit) for the
         service to accept the job; :meth:`Job.wait` then waits for it to end.
+
         :param str name: the job's name.
         :param HorovodJob spec: what to run.
         :keyword cluster: the :class:`GpuCluster` (or its name, or its ARM id) to run on.

@@ -177,6 +177,7 @@ class FileShare(FileShareBase):
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "FileShare":
         """:meth:`begin_create`, waiting at most ``timeout`` seconds (None: no limit). Calling it
         again is harmless.
+
         :param Target target: where the storage account is.
         :param str resource_group: the account's resource group (created when missing).
         :param str account_name: the storage account (created when missing).

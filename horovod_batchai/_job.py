@@ -161,6 +161,7 @@ class Job(JobBase):
     def terminate(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> JobStatus:
         """:meth:`begin_terminate`, waiting at most ``timeout`` seconds (None: no limit); returns
         the job's fresh status.
+
         :keyword float timeout: seconds to wait; None: no limit.
         :returns: the job's :class:`JobStatus`.
         :raises WaitTimeoutError: when ``timeout`` is spent (the termination goes on)."""

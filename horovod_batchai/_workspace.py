@@ -110,6 +110,7 @@ class Workspace(WorkspaceBase):
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "Workspace":
         """:meth:`begin_create`, waiting at most ``timeout`` seconds (None: no limit); calling it
         again returns the same workspace.
+
         :param Target target: where to create it.
         :param str resource_group: its resource group (created when missing).
         :param str name: the workspace's name.
@@ -344,6 +345,7 @@ class Workspace(WorkspaceBase):
         """:meth:`begin_create_cluster`, waiting at most ``timeout`` seconds (None: no limit) for
         the service to accept the cluster; :meth:`GpuCluster.wait_until_ready` then waits for its
         nodes.
+
         :param str name: the cluster's name.
         :param ClusterSpec spec: the whole cluster, instead of the keyword options.
         :keyword str vm_size: the nodes' VM size.

@@ -87,7 +87,7 @@ class GpuCluster(GpuClusterBase):
     async def wait_until_ready(self, timeout: float = 900.0, *, poll_interval: Optional[float] = None,
                                on_status: Optional[Callable[[ClusterStatus], None]] = None) -> ClusterStatus:
         """Wait until the cluster is steady with all its target nodes idle, polling between
-        ``asyncio.sleep``s; :class:`ClusterNotReadyError` on errors or unusable nodes,
+        ``asyncio.sleep`` calls; :class:`ClusterNotReadyError` on errors or unusable nodes,
         :class:`WaitTimeoutError` after ``timeout`` seconds. Cancelling it stops the polling.
 
         :param float timeout: seconds to wait.

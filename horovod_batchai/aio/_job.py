@@ -1,6 +1,6 @@
 """Submitted jobs, for asyncio: :class:`horovod_batchai.Job`'s methods, awaited.
 
-:meth:`Job.wait` and :meth:`Job.stream` poll between ``asyncio.sleep``s: cancelling them (a
+:meth:`Job.wait` and :meth:`Job.stream` poll between ``asyncio.sleep`` calls: cancelling them (a
 ``CancelledError``, ``asyncio.wait_for``'s deadline, Ctrl-C under ``asyncio.run``) stops the
 polling at once, with no thread left behind. The job itself goes on unless the caller asks for it
 to be terminated (``wait(..., terminate_on_cancel=True)``).
@@ -145,7 +145,7 @@ class Job(JobBase):
     async def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
                    on_state: Optional[Callable[[ExecutionState], None]] = None,
                    terminate_on_cancel: bool = False) -> JobStatus:
-        """Wait until the job ends, polling between ``asyncio.sleep``s. Returns its status on
+        """Wait until the job ends, polling between ``asyncio.sleep`` calls. Returns its status on
         success; raises :class:`JobFailedError` on failure and :class:`WaitTimeoutError` after
         ``timeout`` seconds (None: no limit). Cancelling the wait stops the polling at once;
         with ``terminate_on_cancel`` the job is then asked to stop too (the request is sent

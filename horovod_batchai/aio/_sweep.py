@@ -3,7 +3,7 @@
 What a sweep decides -- which trials to submit, the stopping rule, its state, results and best
 trial -- is the sync sweep's (:class:`horovod_batchai._sweep.SweepBase`); this class only fetches,
 submits and terminates through the aio classes. :meth:`Sweep.wait` polls between
-``asyncio.sleep``s: cancelling it stops the polling (and the submitting) at once, and leaves the
+``asyncio.sleep`` calls: cancelling it stops the polling (and the submitting) at once, and leaves the
 trials running; ``wait()`` again continues the sweep.
 
 The stopping rule's terminations run in tasks of their own while the sweep is waited for (or

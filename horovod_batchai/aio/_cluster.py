@@ -43,7 +43,9 @@ class GpuCluster(GpuClusterBase):
 
         :param Target target: where the cluster is.
         :param str resource_id: the cluster's ARM id.
-        :returns: the :class:`GpuCluster`, fetched."""
+        :returns: the :class:`GpuCluster`, fetched.
+        :raises InvalidSpecError: for an id of another form.
+        :raises NotFoundError: when there is no such cluster."""
         names = names_from_id(target, resource_id, "cluster", aio=True)
         return cast("GpuCluster", await parent_workspace(target, names).get_cluster(names["cluster"]))
 
@@ -65,7 +67,8 @@ class GpuCluster(GpuClusterBase):
     async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the cluster, awaited for at most ``timeout`` seconds; succeeds when already gone.
 
-        :keyword float timeout: seconds to wait; None: no limit."""
+        :keyword float timeout: seconds to wait; None: no limit.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
         check_timeout(timeout)
         await (await self.begin_delete()).result(timeout)
 
@@ -73,7 +76,8 @@ class GpuCluster(GpuClusterBase):
     async def refresh(self) -> "GpuCluster":
         """Fetch the cluster again; returns the cluster itself.
 
-        :returns: the cluster itself."""
+        :returns: the cluster itself.
+        :raises NotFoundError: when the cluster is gone."""
         self._record = await self._backend.get_cluster(self._ref)
         return self
 
@@ -93,7 +97,9 @@ class GpuCluster(GpuClusterBase):
         :param float timeout: seconds to wait.
         :keyword float poll_interval: seconds between polls (default: the target's).
         :keyword on_status: called with each new :class:`ClusterStatus`.
-        :returns: the ready cluster's :class:`ClusterStatus`."""
+        :returns: the ready cluster's :class:`ClusterStatus`.
+        :raises ClusterNotReadyError: when the cluster reports errors or unusable nodes.
+        :raises WaitTimeoutError: when ``timeout`` is spent."""
         polling = Polling(timeout=timeout, allow_no_timeout=False,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
@@ -133,7 +139,10 @@ class GpuCluster(GpuClusterBase):
         :param int target_node_count: the number of nodes, 0 or more.
         :keyword str deallocation_option: ``'requeue'``, ``'terminate'`` or ``'waitforjobcompletion'``.
         :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the cluster's :class:`ClusterStatus` at its new size."""
+        :returns: the cluster's :class:`ClusterStatus` at its new size.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ClusterNotReadyError: when the cluster reports errors or unusable nodes.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the resize goes on)."""
         check_timeout(timeout)
         poller = await self.begin_resize(target_node_count, deallocation_option=deallocation_option)
         return await poller.result(timeout)
@@ -173,7 +182,9 @@ class GpuCluster(GpuClusterBase):
         :keyword int initial: the nodes to start with.
         :keyword timedelta idle_time_before_scale_down: how long a node idles before it is released (Azure ML).
         :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the cluster's :class:`ClusterStatus` within its new bounds."""
+        :returns: the cluster's :class:`ClusterStatus` within its new bounds.
+        :raises InvalidSpecError: for bad bounds, before anything is sent.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the change goes on)."""
         check_timeout(timeout)
         poller = await self.begin_auto_scale(minimum, maximum, initial=initial,
                                              idle_time_before_scale_down=idle_time_before_scale_down)

@@ -43,14 +43,16 @@ class Experiment(ExperimentBase):
 
         :param Target target: where the experiment is.
         :param str resource_id: the experiment's ARM id.
-        :returns: the :class:`Experiment`."""
+        :returns: the :class:`Experiment`.
+        :raises InvalidSpecError: for an id of another form."""
         names = names_from_id(target, resource_id, "experiment", aio=True)
         return cast(Experiment, await parent_workspace(target, names).get_experiment(names["experiment"]))
 
     async def refresh(self) -> "Experiment":
         """Check that the experiment still exists; returns the experiment itself.
 
-        :returns: the experiment itself."""
+        :returns: the experiment itself.
+        :raises NotFoundError: when the experiment is gone."""
         await self._backend.get_experiment(self.workspace.resource_group, self.workspace.name, self.name)
         return self
 
@@ -72,7 +74,8 @@ class Experiment(ExperimentBase):
     async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the experiment and its jobs, awaited for at most ``timeout`` seconds.
 
-        :keyword float timeout: seconds to wait; None: no limit."""
+        :keyword float timeout: seconds to wait; None: no limit.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
         check_timeout(timeout)
         await (await self.begin_delete()).result(timeout)
 
@@ -91,7 +94,8 @@ class Experiment(ExperimentBase):
         :keyword bool polling: False: the poller is done once the service has accepted the request.
         :keyword float polling_interval: seconds between polls (default: the target's).
         :returns: an ``AsyncLROPoller`` whose result is the :class:`Job`.
-        :raises InvalidSpecError: for anything the checks above refuse, before anything is sent."""
+        :raises InvalidSpecError: for anything the checks above refuse, before anything is sent.
+        :raises ConflictError: when a job of that name exists with other settings."""
         check_batchai_name(name, "job")
         interval = check_polling(polling, polling_interval)
         job = Job(self, name)
@@ -126,7 +130,10 @@ class Experiment(ExperimentBase):
         :param HorovodJob spec: what to run.
         :keyword cluster: the :class:`GpuCluster` (or its name, or its ARM id) to run on.
         :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the :class:`Job`."""
+        :returns: the :class:`Job`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: when a job of that name exists with another spec.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the submission goes on)."""
         check_timeout(timeout)
         return await (await self.begin_submit(name, spec, cluster=cluster)).result(timeout)
 
@@ -134,7 +141,8 @@ class Experiment(ExperimentBase):
         """The existing job; :class:`NotFoundError` when there is none.
 
         :param str name: the job's name.
-        :returns: the :class:`Job`, fetched."""
+        :returns: the :class:`Job`, fetched.
+        :raises NotFoundError: when there is none."""
         return await Job(self, name).refresh()
 
     async def list_jobs(self) -> List[Job]:
@@ -167,7 +175,8 @@ class Experiment(ExperimentBase):
         :keyword str metric: the ``metrics.csv`` column trials are judged by.
         :keyword str mode: ``'max'`` or ``'min'``: which end of ``metric`` is best.
         :keyword MedianStopping early_stopping: the rule that stops poor trials early (None: none).
-        :returns: the :class:`Sweep`, its first trials submitted."""
+        :returns: the :class:`Sweep`, its first trials submitted.
+        :raises InvalidSpecError: for a bad argument, before any trial is submitted."""
         spec, definition = plan_sweep(spec, cluster, GpuCluster, name, parameters=parameters, sampling=sampling,
                                       num_trials=num_trials, seed=seed, max_concurrent_trials=max_concurrent_trials,
                                       metric=metric, mode=mode, early_stopping=early_stopping)
@@ -181,7 +190,8 @@ class Experiment(ExperimentBase):
 
         :param str name: the sweep's name.
         :returns: the :class:`Sweep`.
-        :raises InvalidSpecError: for a bad name."""
+        :raises InvalidSpecError: for a bad name.
+        :raises NotFoundError: when no job is a trial of it."""
         check_batchai_name(name, "name")
         found = sweeps_in(await self.list_jobs()).get(name)
         if found is None:

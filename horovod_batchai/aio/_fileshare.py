@@ -183,7 +183,8 @@ class FileShare(FileShareBase):
         :keyword bool polling: False: the poller is done once the account's creation has been accepted.
         :keyword float polling_interval: seconds between polls (default: the target's).
         :returns: an ``AsyncLROPoller`` whose result is the :class:`FileShare`.
-        :raises InvalidSpecError: for a bad argument, before anything is sent."""
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: on Azure ML, when the share's datastore name is other storage."""
         share = cls(target, resource_group, account_name, share_name)
         action, resource = "creating share", share.id
         check_quota(quota_gib)
@@ -239,7 +240,10 @@ class FileShare(FileShareBase):
         :keyword str sku: the account's SKU, e.g. Standard_LRS.
         :keyword int quota_gib: the share's quota in GiB (the service's default when None).
         :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the :class:`FileShare`."""
+        :returns: the :class:`FileShare`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: on Azure ML, when the share's datastore name is other storage.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the creation goes on)."""
         check_timeout(timeout)
         poller = await cls.begin_create(target, resource_group, account_name, share_name, location=location,
                                         sku=sku, quota_gib=quota_gib)
@@ -253,7 +257,8 @@ class FileShare(FileShareBase):
         :param str resource_group: the account's resource group.
         :param str account_name: the storage account.
         :param str share_name: the share.
-        :returns: the :class:`FileShare`."""
+        :returns: the :class:`FileShare`.
+        :raises NotFoundError: when the account or the share is missing."""
         share = cls(target, resource_group, account_name, share_name)
         await share._read_account()
         await share.check_exists()
@@ -268,7 +273,9 @@ class FileShare(FileShareBase):
 
         :param Target target: where the share is.
         :param str resource_id: the share's ARM id.
-        :returns: the :class:`FileShare`."""
+        :returns: the :class:`FileShare`.
+        :raises InvalidSpecError: for an id of another form.
+        :raises NotFoundError: when the account or the share is missing."""
         names = names_from_id(target, resource_id, "file share", aio=True)
         return await cls.get(target, names["resource group"], names["account"], names["share"])
 
@@ -303,7 +310,8 @@ class FileShare(FileShareBase):
         """Delete the share (and, when asked, its storage account); succeeds when already gone.
 
         :keyword bool delete_account: delete the storage account too, with everything in it.
-        :keyword float timeout: seconds to wait at most (None: no limit)."""
+        :keyword float timeout: seconds to wait at most (None: no limit).
+        :raises WaitTimeoutError: when it has not finished by then."""
         check_timeout(timeout)
         await (await self.begin_delete(delete_account=delete_account)).result(timeout)
 
@@ -478,7 +486,8 @@ class FileShare(FileShareBase):
         :keyword bool read_back: read the file back and compare its MD5 before renaming it into place.
         :keyword bool verify: deprecated: ``verify=True`` means ``read_back=True``.
         :returns: the uploaded file's :class:`ShareItem`.
-        :raises InvalidSpecError: for a bad source, path or option, before anything is sent."""
+        :raises InvalidSpecError: for a bad source, path or option, before anything is sent.
+        :raises TransferError: when the service refuses a range or the read-back differs."""
         if verify is not None:
             deprecated("FileShare.upload_file(verify=...)", VERIFY_REPLACEMENT)
             read_back = read_back or verify
@@ -572,7 +581,9 @@ class FileShare(FileShareBase):
         :keyword bool validate_content: send each range's MD5 for the service to check.
         :keyword bool read_back: read each file back and compare its MD5 before renaming it into place.
         :keyword bool verify: deprecated: ``verify=True`` means ``read_back=True``.
-        :returns: one :class:`ShareItem` per uploaded file."""
+        :returns: one :class:`ShareItem` per uploaded file.
+        :raises InvalidSpecError: for a bad source, path or option, before anything is sent.
+        :raises TransferError: when the service refuses a range or a read-back differs."""
         if verify is not None:
             deprecated("FileShare.upload_directory(verify=...)", VERIFY_REPLACEMENT)
             read_back = read_back or verify
@@ -602,7 +613,8 @@ class FileShare(FileShareBase):
         :keyword progress: None: a bar on a terminal or in Jupyter; True: always a bar; False: none; a callable:
             called with ``(bytes_done, bytes_total)``.
         :returns: the local path written.
-        :raises InvalidSpecError: for a bad path or a destination that cannot be written."""
+        :raises InvalidSpecError: for a bad path or a destination that cannot be written.
+        :raises TransferError: when the download does not match the stored MD5."""
         path = check_share_path(path)
         check_concurrency(max_concurrency)
         dest = local_destination(dest, path.rsplit("/", 1)[-1])
@@ -645,7 +657,8 @@ class FileShare(FileShareBase):
         :keyword progress: None: a bar on a terminal or in Jupyter; True: always a bar; False: none; a callable:
             called with ``(bytes_done, bytes_total)``.
         :returns: the local paths written.
-        :raises InvalidSpecError: for a bad path or destination."""
+        :raises InvalidSpecError: for a bad path or destination.
+        :raises TransferError: when a download does not match its stored MD5."""
         path = check_share_path(path, allow_root=True)
         check_concurrency(max_concurrency)
         dest = local_directory(dest)

@@ -77,7 +77,9 @@ class Job(JobBase):
 
         :param Target target: where the job is.
         :param str resource_id: the job's ARM id.
-        :returns: the :class:`Job`, fetched."""
+        :returns: the :class:`Job`, fetched.
+        :raises InvalidSpecError: for an id of another form.
+        :raises NotFoundError: when there is no such job."""
         names = names_from_id(target, resource_id, "job", aio=True)
         workspace = parent_workspace(target, names)
         experiment = names.get("experiment") or await target.backend.job_experiment(
@@ -102,7 +104,8 @@ class Job(JobBase):
     async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the job, awaited for at most ``timeout`` seconds; succeeds when already gone.
 
-        :keyword float timeout: seconds to wait; None: no limit."""
+        :keyword float timeout: seconds to wait; None: no limit.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
         check_timeout(timeout)
         await (await self.begin_delete()).result(timeout)
 
@@ -130,7 +133,8 @@ class Job(JobBase):
         """:meth:`begin_terminate`, awaited for at most ``timeout`` seconds.
 
         :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the job's :class:`JobStatus`."""
+        :returns: the job's :class:`JobStatus`.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the termination goes on)."""
         check_timeout(timeout)
         return await (await self.begin_terminate()).result(timeout)
 
@@ -138,7 +142,8 @@ class Job(JobBase):
     async def refresh(self) -> "Job":
         """Fetch the job's current state; returns the job itself.
 
-        :returns: the job itself."""
+        :returns: the job itself.
+        :raises NotFoundError: when the job is gone."""
         self._record = await self._backend.get_job(self._ref)
         return self
 
@@ -210,7 +215,8 @@ class Job(JobBase):
         :keyword int link_expiry_minutes: how long each download URL stays valid.
         :keyword float renew_before_s: seconds before a URL expires that it is renewed (default: a tenth of its
             lifetime, 5 s to 2 min).
-        :returns: an :class:`AsyncOutputStream` of text."""
+        :returns: an :class:`AsyncOutputStream` of text.
+        :raises InvalidSpecError: for a bad argument, before anything is read."""
         return AsyncOutputStream(self, name, output_directory_id=output_directory_id, poll_interval=poll_interval,
                                  timeout=timeout, link_expiry_minutes=link_expiry_minutes,
                                  renew_before_s=renew_before_s)
@@ -286,7 +292,8 @@ class Job(JobBase):
         :keyword logdir: the local directory for the event files (default ``./tensorboard/<job>``).
         :keyword int port: the port TensorBoard listens on (default: one the system chooses).
         :keyword bool start: False: only sync, do not start TensorBoard.
-        :returns: a :class:`TensorBoard`."""
+        :returns: a :class:`TensorBoard`.
+        :raises InvalidSpecError: for a bad port."""
         from ._tensorboard import open_tensorboard
         check_tensorboard_port(port)
         return await open_tensorboard(self, None if logdir is None else Path(logdir), port=port, start=start)
@@ -296,7 +303,8 @@ class Job(JobBase):
         """The last lines of the job's error log; empty when there is none or it cannot be read.
 
         :keyword int max_bytes: read at most this many bytes from the log's end.
-        :returns: the text, possibly empty."""
+        :returns: the text, possibly empty.
+        :raises InvalidSpecError: for a bad ``max_bytes``."""
         return await self._tail(self._backend.failure_log_name, max_bytes)
 
     @positional_options("max_bytes")
@@ -304,7 +312,8 @@ class Job(JobBase):
         """The last lines of the job's ``stdout.txt``; empty when there is none or it cannot be read.
 
         :keyword int max_bytes: read at most this many bytes from the file's end.
-        :returns: the text, possibly empty."""
+        :returns: the text, possibly empty.
+        :raises InvalidSpecError: for a bad ``max_bytes``."""
         return await self._tail("stdout.txt", max_bytes)
 
     async def _tail(self, wanted: str, max_bytes: int) -> str:

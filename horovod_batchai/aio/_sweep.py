@@ -116,7 +116,8 @@ class Sweep(SweepBase):
         :param float timeout: seconds to wait; None: no limit.
         :keyword float poll_interval: seconds between rounds (default: the target's).
         :keyword on_step: called with the sweep after each round.
-        :returns: the sweep's :class:`SweepResults`."""
+        :returns: the sweep's :class:`SweepResults`.
+        :raises WaitTimeoutError: when ``timeout`` is spent."""
         polling = Polling(timeout=timeout, poll_interval=self._poll_interval(poll_interval))
         try:
             while True:
@@ -143,7 +144,8 @@ class Sweep(SweepBase):
         await :meth:`wait`. (It makes no request.)
 
         :param HorovodJob spec: the spec the sweep was made from, with its storage keys.
-        :returns: the sweep itself."""
+        :returns: the sweep itself.
+        :raises InvalidSpecError: for a spec the sweep was not made from."""
         self._take_spec(spec)
         return self
 
@@ -153,7 +155,8 @@ class Sweep(SweepBase):
         :class:`WaitTimeoutError` naming the trials still terminating (the sweep stays cancelled,
         the service goes on stopping them, and nothing here follows them any more).
 
-        :keyword float timeout: seconds to wait; None: no limit."""
+        :keyword float timeout: seconds to wait; None: no limit.
+        :raises WaitTimeoutError: when ``timeout`` is spent."""
         check_timeout(timeout)
         await self.refresh()
         self._cancelled = True
@@ -195,6 +198,7 @@ class Sweep(SweepBase):
 
         :keyword str metric: the metric (default: the sweep's).
         :keyword str mode: ``'max'`` or ``'min'`` (default: the sweep's).
-        :returns: the best :class:`Trial`."""
+        :returns: the best :class:`Trial`.
+        :raises NotFoundError: when no trial has recorded ``metric``."""
         metric, mode = self._best_arguments(metric, mode)
         return self._best_in(await self.results(), metric, mode)

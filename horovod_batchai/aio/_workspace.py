@@ -51,14 +51,17 @@ class Workspace(WorkspaceBase):
 
         :param Target target: where the workspace is.
         :param str resource_id: the workspace's ARM id.
-        :returns: the :class:`Workspace`, fetched."""
+        :returns: the :class:`Workspace`, fetched.
+        :raises InvalidSpecError: for an id of another form.
+        :raises NotFoundError: when there is no such workspace."""
         names = names_from_id(target, resource_id, "workspace", aio=True)
         return await cls.get(target, names["resource group"], names["workspace"])
 
     async def refresh(self) -> "Workspace":
         """Fetch the workspace again; returns the workspace itself.
 
-        :returns: the workspace itself."""
+        :returns: the workspace itself.
+        :raises NotFoundError: when the workspace is gone."""
         self._record = await self._backend.get_workspace(self.resource_group, self.name)
         return self
 
@@ -99,7 +102,9 @@ class Workspace(WorkspaceBase):
         :param str name: the workspace's name.
         :keyword str location: the Azure region of what is created (Batch AI's default: eastus).
         :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the :class:`Workspace`."""
+        :returns: the :class:`Workspace`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the creation goes on)."""
         check_timeout(timeout)
         return await (await cls.begin_create(target, resource_group, name, location=location)).result(timeout)
 
@@ -110,7 +115,8 @@ class Workspace(WorkspaceBase):
         :param Target target: where the workspace is.
         :param str resource_group: its resource group.
         :param str name: the workspace's name.
-        :returns: the :class:`Workspace`, fetched."""
+        :returns: the :class:`Workspace`, fetched.
+        :raises NotFoundError: when there is none."""
         return await cls(target, resource_group, name).refresh()
 
     @classmethod
@@ -174,7 +180,8 @@ class Workspace(WorkspaceBase):
         """:meth:`begin_delete`, awaited for at most ``timeout`` seconds; succeeds when already gone.
 
         :keyword bool delete_resource_group: also delete the resource group and everything in it.
-        :keyword float timeout: seconds to wait; None: no limit."""
+        :keyword float timeout: seconds to wait; None: no limit.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
         check_timeout(timeout)
         await (await self.begin_delete(delete_resource_group=delete_resource_group)).result(timeout)
 
@@ -211,7 +218,8 @@ class Workspace(WorkspaceBase):
 
         :param str name: the experiment's name.
         :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the :class:`Experiment`."""
+        :returns: the :class:`Experiment`.
+        :raises InvalidSpecError: for a bad name, before anything is sent."""
         check_timeout(timeout)
         return await (await self.begin_create_experiment(name)).result(timeout)
 
@@ -223,7 +231,8 @@ class Workspace(WorkspaceBase):
         """The existing experiment; :class:`NotFoundError` when there is none.
 
         :param str name: the experiment's name.
-        :returns: the :class:`Experiment`."""
+        :returns: the :class:`Experiment`.
+        :raises NotFoundError: when there is none."""
         return await Experiment(self, name).refresh()
 
     async def list_experiments(self) -> List[Experiment]:
@@ -265,7 +274,8 @@ class Workspace(WorkspaceBase):
         :keyword ImageReference image: the nodes' VM image.
         :keyword SetupTask setup_task: a command run on each node as it starts.
         :keyword mounts: the file systems mounted on every node.
-        :raises InvalidSpecError: for a bad argument, before anything is sent."""
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: when the cluster exists with other settings."""
         check_batchai_name(name, "cluster")
         interval = check_polling(polling, polling_interval)
         backend = self._backend
@@ -319,7 +329,10 @@ class Workspace(WorkspaceBase):
         :keyword SetupTask setup_task: a command run on each node as it starts.
         :keyword mounts: the file systems mounted on every node.
         :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the :class:`GpuCluster`."""
+        :returns: the :class:`GpuCluster`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: when the cluster exists with other settings.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the creation goes on)."""
         check_timeout(timeout)
         poller = await self.begin_create_cluster(
             name, spec, vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count,
@@ -332,7 +345,8 @@ class Workspace(WorkspaceBase):
         """The existing cluster; :class:`NotFoundError` when there is none.
 
         :param str name: the cluster's name.
-        :returns: the :class:`GpuCluster`, fetched."""
+        :returns: the :class:`GpuCluster`, fetched.
+        :raises NotFoundError: when there is none."""
         return await GpuCluster(self, name).refresh()
 
     async def list_clusters(self) -> List[GpuCluster]:

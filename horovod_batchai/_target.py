@@ -257,7 +257,8 @@ class Target:
 
         :param str url: the URL the service returned.
         :param str what: what the URL is for, named in the error.
-        :returns: ``url`` unchanged."""
+        :returns: ``url`` unchanged.
+        :raises TargetError: for a URL that is not https, or (locally) not the local service's."""
         return self._connection.check_data_url(url, what)
 
     def _workspace(self, resource_group: str, name: str) -> Workspace:

@@ -72,8 +72,8 @@ def _docstring(klass: type, name: str) -> str:
     """The docstring Sphinx renders: the member's own, else the one of the package's base it overrides."""
     for base in klass.__mro__:
         if _ours(base) and name in vars(base):
-            doc = getattr(_function(vars(base)[name]), "__doc__", None) or getattr(vars(base)[name], "__doc__", None)
-            if doc and not isinstance(vars(base)[name], property) or doc and vars(base)[name].fget.__doc__:
+            doc = getattr(_function(vars(base)[name]), "__doc__", None)
+            if doc:
                 return inspect.cleandoc(doc)
     return ""
 
@@ -188,3 +188,6 @@ def test_the_check_sees_a_missing_field() -> None:
     documented = ("Run.\n\n:param name: n.\n:keyword float timeout: t.\n:returns: a count.\n"
                   ":raises ~horovod_batchai.WaitTimeoutError: when late.")
     assert _missing_for_callable("Probe.run", Probe.run, documented, bound=True) == []
+    # an argument check is found through the module the method is defined in
+    create_directory = horovod_batchai.FileShare.create_directory
+    assert _checks_raise_invalid_spec(create_directory, _body(create_directory)) == ["check_share_path"]

@@ -15,6 +15,9 @@ extensions = [
     "sphinx.ext.doctest",
 ]
 autodoc_typehints = "description"
+# Types only for what a docstring documents as :param:/:returns:, so that keyword-only arguments, documented as
+# :keyword:, are not listed a second time, without text, under "Parameters".
+autodoc_typehints_description_target = "documented"
 autodoc_member_order = "bysource"
 # TensorFlow and Horovod are heavy and optional for reading the API: document without importing them.
 autodoc_mock_imports = ["tensorflow", "horovod", "keras"]

@@ -52,7 +52,13 @@ class GpuCluster(GpuClusterBase):
     @classmethod
     def from_id(cls, target: "Target", resource_id: str) -> "GpuCluster":
         """The existing cluster whose ARM id is ``resource_id`` (as :attr:`id` gives it); an id
-        of another form is an :class:`InvalidSpecError` stating the valid one."""
+        of another form is an :class:`InvalidSpecError` stating the valid one.
+
+        :param Target target: where the cluster is.
+        :param str resource_id: the cluster's ARM id.
+        :returns: the :class:`GpuCluster`, fetched.
+        :raises InvalidSpecError: for an id of another form.
+        :raises NotFoundError: when there is no such cluster."""
         names = names_from_id(target, resource_id, "cluster")
         return parent_workspace(target, names).get_cluster(names["cluster"])
 
@@ -63,13 +69,20 @@ class GpuCluster(GpuClusterBase):
     # -- get / list / delete --------------------------------------------------------------------
     @classmethod
     def get(cls, workspace: "Workspace", name: str) -> "GpuCluster":
-        """Deprecated: use :meth:`Workspace.get_cluster`."""
+        """Deprecated: use :meth:`Workspace.get_cluster`.
+
+        :param Workspace workspace: the workspace.
+        :param str name: the cluster's name.
+        :returns: the :class:`GpuCluster`."""
         deprecated("GpuCluster.get(workspace, name)", "workspace.get_cluster(name)")
         return workspace.get_cluster(name)
 
     @classmethod
     def list(cls, workspace: "Workspace") -> List["GpuCluster"]:
-        """Deprecated: use :meth:`Workspace.list_clusters`."""
+        """Deprecated: use :meth:`Workspace.list_clusters`.
+
+        :param Workspace workspace: the workspace.
+        :returns: the clusters."""
         deprecated("GpuCluster.list(workspace)", "workspace.list_clusters()")
         return workspace.list_clusters()
 
@@ -90,19 +103,27 @@ class GpuCluster(GpuClusterBase):
 
     def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the cluster and wait (at most ``timeout`` seconds; None: no limit); succeeds
-        when already gone."""
+        when already gone.
+
+        :keyword float timeout: seconds to wait; None: no limit.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
         check_timeout(timeout)
         self.begin_delete().result(timeout)
 
     # -- what it is and where it stands --------------------------------------------------------
     def refresh(self) -> "GpuCluster":
-        """Fetch the cluster again; returns the cluster itself."""
+        """Fetch the cluster again; returns the cluster itself.
+
+        :returns: the cluster itself.
+        :raises NotFoundError: when the cluster is gone."""
         self._record = self._backend.get_cluster(self._ref)
         return self
 
     def status(self) -> ClusterStatus:
         """A fresh snapshot: ``allocation_state``, ``node_state_counts``, ``errors``; ``.table()``
-        prints it like the tutorial."""
+        prints it like the tutorial.
+
+        :returns: the :class:`ClusterStatus` fetched now."""
         record = self._record = self._backend.cluster_status(self._ref)
         return record.status  # this call's snapshot, whatever another thread fetched since
 
@@ -120,6 +141,17 @@ class GpuCluster(GpuClusterBase):
         Raises :class:`ClusterNotReadyError` as soon as the cluster reports errors or unusable
         nodes, :class:`WaitTimeoutError` after ``timeout`` seconds, and :class:`StoppedError`
         within one poll interval of ``stop`` (a ``threading.Event``) being set by another thread.
+
+        :param float timeout: seconds to wait.
+        :keyword float poll_interval: seconds between polls (default: the target's).
+        :keyword on_status: called with each new :class:`ClusterStatus`.
+        :keyword clock: the monotonic clock the timeout is measured with (tests give a fake one).
+        :keyword sleep: what waits between polls (tests give a fake one).
+        :keyword stop: a ``threading.Event`` that ends the wait when set.
+        :returns: the ready cluster's :class:`ClusterStatus`.
+        :raises ClusterNotReadyError: when the cluster reports errors or unusable nodes.
+        :raises WaitTimeoutError: when ``timeout`` is spent.
+        :raises StoppedError: when ``stop`` is set.
         """
         polling = Polling(timeout=timeout, allow_no_timeout=False, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=poll_interval if poll_interval is not None
@@ -148,7 +180,11 @@ class GpuCluster(GpuClusterBase):
 
         :param int target_node_count: the number of nodes, 0 or more.
         :returns: an ``LROPoller`` whose result is the :class:`ClusterStatus`.
-        :raises InvalidSpecError: for a bad argument, before anything is sent."""
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :keyword str deallocation_option: ``'requeue'``, ``'terminate'`` or ``'waitforjobcompletion'``.
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the new size.
+        :keyword float polling_interval: seconds between polls (default: the target's)."""
         interval = check_polling(polling, polling_interval)
         if continuation_token is None:
             check_resize(target_node_count, deallocation_option)
@@ -159,7 +195,15 @@ class GpuCluster(GpuClusterBase):
     def resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
         """:meth:`begin_resize`, waiting at most ``timeout`` seconds (None: no limit) until the
-        cluster is steady at the new size; :class:`WaitTimeoutError` after that."""
+        cluster is steady at the new size; :class:`WaitTimeoutError` after that.
+
+        :param int target_node_count: the number of nodes, 0 or more.
+        :keyword str deallocation_option: ``'requeue'``, ``'terminate'`` or ``'waitforjobcompletion'``.
+        :keyword float timeout: seconds to wait; None: no limit.
+        :returns: the cluster's :class:`ClusterStatus` at its new size.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ClusterNotReadyError: when the cluster reports errors or unusable nodes.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the resize goes on)."""
         check_timeout(timeout)
         return self.begin_resize(target_node_count, deallocation_option=deallocation_option).result(timeout)
 
@@ -176,7 +220,11 @@ class GpuCluster(GpuClusterBase):
         :param int maximum: the most nodes.
         :keyword int initial: the nodes to start with.
         :returns: an ``LROPoller`` whose result is the :class:`ClusterStatus`.
-        :raises InvalidSpecError: for bad bounds, before anything is sent."""
+        :raises InvalidSpecError: for bad bounds, before anything is sent.
+        :keyword timedelta idle_time_before_scale_down: how long a node idles before it is released (Azure ML).
+        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
+        :keyword bool polling: False: the poller is done once the service has accepted the new bounds.
+        :keyword float polling_interval: seconds between polls (default: the target's)."""
         interval = check_polling(polling, polling_interval)
         settings = None
         if continuation_token is None:
@@ -189,7 +237,16 @@ class GpuCluster(GpuClusterBase):
     def auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
                    idle_time_before_scale_down: Optional[timedelta] = None,
                    timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
-        """:meth:`begin_auto_scale`, waiting at most ``timeout`` seconds (None: no limit)."""
+        """:meth:`begin_auto_scale`, waiting at most ``timeout`` seconds (None: no limit).
+
+        :param int minimum: the fewest nodes.
+        :param int maximum: the most nodes.
+        :keyword int initial: the nodes to start with.
+        :keyword timedelta idle_time_before_scale_down: how long a node idles before it is released (Azure ML).
+        :keyword float timeout: seconds to wait; None: no limit.
+        :returns: the cluster's :class:`ClusterStatus` within its new bounds.
+        :raises InvalidSpecError: for bad bounds, before anything is sent.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the change goes on)."""
         check_timeout(timeout)
         return self.begin_auto_scale(minimum, maximum, initial=initial,
                                      idle_time_before_scale_down=idle_time_before_scale_down).result(timeout)
@@ -227,5 +284,7 @@ class GpuCluster(GpuClusterBase):
         return background_poller(work, action=action, resource=resource, token=token)
 
     def remote_login_info(self) -> List[RemoteLogin]:
-        """Each node's public IP and SSH port."""
+        """Each node's public IP and SSH port.
+
+        :returns: one :class:`RemoteLogin` per node."""
         return self._backend.remote_logins(self._ref)

@@ -43,7 +43,12 @@ class Experiment(ExperimentBase):
     @classmethod
     def from_id(cls, target: "Target", resource_id: str) -> "Experiment":
         """The existing experiment whose ARM id is ``resource_id`` (as :attr:`id` gives it); an
-        id of another form is an :class:`InvalidSpecError` stating the valid one."""
+        id of another form is an :class:`InvalidSpecError` stating the valid one.
+
+        :param Target target: where the experiment is.
+        :param str resource_id: the experiment's ARM id.
+        :returns: the :class:`Experiment`.
+        :raises InvalidSpecError: for an id of another form."""
         names = names_from_id(target, resource_id, "experiment")
         return parent_workspace(target, names).get_experiment(names["experiment"])
 
@@ -54,24 +59,39 @@ class Experiment(ExperimentBase):
     @classmethod
     def create(cls, workspace: "Workspace", name: str, *,
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "Experiment":
-        """Deprecated: use :meth:`Workspace.create_experiment`."""
+        """Deprecated: use :meth:`Workspace.create_experiment`.
+
+        :param Workspace workspace: the workspace.
+        :param str name: the experiment's name.
+        :keyword float timeout: seconds to wait; None: no limit.
+        :returns: the :class:`Experiment`."""
         deprecated("Experiment.create(workspace, name)", "workspace.create_experiment(name)")
         return workspace.create_experiment(name, timeout=timeout)
 
     @classmethod
     def get(cls, workspace: "Workspace", name: str) -> "Experiment":
-        """Deprecated: use :meth:`Workspace.get_experiment`."""
+        """Deprecated: use :meth:`Workspace.get_experiment`.
+
+        :param Workspace workspace: the workspace.
+        :param str name: the experiment's name.
+        :returns: the :class:`Experiment`."""
         deprecated("Experiment.get(workspace, name)", "workspace.get_experiment(name)")
         return workspace.get_experiment(name)
 
     @classmethod
     def list(cls, workspace: "Workspace") -> List["Experiment"]:
-        """Deprecated: use :meth:`Workspace.list_experiments`."""
+        """Deprecated: use :meth:`Workspace.list_experiments`.
+
+        :param Workspace workspace: the workspace.
+        :returns: the experiments."""
         deprecated("Experiment.list(workspace)", "workspace.list_experiments()")
         return workspace.list_experiments()
 
     def refresh(self) -> "Experiment":
-        """Check that the experiment still exists; returns the experiment itself."""
+        """Check that the experiment still exists; returns the experiment itself.
+
+        :returns: the experiment itself.
+        :raises NotFoundError: when the experiment is gone."""
         self._backend.get_experiment(self.workspace.resource_group, self.workspace.name, self.name)
         return self
 
@@ -93,7 +113,10 @@ class Experiment(ExperimentBase):
 
     def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the experiment and its jobs, waiting at most ``timeout`` seconds (None: no
-        limit); succeeds when already gone."""
+        limit); succeeds when already gone.
+
+        :keyword float timeout: seconds to wait; None: no limit.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
         check_timeout(timeout)
         self.begin_delete().result(timeout)
 
@@ -153,16 +176,31 @@ class Experiment(ExperimentBase):
     def submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Job:
         """:meth:`begin_submit`, waiting at most ``timeout`` seconds (None: no limit) for the
-        service to accept the job; :meth:`Job.wait` then waits for it to end."""
+        service to accept the job; :meth:`Job.wait` then waits for it to end.
+
+        :param str name: the job's name.
+        :param HorovodJob spec: what to run.
+        :keyword cluster: the :class:`GpuCluster` (or its name, or its ARM id) to run on.
+        :keyword float timeout: seconds to wait; None: no limit.
+        :returns: the :class:`Job`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: when a job of that name exists with another spec.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the submission goes on)."""
         check_timeout(timeout)
         return self.begin_submit(name, spec, cluster=cluster).result(timeout)
 
     def get_job(self, name: str) -> Job:
-        """The existing job; :class:`NotFoundError` when there is none."""
+        """The existing job; :class:`NotFoundError` when there is none.
+
+        :param str name: the job's name.
+        :returns: the :class:`Job`, fetched.
+        :raises NotFoundError: when there is none."""
         return Job(self, name).refresh()
 
     def list_jobs(self) -> List[Job]:
-        """The experiment's jobs."""
+        """The experiment's jobs.
+
+        :returns: the jobs, fetched."""
         ws = self.workspace
         return [Job(self, r.name, _record=r) for r in self._backend.list_jobs(ws.resource_group, ws.name, self.name)]
 
@@ -184,6 +222,20 @@ class Experiment(ExperimentBase):
 
         Everything is checked before the first trial is submitted; the first trials are submitted
         now, the others by :meth:`Sweep.wait`. The same call again returns the same sweep.
+
+        :param HorovodJob spec: the job every trial runs.
+        :keyword parameters: option name to a list of values, a :class:`Uniform` or a :class:`LogUniform`.
+        :keyword cluster: the :class:`GpuCluster` (or its name) the trials run on.
+        :keyword str name: the sweep's name, its trials' prefix.
+        :keyword str sampling: ``'grid'`` or ``'random'``.
+        :keyword int num_trials: how many configurations ``'random'`` draws.
+        :keyword int seed: the random draw's seed.
+        :keyword int max_concurrent_trials: at most this many trials run at once.
+        :keyword str metric: the ``metrics.csv`` column trials are judged by.
+        :keyword str mode: ``'max'`` or ``'min'``: which end of ``metric`` is best.
+        :keyword MedianStopping early_stopping: the rule that stops poor trials early (None: none).
+        :returns: the :class:`Sweep`, its first trials submitted.
+        :raises InvalidSpecError: for a bad argument, before any trial is submitted.
         """
         spec, definition = plan_sweep(spec, cluster, GpuCluster, name, parameters=parameters, sampling=sampling,
                                       num_trials=num_trials, seed=seed, max_concurrent_trials=max_concurrent_trials,
@@ -195,7 +247,12 @@ class Experiment(ExperimentBase):
     def get_sweep(self, name: str) -> Sweep:
         """The sweep ``name``, rebuilt from its trial jobs; :class:`NotFoundError` when no job of
         this experiment is a trial of it. Call :meth:`Sweep.resume` to submit its remaining trials
-        from this process."""
+        from this process.
+
+        :param str name: the sweep's name.
+        :returns: the :class:`Sweep`.
+        :raises InvalidSpecError: for a bad name.
+        :raises NotFoundError: when no job is a trial of it."""
         check_batchai_name(name, "name")
         found = sweeps_in(self.list_jobs()).get(name)
         if found is None:
@@ -204,7 +261,9 @@ class Experiment(ExperimentBase):
         return Sweep(self, definition, jobs=jobs)
 
     def list_sweeps(self) -> List[Sweep]:
-        """The sweeps whose trials are jobs of this experiment."""
+        """The sweeps whose trials are jobs of this experiment.
+
+        :returns: the sweeps."""
         return [Sweep(self, definition, jobs=jobs) for definition, jobs in sweeps_in(self.list_jobs()).values()]
 
 

@@ -96,7 +96,13 @@ class FileShare(FileShareBase):
     def from_id(cls, target: "Target", resource_id: str) -> "FileShare":
         """The existing share whose ARM id is ``resource_id`` (as :attr:`id` gives it:
         ``.../storageAccounts/<account>/fileServices/default/shares/<share>``); an id of another
-        form is an :class:`InvalidSpecError` stating the valid one."""
+        form is an :class:`InvalidSpecError` stating the valid one.
+
+        :param Target target: where the share is.
+        :param str resource_id: the share's ARM id.
+        :returns: the :class:`FileShare`.
+        :raises InvalidSpecError: for an id of another form.
+        :raises NotFoundError: when the account or the share is missing."""
         names = names_from_id(target, resource_id, "file share")
         return cls.get(target, names["resource group"], names["account"], names["share"])
 
@@ -170,7 +176,20 @@ class FileShare(FileShareBase):
                location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None,
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "FileShare":
         """:meth:`begin_create`, waiting at most ``timeout`` seconds (None: no limit). Calling it
-        again is harmless."""
+        again is harmless.
+
+        :param Target target: where the storage account is.
+        :param str resource_group: the account's resource group (created when missing).
+        :param str account_name: the storage account (created when missing).
+        :param str share_name: the share (created when missing).
+        :keyword str location: the Azure region of what is created.
+        :keyword str sku: the account's SKU, e.g. Standard_LRS.
+        :keyword int quota_gib: the share's quota in GiB (the service's default when None).
+        :keyword float timeout: seconds to wait; None: no limit.
+        :returns: the :class:`FileShare`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: on Azure ML, when the share's datastore name is other storage.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the creation goes on)."""
         check_timeout(timeout)
         return cls.begin_create(target, resource_group, account_name, share_name, location=location, sku=sku,
                                 quota_gib=quota_gib).result(timeout)
@@ -179,7 +198,14 @@ class FileShare(FileShareBase):
     def get(cls, target: "Target", resource_group: str, account_name: str, share_name: str) -> "FileShare":
         """The existing share; :class:`NotFoundError` when the account or the share is missing.
         Only reads: on Azure ML it registers no datastore (:meth:`create` does), and a job that
-        mounts the share finds its datastore when it is submitted."""
+        mounts the share finds its datastore when it is submitted.
+
+        :param Target target: where the storage account is.
+        :param str resource_group: the account's resource group.
+        :param str account_name: the storage account.
+        :param str share_name: the share.
+        :returns: the :class:`FileShare`.
+        :raises NotFoundError: when the account or the share is missing."""
         share = cls(target, resource_group, account_name, share_name)
         share._read_account()
         share.check_exists()
@@ -242,7 +268,9 @@ class FileShare(FileShareBase):
 
     # -- credentials and clients ----------------------------------------------------------------
     def get_account_key(self) -> str:
-        """The account's first full-permission key, from ``listKeys`` (cached)."""
+        """The account's first full-permission key, from ``listKeys`` (cached).
+
+        :returns: the key (a secret: never logged)."""
         with self._lock:
             if self._key is None:
                 self._key = self.target.backend.get_account_key(self.resource_group, self._account_name)
@@ -304,14 +332,21 @@ class FileShare(FileShareBase):
     @positional_options("relative_mount_path")
     def mount(self, *, relative_mount_path: Optional[str] = None) -> AzureFileShareMount:
         """The mount entry a job (or cluster) needs: account name, share URL, key, and where it
-        appears under ``$AZ_BATCHAI_JOB_MOUNT_ROOT`` (default: the share's name)."""
+        appears under ``$AZ_BATCHAI_JOB_MOUNT_ROOT`` (default: the share's name).
+
+        :keyword str relative_mount_path: the directory under ``$AZ_BATCHAI_JOB_MOUNT_ROOT`` (default: the
+            share's name).
+        :returns: an :class:`AzureFileShareMount`."""
         return AzureFileShareMount.for_share(self._account_name, self.share_name,
                                              relative_mount_path=relative_mount_path or self.share_name,
                                              account_key=self.get_account_key())
 
     # -- directories ----------------------------------------------------------------------------
     def create_directory(self, path: str) -> None:
-        """Create ``path`` and any missing parents (like ``mkdir -p``)."""
+        """Create ``path`` and any missing parents (like ``mkdir -p``).
+
+        :param str path: the directory, relative to the share's root.
+        :raises InvalidSpecError: for a bad path."""
         path = check_share_path(path)
         share = self._share_client()
         parts = path.split("/")
@@ -324,7 +359,12 @@ class FileShare(FileShareBase):
                     pass
 
     def list(self, path: str = "", *, recursive: bool = False) -> List[ShareItem]:
-        """Files and directories in ``path`` (the share root by default), sorted by path."""
+        """Files and directories in ``path`` (the share root by default), sorted by path.
+
+        :param str path: the directory, relative to the share's root.
+        :keyword bool recursive: also list what is under its subdirectories.
+        :returns: one :class:`ShareItem` per file or directory.
+        :raises InvalidSpecError: for a bad path."""
         path = check_share_path(path, allow_root=True)
         share = self._share_client()
         items: list[ShareItem] = []
@@ -337,7 +377,10 @@ class FileShare(FileShareBase):
         return sorted(items, key=lambda item: item.path)
 
     def delete_file(self, path: str) -> None:
-        """Delete one file; succeeds when already gone."""
+        """Delete one file; succeeds when already gone.
+
+        :param str path: the file, relative to the share's root.
+        :raises InvalidSpecError: for a bad path."""
         path = check_share_path(path)
         with azure_errors("deleting", self._where(path)):
             try:
@@ -346,7 +389,11 @@ class FileShare(FileShareBase):
                 pass
 
     def delete_directory(self, path: str, *, recursive: bool = False) -> None:
-        """Delete a directory (with its contents when ``recursive``); succeeds when already gone."""
+        """Delete a directory (with its contents when ``recursive``); succeeds when already gone.
+
+        :param str path: the directory, relative to the share's root.
+        :keyword bool recursive: also delete what is in it.
+        :raises InvalidSpecError: for a bad path."""
         path = check_share_path(path)
         if recursive:
             try:
@@ -389,7 +436,21 @@ class FileShare(FileShareBase):
         next time it reaches the share; the local service also deletes such a file once no upload
         has touched it for two minutes (one a crashed process leaves behind, for instance). Setting
         ``stop`` (a ``threading.Event``) from another thread interrupts it the same way, after the
-        range in flight, with :class:`StoppedError`."""
+        range in flight, with :class:`StoppedError`.
+
+        :param source: the local file.
+        :param str path: where it goes, relative to the share's root.
+        :keyword int max_concurrency: ranges sent at once.
+        :keyword progress: None: a bar on a terminal or in Jupyter; True: always a bar; False: none; a callable:
+            called with ``(bytes_done, bytes_total)``.
+        :keyword bool validate_content: send each range's MD5 for the service to check.
+        :keyword bool read_back: read the file back and compare its MD5 before renaming it into place.
+        :keyword bool verify: deprecated: ``verify=True`` means ``read_back=True``.
+        :keyword stop: a ``threading.Event`` that interrupts the upload when set.
+        :returns: the uploaded file's :class:`ShareItem`.
+        :raises InvalidSpecError: for a bad source, path or option, before anything is sent.
+        :raises TransferError: when the service refuses a range or the read-back differs.
+        :raises StoppedError: when ``stop`` is set."""
         if verify is not None:
             deprecated("FileShare.upload_file(verify=...)", VERIFY_REPLACEMENT)
             read_back = read_back or verify  # verify=True meant a read-back
@@ -489,7 +550,21 @@ class FileShare(FileShareBase):
         link to a directory are skipped, and so are FIFOs, sockets and devices -- each with a
         :class:`UserWarning` naming it. Ctrl-C stops the transfer within about a second: files
         already complete stay, the ones in flight are removed; setting ``stop`` from another thread
-        does the same and raises :class:`StoppedError`."""
+        does the same and raises :class:`StoppedError`.
+
+        :param source: the local directory.
+        :param str path: where it goes, relative to the share's root.
+        :keyword int max_concurrency: ranges sent at once for each file.
+        :keyword progress: None: a bar on a terminal or in Jupyter; True: always a bar; False: none; a callable:
+            called with ``(bytes_done, bytes_total)``.
+        :keyword bool validate_content: send each range's MD5 for the service to check.
+        :keyword bool read_back: read each file back and compare its MD5 before renaming it into place.
+        :keyword bool verify: deprecated: ``verify=True`` means ``read_back=True``.
+        :keyword stop: a ``threading.Event`` that interrupts the upload when set.
+        :returns: one :class:`ShareItem` per uploaded file.
+        :raises InvalidSpecError: for a bad source, path or option, before anything is sent.
+        :raises TransferError: when the service refuses a range or a read-back differs.
+        :raises StoppedError: when ``stop`` is set."""
         if verify is not None:
             deprecated("FileShare.upload_directory(verify=...)", VERIFY_REPLACEMENT)
             read_back = read_back or verify
@@ -530,7 +605,18 @@ class FileShare(FileShareBase):
         holds an MD5 for it (files this package uploaded do) the download is checked against it.
         A destination that cannot be written is an :class:`InvalidSpecError` before anything is read.
         Setting ``stop`` from another thread ends it after the range in flight with
-        :class:`StoppedError`, leaving no partial file."""
+        :class:`StoppedError`, leaving no partial file.
+
+        :param str path: the file, relative to the share's root.
+        :param dest: the local file, or the directory to put it in.
+        :keyword int max_concurrency: ranges fetched at once.
+        :keyword progress: None: a bar on a terminal or in Jupyter; True: always a bar; False: none; a callable:
+            called with ``(bytes_done, bytes_total)``.
+        :keyword stop: a ``threading.Event`` that interrupts the download when set.
+        :returns: the local path written.
+        :raises InvalidSpecError: for a bad path or a destination that cannot be written.
+        :raises TransferError: when the download does not match the stored MD5.
+        :raises StoppedError: when ``stop`` is set."""
         path = check_share_path(path)
         check_concurrency(max_concurrency)
         stop = check_stop_event(stop)
@@ -566,7 +652,18 @@ class FileShare(FileShareBase):
         """Download the tree under ``path`` into the local directory ``dest`` (created if missing).
         Each file appears complete or not at all (see :meth:`download_file`); Ctrl-C stops the
         transfer within about a second, leaving the files already complete and no partial one, and
-        so does setting ``stop`` from another thread (which raises :class:`StoppedError`)."""
+        so does setting ``stop`` from another thread (which raises :class:`StoppedError`).
+
+        :param str path: the directory, relative to the share's root.
+        :param dest: the local directory.
+        :keyword int max_concurrency: ranges fetched at once for each file.
+        :keyword progress: None: a bar on a terminal or in Jupyter; True: always a bar; False: none; a callable:
+            called with ``(bytes_done, bytes_total)``.
+        :keyword stop: a ``threading.Event`` that interrupts the download when set.
+        :returns: the local paths written.
+        :raises InvalidSpecError: for a bad path or destination.
+        :raises TransferError: when a download does not match its stored MD5.
+        :raises StoppedError: when ``stop`` is set."""
         path = check_share_path(path, allow_root=True)
         check_concurrency(max_concurrency)
         stop = check_stop_event(stop)

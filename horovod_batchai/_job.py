@@ -79,7 +79,13 @@ class Job(JobBase):
     def from_id(cls, target: "Target", resource_id: str) -> "Job":
         """The existing job whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched; an
         id of another form is an :class:`InvalidSpecError` stating the valid one. (Azure ML job ids
-        do not name the experiment: it is read from the job.)"""
+        do not name the experiment: it is read from the job.)
+
+        :param Target target: where the job is.
+        :param str resource_id: the job's ARM id.
+        :returns: the :class:`Job`, fetched.
+        :raises InvalidSpecError: for an id of another form.
+        :raises NotFoundError: when there is no such job."""
         names = names_from_id(target, resource_id, "job")
         workspace = parent_workspace(target, names)
         experiment = names.get("experiment") or target.backend.job_experiment(
@@ -94,13 +100,20 @@ class Job(JobBase):
     # -- get / list / delete --------------------------------------------------------------------
     @classmethod
     def get(cls, experiment: "Experiment", name: str) -> "Job":
-        """Deprecated: use :meth:`Experiment.get_job`."""
+        """Deprecated: use :meth:`Experiment.get_job`.
+
+        :param Experiment experiment: the experiment.
+        :param str name: the job's name.
+        :returns: the :class:`Job`."""
         deprecated("Job.get(experiment, name)", "experiment.get_job(name)")
         return experiment.get_job(name)
 
     @classmethod
     def list(cls, experiment: "Experiment") -> List["Job"]:
-        """Deprecated: use :meth:`Experiment.list_jobs`."""
+        """Deprecated: use :meth:`Experiment.list_jobs`.
+
+        :param Experiment experiment: the experiment.
+        :returns: the jobs."""
         deprecated("Job.list(experiment)", "experiment.list_jobs()")
         return experiment.list_jobs()
 
@@ -120,7 +133,10 @@ class Job(JobBase):
 
     def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the job and wait (at most ``timeout`` seconds; None: no limit); succeeds when
-        already gone."""
+        already gone.
+
+        :keyword float timeout: seconds to wait; None: no limit.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
         check_timeout(timeout)
         self.begin_delete().result(timeout)
 
@@ -144,13 +160,20 @@ class Job(JobBase):
 
     def terminate(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> JobStatus:
         """:meth:`begin_terminate`, waiting at most ``timeout`` seconds (None: no limit); returns
-        the job's fresh status."""
+        the job's fresh status.
+
+        :keyword float timeout: seconds to wait; None: no limit.
+        :returns: the job's :class:`JobStatus`.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the termination goes on)."""
         check_timeout(timeout)
         return self.begin_terminate().result(timeout)
 
     # -- state ----------------------------------------------------------------------------------
     def refresh(self) -> "Job":
-        """Fetch the job's current state; returns the job itself (see :attr:`status`)."""
+        """Fetch the job's current state; returns the job itself (see :attr:`status`).
+
+        :returns: the job itself.
+        :raises NotFoundError: when the job is gone."""
         self._fetch()
         return self
 
@@ -168,7 +191,18 @@ class Job(JobBase):
         (exit code, service errors, the tail of the job's log) on failure and
         :class:`WaitTimeoutError` after ``timeout`` seconds (None: no limit). ``on_state`` sees
         each new state. Setting ``stop`` (a ``threading.Event``) from another thread ends the
-        wait within one poll interval with :class:`StoppedError`; the job runs on."""
+        wait within one poll interval with :class:`StoppedError`; the job runs on.
+
+        :param float timeout: seconds to wait; None: no limit.
+        :keyword float poll_interval: seconds between polls (default: the target's).
+        :keyword on_state: called with each new :class:`ExecutionState`.
+        :keyword clock: the monotonic clock the timeout is measured with (tests give a fake one).
+        :keyword sleep: what waits between polls (tests give a fake one).
+        :keyword stop: a ``threading.Event`` that ends the wait when set.
+        :returns: the succeeded job's :class:`JobStatus`.
+        :raises JobFailedError: when the job fails.
+        :raises WaitTimeoutError: when ``timeout`` is spent.
+        :raises StoppedError: when ``stop`` is set."""
         polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
@@ -184,7 +218,12 @@ class Job(JobBase):
     def list_output_files(self, *, output_directory_id: str = STDOUTERR, directory: str = ".",
                           link_expiry_minutes: int = 60) -> List[OutputFile]:
         """Files and directories in ``directory`` of the output directory ``output_directory_id``
-        (``stdouterr`` holds stdout.txt, stderr.txt and the logs)."""
+        (``stdouterr`` holds stdout.txt, stderr.txt and the logs).
+
+        :keyword str output_directory_id: the output directory (``stdouterr`` or an :class:`OutputDirectory`'s id).
+        :keyword str directory: the directory in it to list.
+        :keyword int link_expiry_minutes: how long the files' download URLs stay valid.
+        :returns: one :class:`OutputFile` per file or directory."""
         check_link_expiry(link_expiry_minutes)
         return self._backend.list_output_files(self._ref, output_directory_id, directory, link_expiry_minutes)
 
@@ -194,7 +233,18 @@ class Job(JobBase):
                stop: Optional[threading.Event] = None) -> OutputStream:
         """Text appended to output file ``name`` as the job writes it, until the job ends; waits
         for the file to appear. Setting ``stop`` from another thread ends the iteration within one
-        poll interval with :class:`StoppedError`. See :class:`OutputStream`."""
+        poll interval with :class:`StoppedError`. See :class:`OutputStream`.
+
+        :param str name: the file's path in the output directory.
+        :keyword str output_directory_id: the output directory (``stdouterr`` or an :class:`OutputDirectory`'s id).
+        :keyword float poll_interval: seconds between reads (default: the target's).
+        :keyword float timeout: seconds after which the stream ends with :class:`WaitTimeoutError`; None: no limit.
+        :keyword int link_expiry_minutes: how long each download URL stays valid.
+        :keyword float renew_before_s: seconds before a URL expires that it is renewed (default: a tenth of its
+            lifetime, 5 s to 2 min).
+        :keyword stop: a ``threading.Event`` that ends the iteration when set.
+        :returns: an :class:`OutputStream` of text.
+        :raises InvalidSpecError: for a bad argument, before anything is read."""
         return OutputStream(self, name, output_directory_id=output_directory_id, poll_interval=poll_interval,
                             timeout=timeout, link_expiry_minutes=link_expiry_minutes, renew_before_s=renew_before_s,
                             stop=stop)
@@ -205,7 +255,15 @@ class Job(JobBase):
         whole) to ``dest``: a file path, or a directory to put it in (an existing one, or one written
         with a trailing '/'). A destination that cannot be written is an :class:`InvalidSpecError`.
         Setting ``stop`` from another thread ends it between two chunks with :class:`StoppedError`,
-        leaving no partial file."""
+        leaving no partial file.
+
+        :param str path: the file or directory, relative to the output directory.
+        :param dest: the local file, or the directory to put it in.
+        :keyword str output_directory_id: the output directory (``stdouterr`` or an :class:`OutputDirectory`'s id).
+        :keyword stop: a ``threading.Event`` that ends the download when set.
+        :returns: the local path written.
+        :raises InvalidSpecError: for a bad path or a destination that cannot be written.
+        :raises StoppedError: when ``stop`` is set."""
         stop = check_stop_event(stop)
         directory, _, name = check_output_path(path, "path").strip("/").rpartition("/")
         match = output_named(self.list_output_files(output_directory_id=output_directory_id, directory=directory or "."), name, path,
@@ -238,6 +296,8 @@ class Job(JobBase):
         (``$AZ_BATCHAI_STDOUTERR_DIR`` on the node), which the ``training`` package writes on rank 0
         and any script can write (see the docs, "Experiments: curves and sweeps"). A job that has
         recorded none gives an empty table whose ``reason`` says why.
+
+        :returns: a :class:`MetricsTable`, empty (with its ``reason``) when there are none.
         """
         state = self.refresh().execution_state
         link = metrics_link(self.list_output_files(output_directory_id=STDOUTERR))
@@ -250,7 +310,10 @@ class Job(JobBase):
 
     def sync_tensorboard(self, logdir: Union[str, Path]) -> int:
         """Fetch the job's TensorBoard event files (``tensorboard/`` in its output directory) that
-        are new or have grown into ``logdir``, running or finished; returns how many were fetched."""
+        are new or have grown into ``logdir``, running or finished; returns how many were fetched.
+
+        :param logdir: the local directory to fetch into.
+        :returns: the number of files fetched."""
         from ._tensorboard import sync_event_files
         return sync_event_files(self, local_directory(logdir, "logdir"))
 
@@ -260,7 +323,13 @@ class Job(JobBase):
         """Sync the job's event files to ``logdir`` (default ``./tensorboard/<job>``) and start
         TensorBoard on them (on ``port``, default one the system chooses); returns a :class:`TensorBoard` whose
         ``url`` it answers at, ``sync()`` fetches newer files and ``stop()`` ends it. Where
-        TensorBoard is not installed nothing is started, and ``command_line`` says what to run."""
+        TensorBoard is not installed nothing is started, and ``command_line`` says what to run.
+
+        :keyword logdir: the local directory for the event files (default ``./tensorboard/<job>``).
+        :keyword int port: the port TensorBoard listens on (default: one the system chooses).
+        :keyword bool start: False: only sync, do not start TensorBoard.
+        :returns: a :class:`TensorBoard`.
+        :raises InvalidSpecError: for a bad port."""
         from ._tensorboard import open_tensorboard
         check_tensorboard_port(port)
         return open_tensorboard(self, None if logdir is None else Path(logdir), port=port, start=start)
@@ -268,13 +337,21 @@ class Job(JobBase):
     @positional_options("max_bytes")
     def stderr_tail(self, *, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's error log (``stderr.txt`` on Batch AI, rank 0's log on
-        Azure ML); empty when there is none or it cannot be read."""
+        Azure ML); empty when there is none or it cannot be read.
+
+        :keyword int max_bytes: read at most this many bytes from the log's end.
+        :returns: the text, possibly empty.
+        :raises InvalidSpecError: for a bad ``max_bytes``."""
         return self._tail(self._backend.failure_log_name, max_bytes)
 
     @positional_options("max_bytes")
     def stdout_tail(self, *, max_bytes: int = TAIL_BYTES) -> str:
         """The last lines of the job's ``stdout.txt`` (at most 30, from its last ``max_bytes``
-        bytes); empty when there is none or it cannot be read."""
+        bytes); empty when there is none or it cannot be read.
+
+        :keyword int max_bytes: read at most this many bytes from the file's end.
+        :returns: the text, possibly empty.
+        :raises InvalidSpecError: for a bad ``max_bytes``."""
         return self._tail("stdout.txt", max_bytes)
 
     def _tail(self, wanted: str, max_bytes: int) -> str:
@@ -301,7 +378,14 @@ class Job(JobBase):
         its loss and accuracy curves, updated in place in a notebook (printed as they change
         elsewhere), until the job ends, ``timeout`` seconds pass, or an interrupt (the notebook's
         stop button). Returns the last status fetched; never raises for a failed job. Curves need
-        matplotlib (the ``notebook`` extra)."""
+        matplotlib (the ``notebook`` extra).
+
+        :keyword int lines: how many lines of ``stdout.txt`` to show.
+        :keyword bool curves: show the loss and accuracy curves.
+        :keyword float poll_interval: seconds between updates (default: the target's).
+        :keyword float timeout: seconds to watch; None: until the job ends.
+        :returns: the last :class:`JobStatus` fetched.
+        :raises InvalidSpecError: for a bad ``lines``."""
         from ._watch import NotebookView, TextView, in_notebook, watch
         if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
             raise InvalidSpecError("lines", f"{lines!r} is not a number of lines", "an integer >= 0")

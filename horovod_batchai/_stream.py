@@ -48,6 +48,7 @@ class OutputStream(StreamCursor, Iterator[str]):
         return next(self._iterator)
 
     def close(self) -> None:
+        """End the iteration now; the next ``next()`` raises ``StopIteration``."""
         self._iterator.close()
 
     # -- the loop -------------------------------------------------------------------------------

@@ -50,7 +50,9 @@ class Sweep(SweepBase):
     experiment: "Experiment"
 
     def refresh(self) -> "Sweep":
-        """Fetch the trial jobs' states (one listing of the experiment's jobs)."""
+        """Fetch the trial jobs' states (one listing of the experiment's jobs).
+
+        :returns: the sweep itself."""
         self._adopt(sweeps_in(self.experiment.list_jobs()).get(self.name))
         return self
 
@@ -73,7 +75,9 @@ class Sweep(SweepBase):
 
     def step(self) -> SweepState:
         """One round: fetch the trials, apply the stopping rule, submit what may start. ``wait``
-        calls it until the sweep ends."""
+        calls it until the sweep ends.
+
+        :returns: the sweep's :class:`SweepState` after the round."""
         self.refresh()
         self._notice_cancel()
         self._follow_terminations()
@@ -89,7 +93,17 @@ class Sweep(SweepBase):
         and return :meth:`results`. Trials that fail do not stop the sweep (see :attr:`state`);
         :class:`WaitTimeoutError` after ``timeout`` seconds (None: no limit) leaves the trials running.
         Setting ``stop`` (a ``threading.Event``) from another thread ends the wait within one poll
-        interval with :class:`StoppedError`; the trials run on, and :meth:`wait` continues the sweep."""
+        interval with :class:`StoppedError`; the trials run on, and :meth:`wait` continues the sweep.
+
+        :param float timeout: seconds to wait; None: no limit.
+        :keyword float poll_interval: seconds between rounds (default: the target's).
+        :keyword on_step: called with the sweep after each round.
+        :keyword clock: the monotonic clock the timeout is measured with (tests give a fake one).
+        :keyword sleep: what waits between rounds (tests give a fake one).
+        :keyword stop: a ``threading.Event`` that ends the wait when set.
+        :returns: the sweep's :class:`SweepResults`.
+        :raises WaitTimeoutError: when ``timeout`` is spent.
+        :raises StoppedError: when ``stop`` is set."""
         polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop,
                           poll_interval=self._poll_interval(poll_interval))
         what = f"waiting for sweep {self.name!r}"
@@ -106,7 +120,11 @@ class Sweep(SweepBase):
 
     def resume(self, spec: "HorovodJob") -> "Sweep":
         """Take over submitting the remaining trials, with the spec the sweep was made from (its
-        storage keys are needed, and no service returns them). Then call :meth:`wait`."""
+        storage keys are needed, and no service returns them). Then call :meth:`wait`.
+
+        :param HorovodJob spec: the spec the sweep was made from, with its storage keys.
+        :returns: the sweep itself.
+        :raises InvalidSpecError: for a spec the sweep was not made from."""
         self._take_spec(spec)
         return self
 
@@ -114,7 +132,10 @@ class Sweep(SweepBase):
         """Terminate the running trials and submit no more; trials that ended keep their results.
         Waits at most ``timeout`` seconds (None: no limit) for the terminations, then
         :class:`WaitTimeoutError` naming the trials still terminating (the sweep stays cancelled
-        and the service goes on stopping them)."""
+        and the service goes on stopping them).
+
+        :keyword float timeout: seconds to wait; None: no limit.
+        :raises WaitTimeoutError: when ``timeout`` is spent."""
         check_timeout(timeout)
         self.refresh()
         self._cancelled = True
@@ -132,7 +153,9 @@ class Sweep(SweepBase):
 
     # -- results --------------------------------------------------------------------------------
     def results(self) -> SweepResults:
-        """One row per trial: parameters, status, epochs, the final and best value of the metric."""
+        """One row per trial: parameters, status, epochs, the final and best value of the metric.
+
+        :returns: the :class:`SweepResults`."""
         self.refresh()
         return self._results({i: self._metrics_of(i) for i in self._jobs})
 
@@ -140,7 +163,12 @@ class Sweep(SweepBase):
     def best(self, *, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
         """The trial with the best value of ``metric`` (default: the sweep's) over its epochs;
         ``mode`` 'max' or 'min' (default: the sweep's). :class:`NotFoundError` when no trial has
-        recorded it yet."""
+        recorded it yet.
+
+        :keyword str metric: the metric (default: the sweep's).
+        :keyword str mode: ``'max'`` or ``'min'`` (default: the sweep's).
+        :returns: the best :class:`Trial`.
+        :raises NotFoundError: when no trial has recorded ``metric``."""
         metric, mode = self._best_arguments(metric, mode)
         return self._best_in(self.results(), metric, mode)
 

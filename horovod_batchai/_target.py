@@ -112,7 +112,14 @@ class Target:
         directory; default ``$HOROVOD_BATCHAI_NODE_RUNTIME``, else the SDK's own Python). A daemon
         already running with another one raises ``NodeRuntimeMismatch`` when first used. A
         ``LocalService`` is given its runtime when it is built, so ``service`` and
-        ``node_runtime`` do not go together."""
+        ``node_runtime`` do not go together.
+
+        :param service: a started ``LocalService`` or its ``ServiceInfo``; None: the daemon for ``state_dir``.
+        :keyword state_dir: the daemon's state directory (default ``$HOROVOD_BATCHAI_STATE_DIR`` or
+            ``~/.horovod-batchai/local``).
+        :keyword node_runtime: the interpreter, or its environment's directory, the daemon runs jobs with.
+        :keyword str subscription_id: the subscription the local service's resource ids name.
+        :returns: a :class:`Target` for the local service."""
         return cls._over(Connection.local(service, state_dir=state_dir, node_runtime=node_runtime,
                                           subscription_id=subscription_id, client_options=client_options))
 
@@ -121,7 +128,12 @@ class Target:
               management_endpoint: str = AZURE_MANAGEMENT_ENDPOINT, **client_options: Any) -> "Target":
         """Azure Batch AI (retired in 2019; kept because the local service speaks its API):
         ``credential`` defaults to ``azure.identity.DefaultAzureCredential()``. Only https
-        endpoints are accepted."""
+        endpoints are accepted.
+
+        :param str subscription_id: the Azure subscription.
+        :param credential: an azure-core ``TokenCredential`` (default ``DefaultAzureCredential()``).
+        :keyword str management_endpoint: the ARM endpoint (https only).
+        :returns: a :class:`Target` for Batch AI's API on Azure."""
         default = credential is None
         connection = Connection.azure(subscription_id, credential or default_credential(client_options),
                                       management_endpoint=management_endpoint, client_options=client_options)
@@ -132,7 +144,13 @@ class Target:
                 credential: Optional[TokenCredential] = None, **client_options: Any) -> "Target":
         """An Azure Machine Learning workspace: clusters are AmlCompute, shares are AzureFile
         datastores, jobs are command jobs with MPI distribution. ``credential`` defaults to
-        ``azure.identity.DefaultAzureCredential()``. Needs ``pip install horovod-batchai[azureml]``."""
+        ``azure.identity.DefaultAzureCredential()``. Needs ``pip install horovod-batchai[azureml]``.
+
+        :param str subscription_id: the workspace's subscription.
+        :param str resource_group: the workspace's resource group.
+        :param str workspace: the Azure ML workspace's name.
+        :param credential: an azure-core ``TokenCredential`` (default ``DefaultAzureCredential()``).
+        :returns: a :class:`Target` for the Azure ML workspace."""
         default = credential is None
         connection = Connection.azureml(subscription_id, resource_group, workspace,
                                         credential or default_credential(client_options), client_options)
@@ -143,7 +161,10 @@ class Target:
         """From ``HOROVOD_BATCHAI_TARGET`` (``local``, the default, ``azure`` or ``azureml``),
         ``AZURE_SUBSCRIPTION_ID`` (required for azure and azureml), ``AZURE_RESOURCE_GROUP`` and
         ``AZUREML_WORKSPACE_NAME`` (azureml) and ``HOROVOD_BATCHAI_STATE_DIR`` and
-        ``HOROVOD_BATCHAI_NODE_RUNTIME`` (local)."""
+        ``HOROVOD_BATCHAI_NODE_RUNTIME`` (local).
+
+        :param environ: the variables to read (default ``os.environ``).
+        :returns: the :class:`Target` the variables name."""
         return target_from_env(cls, environ, **client_options)
 
     def __repr__(self) -> str:
@@ -198,6 +219,7 @@ class Target:
 
     @property
     def is_local(self) -> bool:
+        """True for the local service (:meth:`local`), False for Azure and Azure ML."""
         return self.kind == "local"
 
     @property
@@ -208,7 +230,10 @@ class Target:
     def default_file_endpoint(self, account_name: str) -> str:
         """The Files endpoint of ``account_name`` when its account document is not at hand (a mount
         in a job.json names only the account): ``https://<account>.file.core.windows.net/`` on Azure,
-        ``<local endpoint>/<account>/`` locally."""
+        ``<local endpoint>/<account>/`` locally.
+
+        :param str account_name: the storage account.
+        :returns: the endpoint URL, ending in ``/``."""
         return self._connection.default_file_endpoint(account_name)
 
     @property
@@ -222,11 +247,18 @@ class Target:
         return self._connection.connection_verify
 
     def credential(self) -> TokenCredential:
-        """The credential every client of the target signs with (locally, the service's own)."""
+        """The credential every client of the target signs with (locally, the service's own).
+
+        :returns: an azure-core ``TokenCredential``."""
         return self._connection.credential()
 
     def check_data_url(self, url: str, what: str) -> str:
-        """Refuse a storage URL the service handed us unless it is https (and, locally, loopback)."""
+        """Refuse a storage URL the service handed us unless it is https (and, locally, loopback).
+
+        :param str url: the URL the service returned.
+        :param str what: what the URL is for, named in the error.
+        :returns: ``url`` unchanged.
+        :raises TargetError: for a URL that is not https, or (locally) not the local service's."""
         return self._connection.check_data_url(url, what)
 
     def _workspace(self, resource_group: str, name: str) -> Workspace:
@@ -235,28 +267,43 @@ class Target:
 
     # -- Microsoft's clients --------------------------------------------------------------------
     def batchai(self) -> "BatchAI":
-        """The target's ``azure.mgmt.batchai.BatchAI`` client (shared; closed with the target)."""
+        """The target's ``azure.mgmt.batchai.BatchAI`` client (shared; closed with the target).
+
+        :returns: the shared ``BatchAI`` client."""
         return self._connection.batchai()
 
     def resources(self) -> "ResourceManagementClient":
-        """The target's ``ResourceManagementClient`` (shared; closed with the target)."""
+        """The target's ``ResourceManagementClient`` (shared; closed with the target).
+
+        :returns: the shared ``ResourceManagementClient``."""
         return self._connection.resources()
 
     def storage(self) -> "StorageManagementClient":
-        """The target's ``StorageManagementClient`` (shared; closed with the target)."""
+        """The target's ``StorageManagementClient`` (shared; closed with the target).
+
+        :returns: the shared ``StorageManagementClient``."""
         return self._connection.storage()
 
     def data_plane_options(self) -> dict[str, Any]:
-        """What every data-plane (storage) client of this target is built with."""
+        """What every data-plane (storage) client of this target is built with.
+
+        :returns: the keyword arguments for a storage client's constructor."""
         return self._connection.data_plane_options()
 
     def share_service(self, account_url: str, account_key: str) -> "ShareServiceClient":
         """A ``ShareServiceClient`` for ``account_url`` (the account's ``primaryEndpoints.file``)
-        signing with the shared key; the key lives only inside the client."""
+        signing with the shared key; the key lives only inside the client.
+
+        :param str account_url: the account's Files endpoint.
+        :param str account_key: the account's shared key.
+        :returns: a ``ShareServiceClient``."""
         return self._connection.share_service(account_url, account_key)
 
     def file_from_sas_url(self, url: str) -> "ShareFileClient":
-        """A client for one file reached through a SAS download URL (no other credential sent)."""
+        """A client for one file reached through a SAS download URL (no other credential sent).
+
+        :param str url: the SAS download URL of the file.
+        :returns: a ``ShareFileClient`` for that file."""
         return self._connection.file_from_sas_url(url)
 
     # -- lifetime -------------------------------------------------------------------------------

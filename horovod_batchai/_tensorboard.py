@@ -48,12 +48,17 @@ class TensorBoard(TensorBoardBase):
     job: "Job"
 
     def sync(self) -> int:
-        """Fetch the event files the job wrote since the last sync; returns how many."""
+        """Fetch the event files the job wrote since the last sync; returns how many.
+
+        :returns: the number of files fetched."""
         return sync_event_files(self.job, self.logdir)
 
     def start(self, *, timeout: float = 120.0) -> "TensorBoard":
         """Start TensorBoard on :attr:`logdir` and wait until it says where it listens; when
-        TensorBoard is not installed, log the command and return without starting anything."""
+        TensorBoard is not installed, log the command and return without starting anything.
+
+        :keyword float timeout: seconds to wait for TensorBoard to say where it listens.
+        :returns: the TensorBoard itself."""
         self._start(timeout)
         return self
 

@@ -52,7 +52,13 @@ class Workspace(WorkspaceBase):
     @classmethod
     def from_id(cls, target: "Target", resource_id: str) -> "Workspace":
         """The existing workspace whose ARM id is ``resource_id`` (as :attr:`id` gives it); an id
-        of another form is an :class:`InvalidSpecError` stating the valid one."""
+        of another form is an :class:`InvalidSpecError` stating the valid one.
+
+        :param Target target: where the workspace is.
+        :param str resource_id: the workspace's ARM id.
+        :returns: the :class:`Workspace`, fetched.
+        :raises InvalidSpecError: for an id of another form.
+        :raises NotFoundError: when there is no such workspace."""
         names = names_from_id(target, resource_id, "workspace")
         return cls.get(target, names["resource group"], names["workspace"])
 
@@ -61,7 +67,10 @@ class Workspace(WorkspaceBase):
         return self.target.backend
 
     def refresh(self) -> "Workspace":
-        """Fetch the workspace again; returns the workspace itself."""
+        """Fetch the workspace again; returns the workspace itself.
+
+        :returns: the workspace itself.
+        :raises NotFoundError: when the workspace is gone."""
         self._record = self._backend.get_workspace(self.resource_group, self.name)
         return self
 
@@ -100,18 +109,38 @@ class Workspace(WorkspaceBase):
     def create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "Workspace":
         """:meth:`begin_create`, waiting at most ``timeout`` seconds (None: no limit); calling it
-        again returns the same workspace."""
+        again returns the same workspace.
+
+        :param Target target: where to create it.
+        :param str resource_group: its resource group (created when missing).
+        :param str name: the workspace's name.
+        :keyword str location: the Azure region of what is created (Batch AI's default: eastus).
+        :keyword float timeout: seconds to wait; None: no limit.
+        :returns: the :class:`Workspace`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the creation goes on)."""
         check_timeout(timeout)
         return cls.begin_create(target, resource_group, name, location=location).result(timeout)
 
     @classmethod
     def get(cls, target: "Target", resource_group: str, name: str) -> "Workspace":
-        """The existing workspace; :class:`NotFoundError` when there is none."""
+        """The existing workspace; :class:`NotFoundError` when there is none.
+
+        :param Target target: where the workspace is.
+        :param str resource_group: its resource group.
+        :param str name: the workspace's name.
+        :returns: the :class:`Workspace`, fetched.
+        :raises NotFoundError: when there is none."""
         return cls(target, resource_group, name).refresh()
 
     @classmethod
     def list(cls, target: "Target", resource_group: Optional[str] = None) -> List["Workspace"]:
-        """Workspaces in ``resource_group``, or in the whole subscription."""
+        """Workspaces in ``resource_group``, or in the whole subscription.
+
+        :param Target target: where to list.
+        :param str resource_group: the resource group; None: the whole subscription.
+        :returns: the workspaces, fetched.
+        :raises InvalidSpecError: for a bad resource group name."""
         if resource_group is not None:
             check_resource_group(resource_group)
         return [cls(target, r.resource_group, r.name, _record=r)
@@ -165,12 +194,18 @@ class Workspace(WorkspaceBase):
     def delete(self, *, delete_resource_group: bool = False, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
         """Delete the workspace (with its clusters, experiments and jobs) -- and, only when asked,
         its resource group with everything in it -- waiting at most ``timeout`` seconds for both.
-        Succeeds when already gone."""
+        Succeeds when already gone.
+
+        :keyword bool delete_resource_group: also delete the resource group and everything in it.
+        :keyword float timeout: seconds to wait; None: no limit.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
         check_timeout(timeout)
         self.begin_delete(delete_resource_group=delete_resource_group).result(timeout)
 
     def usages(self) -> List[Usage]:
-        """Quotas and their use in the workspace's region."""
+        """Quotas and their use in the workspace's region.
+
+        :returns: one :class:`Usage` per quota."""
         location = self.location or self.refresh().location
         return self._backend.usages(str(location))
 
@@ -198,7 +233,12 @@ class Workspace(WorkspaceBase):
 
     def create_experiment(self, name: str, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Experiment:
         """The experiment ``name`` (get-or-create): :meth:`begin_create_experiment`, waiting at most
-        ``timeout`` seconds (None: no limit)."""
+        ``timeout`` seconds (None: no limit).
+
+        :param str name: the experiment's name.
+        :keyword float timeout: seconds to wait; None: no limit.
+        :returns: the :class:`Experiment`.
+        :raises InvalidSpecError: for a bad name, before anything is sent."""
         check_timeout(timeout)
         return self.begin_create_experiment(name).result(timeout)
 
@@ -207,11 +247,17 @@ class Workspace(WorkspaceBase):
         return Experiment(self, name)
 
     def get_experiment(self, name: str) -> Experiment:
-        """The existing experiment; :class:`NotFoundError` when there is none."""
+        """The existing experiment; :class:`NotFoundError` when there is none.
+
+        :param str name: the experiment's name.
+        :returns: the :class:`Experiment`.
+        :raises NotFoundError: when there is none."""
         return Experiment(self, name).refresh()
 
     def list_experiments(self) -> List[Experiment]:
-        """The workspace's experiments."""
+        """The workspace's experiments.
+
+        :returns: the experiments."""
         return [Experiment(self, name) for name in self._backend.list_experiments(self.resource_group, self.name)]
 
     # -- clusters -------------------------------------------------------------------------------
@@ -246,6 +292,18 @@ class Workspace(WorkspaceBase):
         :returns: an ``LROPoller`` whose result is the :class:`GpuCluster`.
         :raises InvalidSpecError: for a bad argument, before anything is sent.
         :raises ConflictError: when the cluster exists with other settings.
+        :keyword str vm_size: the nodes' VM size.
+        :keyword str vm_priority: ``'dedicated'`` or ``'lowpriority'``.
+        :keyword int target_node_count: a fixed number of nodes (not with ``auto_scale``).
+        :keyword auto_scale: an :class:`AutoScale` or ``(minimum, maximum)`` node counts.
+        :keyword str admin_user_name: the nodes' admin user.
+        :keyword str ssh_public_key: the admin user's public key (OpenSSH text).
+        :keyword str admin_password: the admin user's password.
+        :keyword bool generate_ssh_keys: use (or create) the local key pair when no key or password is given.
+        :keyword ssh_key_path: the private key's path for ``generate_ssh_keys`` (default ``~/.ssh/id_rsa``).
+        :keyword ImageReference image: the nodes' VM image.
+        :keyword SetupTask setup_task: a command run on each node as it starts.
+        :keyword mounts: the file systems mounted on every node.
         """
         check_batchai_name(name, "cluster")
         interval = check_polling(polling, polling_interval)
@@ -286,7 +344,27 @@ class Workspace(WorkspaceBase):
                        timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> GpuCluster:
         """:meth:`begin_create_cluster`, waiting at most ``timeout`` seconds (None: no limit) for
         the service to accept the cluster; :meth:`GpuCluster.wait_until_ready` then waits for its
-        nodes."""
+        nodes.
+
+        :param str name: the cluster's name.
+        :param ClusterSpec spec: the whole cluster, instead of the keyword options.
+        :keyword str vm_size: the nodes' VM size.
+        :keyword str vm_priority: ``'dedicated'`` or ``'lowpriority'``.
+        :keyword int target_node_count: a fixed number of nodes (not with ``auto_scale``).
+        :keyword auto_scale: an :class:`AutoScale` or ``(minimum, maximum)`` node counts.
+        :keyword str admin_user_name: the nodes' admin user.
+        :keyword str ssh_public_key: the admin user's public key (OpenSSH text).
+        :keyword str admin_password: the admin user's password.
+        :keyword bool generate_ssh_keys: use (or create) the local key pair when no key or password is given.
+        :keyword ssh_key_path: the private key's path for ``generate_ssh_keys`` (default ``~/.ssh/id_rsa``).
+        :keyword ImageReference image: the nodes' VM image.
+        :keyword SetupTask setup_task: a command run on each node as it starts.
+        :keyword mounts: the file systems mounted on every node.
+        :keyword float timeout: seconds to wait; None: no limit.
+        :returns: the :class:`GpuCluster`.
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: when the cluster exists with other settings.
+        :raises WaitTimeoutError: when ``timeout`` is spent (the creation goes on)."""
         check_timeout(timeout)
         return self.begin_create_cluster(
             name, spec, vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count,
@@ -295,11 +373,17 @@ class Workspace(WorkspaceBase):
             image=image, setup_task=setup_task, mounts=mounts).result(timeout)
 
     def get_cluster(self, name: str) -> GpuCluster:
-        """The existing cluster; :class:`NotFoundError` when there is none."""
+        """The existing cluster; :class:`NotFoundError` when there is none.
+
+        :param str name: the cluster's name.
+        :returns: the :class:`GpuCluster`, fetched.
+        :raises NotFoundError: when there is none."""
         return GpuCluster(self, name).refresh()
 
     def list_clusters(self) -> List[GpuCluster]:
-        """The workspace's clusters (on Azure ML, its AmlCompute clusters)."""
+        """The workspace's clusters (on Azure ML, its AmlCompute clusters).
+
+        :returns: the clusters, fetched."""
         return [GpuCluster(self, r.name, _record=r)
                 for r in self._backend.list_clusters(self.resource_group, self.name)]
 

@@ -182,4 +182,8 @@ class ClusterSpec(PicklesWithoutSecrets):
         return self.auto_scale.maximum if self.auto_scale is not None else int(self.target_node_count or 0)
 
     def replace(self, **changes: Any) -> "ClusterSpec":
+        """A copy with ``changes`` applied (and validated), e.g. ``spec.replace(target_node_count=2)``.
+
+        :returns: a new :class:`ClusterSpec`.
+        :raises InvalidSpecError: for a bad value."""
         return dataclasses.replace(self, **changes)

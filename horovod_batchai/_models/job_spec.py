@@ -257,7 +257,9 @@ class HorovodJob(PicklesWithoutSecrets):
     def without_secrets(self) -> "HorovodJob":
         """A copy without storage keys, the registry password and secret environment values (as
         the service reports a job back): what can be pickled. An unmanaged mount's command is a
-        secret that is also the mount itself, so such a mount is kept, and pickling refuses it."""
+        secret that is also the mount itself, so such a mount is kept, and pickling refuses it.
+
+        :returns: a new :class:`HorovodJob`."""
         mounts = tuple(_without_key(m) for m in self.mounts)
         registry = self.container_registry
         if registry is not None and registry.password is not None:
@@ -319,7 +321,13 @@ class HorovodJob(PicklesWithoutSecrets):
                     json_form: Optional[str] = None) -> InvalidSpecError:
         """The error for ``field_name`` as the user wrote it: the job.json property (and file, and
         ``json_form`` when the valid form reads differently there) when the field was read from
-        one, the Python name otherwise."""
+        one, the Python name otherwise.
+
+        :param str field_name: the field's Python name.
+        :param str problem: what is wrong with it.
+        :param str valid_form: what a valid value looks like.
+        :param str json_form: the valid form as job.json writes it, when it reads differently.
+        :returns: the :class:`InvalidSpecError` (not raised)."""
         err = InvalidSpecError(field_name, problem, valid_form)
         return self._origin.rename(err, json_form) if self._origin is not None else err
 
@@ -336,7 +344,12 @@ class HorovodJob(PicklesWithoutSecrets):
 
     def check_cluster(self, cluster_id: str, cluster_name: str, maximum_node_count: Optional[int]) -> None:
         """Raise unless the job can run on that cluster: the one it names (if any), with room for
-        ``node_count`` nodes."""
+        ``node_count`` nodes.
+
+        :param str cluster_id: the cluster's ARM id.
+        :param str cluster_name: the cluster's name.
+        :param maximum_node_count: the most nodes the cluster can have (None: not known).
+        :raises InvalidSpecError: when the job names another cluster or needs more nodes."""
         if self.cluster_id is not None and self.cluster_id.lower() != cluster_id.lower():
             raise self.field_error("cluster_id", f"names cluster {self.cluster_id!r}, but the job is submitted "
                                    f"to {cluster_id!r}", "the id of the cluster given to submit(), or no cluster")
@@ -346,7 +359,10 @@ class HorovodJob(PicklesWithoutSecrets):
 
     def check_paths_against(self, cluster_mounts: Sequence[Mount]) -> None:
         """Raise unless the script, stdOutErrPathPrefix and directories all lie in a mount of the
-        job or of the cluster (``$AZ_BATCHAI_MOUNT_ROOT/...``) or under an input directory."""
+        job or of the cluster (``$AZ_BATCHAI_MOUNT_ROOT/...``) or under an input directory.
+
+        :param cluster_mounts: the cluster's mounts.
+        :raises InvalidSpecError: for a path outside every mount and input directory."""
         for name, path in self._mounted_paths():
             root, _ = _split_root(path)
             if root == "$AZ_BATCHAI_INPUT" and name != "std_out_err_path_prefix":
@@ -359,7 +375,11 @@ class HorovodJob(PicklesWithoutSecrets):
         """The fields whose settings differ from ``other``'s, naming them as the user wrote them.
         Secret values and keys are not compared (the service never returns them): secrets by name
         only (``other_secret_names`` when ``other`` was read back without its values), mounts and
-        the registry without their keys and password."""
+        the registry without their keys and password.
+
+        :param HorovodJob other: the spec to compare with.
+        :keyword other_secret_names: the names of ``other``'s secrets, when it was read back without them.
+        :returns: the differing fields' names."""
         def plain(spec: "HorovodJob", secret_names: Collection[str]) -> dict[str, Any]:
             return {
                 "script": spec.script, "arguments": spec.arguments, "node_count": spec.node_count,
@@ -386,7 +406,10 @@ class HorovodJob(PicklesWithoutSecrets):
     # -- building and varying -------------------------------------------------------------------
     def replace(self, **changes: Any) -> "HorovodJob":
         """A copy with ``changes`` applied (and validated), e.g. ``spec.replace(node_count=2)``.
-        Fields changed here are named as Python arguments in later errors, even for a job.json."""
+        Fields changed here are named as Python arguments in later errors, even for a job.json.
+
+        :returns: a new :class:`HorovodJob`.
+        :raises InvalidSpecError: for a bad value."""
         return self._replace(self._origin.without(changes) if self._origin is not None else None, changes)
 
     def _replace(self, origin: Optional[JobOrigin], changes: Mapping[str, Any]) -> "HorovodJob":
@@ -408,7 +431,13 @@ class HorovodJob(PicklesWithoutSecrets):
         """Fill ``<AZURE_BATCHAI_STORAGE_ACCOUNT>`` / ``<AZURE_BATCHAI_STORAGE_KEY>`` (and missing
         account names or keys) in file share and blob mounts from ``storage`` (a :class:`FileShare`)
         or from ``account_name`` + ``account_key`` -- as ``az batchai job create
-        --storage-account-name`` did, but without listing the subscription's accounts."""
+        --storage-account-name`` did, but without listing the subscription's accounts.
+
+        :param storage: the :class:`FileShare` whose account fills the placeholders.
+        :keyword str account_name: the storage account, instead of ``storage``.
+        :keyword str account_key: its key, instead of ``storage``.
+        :returns: a new :class:`HorovodJob`.
+        :raises InvalidSpecError: for a bad account name or key."""
         if storage is not None and (account_name or account_key):
             raise InvalidSpecError("storage", "give a FileShare or account_name/account_key, not both",
                                    "with_storage(share) or with_storage(account_name=..., account_key=...)")
@@ -438,7 +467,15 @@ class HorovodJob(PicklesWithoutSecrets):
         """From a job.json document (``{"$schema": ..., "properties": {...}}``, or the bare
         properties), validated against the official 2018-05-01 schema it names. Every property a
         Horovod job may have is checked, and any other is refused; errors name the property path
-        as written and ``source``."""
+        as written and ``source``.
+
+        :param document: the job.json document.
+        :keyword storage: a :class:`FileShare` that fills the storage placeholders.
+        :keyword str storage_account_name: the storage account, instead of ``storage``.
+        :keyword str storage_account_key: its key, instead of ``storage``.
+        :keyword str source: where the document came from, named in errors.
+        :returns: the :class:`HorovodJob`.
+        :raises InvalidSpecError: for a document that is not a valid Horovod job."""
         from .job_json import job_from_properties
         from .job_schemas import validate_job_document
         if storage_account_key is not None and storage is None and storage_account_name is None:
@@ -456,7 +493,14 @@ class HorovodJob(PicklesWithoutSecrets):
                   storage_account_key: Optional[str] = None) -> "HorovodJob":
         """From a job.json file such as the tutorial's, accepted verbatim. Storage placeholders are
         filled from ``storage`` (a :class:`FileShare`) or the explicit account name and key; without
-        them they stay, and :meth:`with_storage` fills them later."""
+        them they stay, and :meth:`with_storage` fills them later.
+
+        :param path: the job.json file.
+        :keyword storage: a :class:`FileShare` that fills the storage placeholders.
+        :keyword str storage_account_name: the storage account, instead of ``storage``.
+        :keyword str storage_account_key: its key, instead of ``storage``.
+        :returns: the :class:`HorovodJob`.
+        :raises InvalidSpecError: for a file that cannot be read or is not a valid Horovod job."""
         from .job_schemas import read_job_file
         path = Path(path)
         return cls.from_dict(read_job_file(path), storage=storage, storage_account_name=storage_account_name,
@@ -464,7 +508,9 @@ class HorovodJob(PicklesWithoutSecrets):
 
     def to_dict(self) -> dict[str, Any]:
         """The job.json form (``{"$schema", "properties"}``), with every key and secret value
-        replaced by a placeholder -- safe to print or save."""
+        replaced by a placeholder -- safe to print or save.
+
+        :returns: the job.json document, placeholders for secrets."""
         from .job_json import job_to_properties
         from .job_schemas import JOB_SCHEMA_URL
         return {"$schema": JOB_SCHEMA_URL,

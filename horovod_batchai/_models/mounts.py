@@ -127,6 +127,7 @@ class AzureFileShareMount(PicklesWithoutSecrets):
 
     @property
     def share_name(self) -> str:
+        """The share's name, read from :attr:`azure_file_url`."""
         return urlparse(self.azure_file_url.replace(ACCOUNT_PLACEHOLDER, "placeholder")).path.strip("/")
 
     @property
@@ -144,6 +145,14 @@ class AzureFileShareMount(PicklesWithoutSecrets):
     @classmethod
     def for_share(cls, account_name: str, share_name: str, *, relative_mount_path: Optional[str] = None,
                   account_key: Optional[str] = None) -> "AzureFileShareMount":
+        """The mount of share ``share_name`` of account ``account_name``, at its Files endpoint on Azure.
+
+        :param str account_name: the storage account.
+        :param str share_name: the share.
+        :keyword str relative_mount_path: where it appears under the mount root (default: ``share_name``).
+        :keyword str account_key: the account's key (None: filled later, e.g. by :meth:`HorovodJob.with_storage`).
+        :returns: an :class:`AzureFileShareMount`.
+        :raises InvalidSpecError: for a bad name or path."""
         return cls(account_name=account_name, azure_file_url=azure_file_url(account_name, share_name),
                    relative_mount_path=relative_mount_path or share_name, account_key=account_key)
 

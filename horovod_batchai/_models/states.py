@@ -27,11 +27,18 @@ class ExecutionState(str, enum.Enum):
 
         >>> ExecutionState("running").is_terminal(), ExecutionState.FAILED.is_terminal()
         (False, True)
+
+        :returns: whether the state is final.
         """
         return self in (ExecutionState.SUCCEEDED, ExecutionState.FAILED)
 
     @classmethod
     def parse(cls, value: object) -> "ExecutionState":
+        """The state a service or SDK value names, in any case (a string or an enum member).
+
+        :param value: the service's value.
+        :returns: the :class:`ExecutionState`.
+        :raises ValueError: for a value that names no state."""
         return cls(str(getattr(value, "value", value)).lower())
 
 
@@ -43,6 +50,11 @@ class AllocationState(str, enum.Enum):
 
     @classmethod
     def parse(cls, value: object) -> "AllocationState":
+        """The state a service or SDK value names, in any case (a string or an enum member).
+
+        :param value: the service's value.
+        :returns: the :class:`AllocationState`.
+        :raises ValueError: for a value that names no state."""
         return cls(str(getattr(value, "value", value)).lower())
 
 
@@ -125,7 +137,9 @@ class ClusterStatus:
                 str(counts.unusable)]
 
     def table(self) -> str:
-        """The tutorial's ``--output table`` view of the cluster."""
+        """The tutorial's ``--output table`` view of the cluster.
+
+        :returns: the table's text."""
         row = self._row()
         widths = [max(len(h), len(v)) for h, v in zip(self._HEADERS, row)]
 

@@ -44,6 +44,10 @@ class Uniform:
         _check_range(self, "Uniform")
 
     def draw(self, rng: random.Random) -> float:
+        """A value drawn uniformly from ``[low, high]``.
+
+        :param random.Random rng: the sweep's random generator.
+        :returns: the value."""
         return rng.uniform(self.low, self.high)
 
 
@@ -61,6 +65,10 @@ class LogUniform:
             raise InvalidSpecError("low", f"{self.low!r} is not positive", "LogUniform(low, high) with 0 < low < high")
 
     def draw(self, rng: random.Random) -> float:
+        """A value whose logarithm is drawn uniformly from ``[log(low), log(high)]``.
+
+        :param random.Random rng: the sweep's random generator.
+        :returns: the value."""
         return math.exp(rng.uniform(math.log(self.low), math.log(self.high)))
 
 
@@ -96,7 +104,13 @@ class MedianStopping:
                                        "MedianStopping(min_epochs=1, min_trials=2)")
 
     def should_stop(self, value: Optional[float], epoch: int, others: Sequence[float], mode: str) -> bool:
-        """Whether a trial with ``value`` at ``epoch`` stops, given the others' values at that epoch."""
+        """Whether a trial with ``value`` at ``epoch`` stops, given the others' values at that epoch.
+
+        :param value: the trial's value of the metric at ``epoch`` (None: not recorded).
+        :param int epoch: the epoch.
+        :param others: the other trials' values at that epoch.
+        :param str mode: ``'max'`` or ``'min'``.
+        :returns: True when the trial stops."""
         if value is None or epoch < self.min_epochs or len(others) < self.min_trials:
             return False
         ordered = sorted(others)

@@ -84,6 +84,7 @@ class GpuClusterBase:
 
     @property
     def id(self) -> str:
+        """The cluster's ARM id (what :meth:`from_id` takes)."""
         return self._backend.cluster_id(self._ref)
 
     def _known(self) -> ClusterRecord:
@@ -93,6 +94,7 @@ class GpuClusterBase:
 
     @property
     def vm_size(self) -> str:
+        """The nodes' VM size, as last fetched; a :class:`HorovodBatchAIError` before the first fetch."""
         return self._known().vm_size
 
     @property

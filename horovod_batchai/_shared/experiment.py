@@ -74,4 +74,5 @@ class ExperimentBase:
 
     @property
     def id(self) -> str:
+        """The experiment's ARM id (what :meth:`from_id` takes)."""
         return self._backend.experiment_id(self.workspace.resource_group, self.workspace.name, self.name)

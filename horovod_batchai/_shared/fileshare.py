@@ -73,6 +73,7 @@ class ShareItem:
 
     @property
     def name(self) -> str:
+        """The last part of :attr:`path`: the file's or directory's own name."""
         return self.path.rsplit("/", 1)[-1]
 
 
@@ -113,10 +114,12 @@ class FileShareBase:
 
     @property
     def account_name(self) -> str:
+        """The storage account's name."""
         return self._account_name
 
     @property
     def account_id(self) -> str:
+        """The storage account's ARM id."""
         return (f"/subscriptions/{self.target.subscription_id}/resourceGroups/{self.resource_group}"
                 f"/providers/Microsoft.Storage/storageAccounts/{self._account_name}")
 

@@ -147,6 +147,7 @@ class JobBase:
 
     @property
     def target(self) -> Any:
+        """The :class:`Target` the job's requests go to (its experiment's)."""
         return self.experiment.workspace.target
 
     @property
@@ -156,6 +157,7 @@ class JobBase:
 
     @property
     def id(self) -> str:
+        """The job's ARM id (what :meth:`from_id` takes)."""
         return self._backend.job_id(self._ref)
 
     def _known(self) -> JobRecord:

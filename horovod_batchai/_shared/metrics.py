@@ -75,6 +75,11 @@ class EpochMetrics:
         return self.values[name]
 
     def get(self, name: str, default: Optional[float] = None) -> Optional[float]:
+        """The value of metric ``name`` at this epoch, like ``dict.get``.
+
+        :param str name: the metric.
+        :param default: what to return when the epoch did not record it.
+        :returns: the value, or ``default``."""
         return self.values.get(name, default)
 
 
@@ -109,37 +114,56 @@ class MetricsTable:
         return name
 
     def column(self, name: str) -> List[Optional[float]]:
-        """The values of metric ``name``, epoch by epoch."""
+        """The values of metric ``name``, epoch by epoch.
+
+        :param str name: the metric, e.g. ``val_accuracy``.
+        :returns: one value per row, None where the epoch did not record it."""
         self._check_column(name)
         return [row.values.get(name) for row in self.rows]
 
     @property
     def epochs(self) -> List[int]:
+        """The rows' epoch numbers, in order."""
         return [row.epoch for row in self.rows]
 
     def last(self, name: str) -> Optional[float]:
-        """The value of ``name`` at the last recorded epoch (None when there is none)."""
+        """The value of ``name`` at the last recorded epoch (None when there is none).
+
+        :param str name: the metric.
+        :returns: the value, or None."""
         values = self.column(name)
         return values[-1] if values else None
 
     @positional_options("mode")
     def best(self, name: str, *, mode: str = "max") -> Optional[float]:
-        """The best value of ``name`` over the epochs: the largest (``mode='max'``) or smallest."""
+        """The best value of ``name`` over the epochs: the largest (``mode='max'``) or smallest.
+
+        :param str name: the metric.
+        :keyword str mode: ``'max'`` or ``'min'``.
+        :returns: the value, or None when no epoch recorded it."""
         return best_of(self.column(name), check_mode(mode))
 
     # -- conversions ------------------------------------------------------------------------------
     def to_records(self) -> List[Dict[str, Optional[float]]]:
-        """One dict per epoch: ``{"epoch": 1, "loss": ..., ...}``."""
+        """One dict per epoch: ``{"epoch": 1, "loss": ..., ...}``.
+
+        :returns: a list of dicts, missing values None."""
         return [{"epoch": row.epoch, **{c: row.values.get(c) for c in self.columns}} for row in self.rows]
 
     def to_json(self) -> str:
         """``{"job", "columns", "rows", "reason"}``; missing values are null, and so are infinite
-        ones (JSON has no infinity; :meth:`to_csv` and :meth:`to_pandas` keep them)."""
+        ones (JSON has no infinity; :meth:`to_csv` and :meth:`to_pandas` keep them).
+
+        :returns: the JSON text."""
         return json.dumps({"job": self.job, "execution_state": self.execution_state,
                            "columns": ["epoch", *self.columns], "rows": json_records(self.to_records()),
                            "reason": self.reason})
 
     def to_csv(self) -> str:
+        """The table as CSV: a header ``epoch,<columns>``, then one line per epoch; a missing value is
+        an empty field, a float is written as ``repr`` writes it (so it reads back exactly).
+
+        :returns: the CSV text, each line ending in a newline."""
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(["epoch", *self.columns])
@@ -148,7 +172,10 @@ class MetricsTable:
         return out.getvalue()
 
     def to_pandas(self) -> Any:
-        """A ``pandas.DataFrame`` indexed by epoch (pandas: the ``notebook`` extra)."""
+        """A ``pandas.DataFrame`` indexed by epoch (pandas: the ``notebook`` extra).
+
+        :returns: a ``pandas.DataFrame``.
+        :raises MissingDependencyError: when pandas is not installed."""
         pandas = import_optional("pandas", "MetricsTable.to_pandas()")
         frame = pandas.DataFrame.from_records(self.to_records(), columns=["epoch", *self.columns])
         return frame.set_index("epoch")
@@ -156,7 +183,11 @@ class MetricsTable:
     def plot(self, metrics: Optional[Sequence[str]] = None) -> Any:
         """Loss and accuracy per epoch, training and validation, as a matplotlib ``Figure``
         (matplotlib: the ``notebook`` extra). ``metrics`` chooses other columns, one chart each
-        (with their ``val_`` twins)."""
+        (with their ``val_`` twins).
+
+        :param metrics: the columns to chart (default: loss and accuracy).
+        :returns: a matplotlib ``Figure``.
+        :raises MissingDependencyError: when matplotlib is not installed."""
         from .curves import metrics_figure
         return metrics_figure(self, metrics)
 

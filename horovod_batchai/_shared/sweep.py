@@ -49,6 +49,9 @@ class SweepState(str, enum.Enum):
     CANCELLED = "cancelled"    #: cancel() ended it
 
     def is_terminal(self) -> bool:
+        """True once the sweep has ended (any state but running).
+
+        :returns: whether the sweep has ended."""
         return self is not SweepState.RUNNING
 
 
@@ -133,15 +136,22 @@ class SweepResults:
 
     @property
     def columns(self) -> Tuple[str, ...]:
+        """The table's columns: ``trial``, the parameters, ``status``, ``epochs``, ``final_<metric>``,
+        ``best_<metric>``."""
         return ("trial", *self.parameters, "status", "epochs", f"final_{self.metric}", f"best_{self.metric}")
 
     def to_records(self) -> List[Dict[str, Any]]:
+        """One dict per trial, keyed by :attr:`columns`.
+
+        :returns: a list of dicts."""
         return [{"trial": r.trial.name, **{p: r.trial.parameters.get(p) for p in self.parameters},
                  "status": r.trial.status, "epochs": r.epochs, f"final_{self.metric}": r.final,
                  f"best_{self.metric}": r.best} for r in self.results]
 
     def best(self) -> Optional[TrialResult]:
-        """The trial with the best value of the metric (None when no trial recorded it)."""
+        """The trial with the best value of the metric (None when no trial recorded it).
+
+        :returns: the :class:`TrialResult`, or None."""
         scored = [r for r in self.results if r.best is not None]
         if not scored:
             return None
@@ -149,17 +159,27 @@ class SweepResults:
         return pick(scored, key=lambda r: r.best)  # type: ignore[arg-type,return-value]
 
     def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame`` of :meth:`to_records`, indexed by trial (pandas: the ``notebook`` extra).
+
+        :returns: a ``pandas.DataFrame``.
+        :raises MissingDependencyError: when pandas is not installed."""
         from .._models.errors import import_optional
         pandas = import_optional("pandas", "SweepResults.to_pandas()")
         return pandas.DataFrame.from_records(self.to_records(), columns=list(self.columns)).set_index("trial")
 
     def to_json(self) -> str:
+        """``{"sweep", "state", "metric", "mode", "best_trial", "trials"}``, ``trials`` being :meth:`to_records`.
+
+        :returns: the JSON text."""
         import json
         best = self.best()
         return json.dumps({"sweep": self.sweep, "state": self.state.value, "metric": self.metric, "mode": self.mode,
                            "best_trial": best.trial.name if best else None, "trials": json_records(self.to_records())})
 
     def to_csv(self) -> str:
+        """The table as CSV: a header of :attr:`columns`, then one line per trial.
+
+        :returns: the CSV text."""
         import csv
         import io
         out = io.StringIO()
@@ -221,14 +241,17 @@ class SweepBase:
 
     @property
     def name(self) -> str:
+        """The sweep's name, the prefix of its trials' names."""
         return self.definition.name
 
     @property
     def metric(self) -> str:
+        """The ``metrics.csv`` column trials are judged by."""
         return self.definition.metric
 
     @property
     def mode(self) -> str:
+        """``'max'`` or ``'min'``: which end of :attr:`metric` is best."""
         return self.definition.mode
 
     @property

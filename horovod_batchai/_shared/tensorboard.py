@@ -95,10 +95,12 @@ class TensorBoardBase:
 
     @property
     def command_line(self) -> str:
+        """The shell command that runs TensorBoard on :attr:`logdir` (what to run where it is not installed)."""
         return shlex.join(["tensorboard", *self.command[3:]])
 
     @property
     def url(self) -> Optional[str]:
+        """Where TensorBoard answers (``http://127.0.0.1:<port>/``); None when it is not running."""
         if self.process is None or self.process.poll() is not None or self.port is None:
             return None
         return f"http://127.0.0.1:{self.port}/"

@@ -43,10 +43,12 @@ class WorkspaceBase:
 
     @property
     def id(self) -> str:
+        """The workspace's ARM id (what :meth:`from_id` takes)."""
         return self._backend.workspace_id(self.resource_group, self.name)
 
     @property
     def location(self) -> Optional[str]:
+        """The workspace's Azure region, as last fetched (None when not known)."""
         return self._record.location if self._record is not None else None
 
 

@@ -39,6 +39,7 @@ class AsyncOutputStream(StreamCursor, AsyncIterator[str]):
         return await self._iterator.__anext__()
 
     async def aclose(self) -> None:
+        """End the iteration now; the next ``__anext__`` raises ``StopAsyncIteration``."""
         await self._iterator.aclose()
 
     async def _generate(self) -> AsyncGenerator[str, None]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, List, Optional, Union
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
-from ._models.constants import DEFAULT_LRO_TIMEOUT
+from ._models.constants import DEFAULT_LOCATION, DEFAULT_LRO_TIMEOUT, DEFAULT_SKU
 from ._models.errors import NotFoundError, azure_errors
 from ._models.mounts import AzureFileShareMount
 from ._models.names import check_share_path, local_destination, local_directory
@@ -41,8 +41,7 @@ from ._shared.fileshare import (
     range_md5_refused,
     upload_temp_path,
 )
-from ._shared.lro import (DonePoller, background_poller, check_polling, check_timeout, resume_token,
-                          wrap_token)
+from ._shared.lro import DonePoller, background_poller, check_polling, check_timeout, resume_token, wrap_token
 from ._shared.parallel import check_stop, run_parallel
 from ._shared.polling import check_stop_event
 from ._shared.progress import Progress, ProgressArg
@@ -109,7 +108,7 @@ class FileShare(FileShareBase):
     # -- create / get / delete ------------------------------------------------------------------
     @classmethod
     def begin_create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
-                     location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None,
+                     location: str = DEFAULT_LOCATION, sku: str = DEFAULT_SKU, quota_gib: Optional[int] = None,
                      continuation_token: Optional[str] = None, polling: bool = True,
                      polling_interval: Optional[float] = None) -> "LROPoller[FileShare]":
         """Start get-or-create of the share ``share_name`` in storage account ``account_name``,
@@ -173,7 +172,7 @@ class FileShare(FileShareBase):
 
     @classmethod
     def create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
-               location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None,
+               location: str = DEFAULT_LOCATION, sku: str = DEFAULT_SKU, quota_gib: Optional[int] = None,
                timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "FileShare":
         """:meth:`begin_create`, waiting at most ``timeout`` seconds (None: no limit). Calling it
         again is harmless.

@@ -1,7 +1,8 @@
 """Values every part of the SDK agrees on, each defined here once."""
 from __future__ import annotations
 
-__all__ = ["STDOUTERR", "DEALLOCATION_OPTIONS", "DEFAULT_POLL_INTERVAL", "LOCAL_POLL_INTERVAL", "DEFAULT_LRO_TIMEOUT"]
+__all__ = ["STDOUTERR", "DEALLOCATION_OPTIONS", "DEFAULT_POLL_INTERVAL", "LOCAL_POLL_INTERVAL", "DEFAULT_LRO_TIMEOUT",
+           "DEFAULT_LOCATION", "DEFAULT_SKU"]
 
 #: the output directory id of a job's stdout.txt, stderr.txt and the files its script writes beside them
 STDOUTERR = "stdouterr"
@@ -16,3 +17,8 @@ LOCAL_POLL_INTERVAL = 0.25
 
 #: how long a blocking form waits for its operation unless the caller gives ``timeout``
 DEFAULT_LRO_TIMEOUT = 3600.0
+
+#: where workspaces, storage accounts and their resource groups go unless told otherwise (the tutorial's)
+DEFAULT_LOCATION = "eastus"
+#: a storage account's SKU unless told otherwise (the tutorial's)
+DEFAULT_SKU = "Standard_LRS"

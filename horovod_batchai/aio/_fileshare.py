@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, List, Opti
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
-from .._models.constants import DEFAULT_LRO_TIMEOUT
+from .._models.constants import DEFAULT_LOCATION, DEFAULT_LRO_TIMEOUT, DEFAULT_SKU
 from .._models.errors import NotFoundError, azure_errors
 from .._models.mounts import AzureFileShareMount
 from .._models.names import check_share_path, local_destination, local_directory
@@ -167,7 +167,7 @@ class FileShare(FileShareBase):
     # -- create / get / delete ------------------------------------------------------------------
     @classmethod
     async def begin_create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
-                           location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None,
+                           location: str = DEFAULT_LOCATION, sku: str = DEFAULT_SKU, quota_gib: Optional[int] = None,
                            continuation_token: Optional[str] = None, polling: bool = True,
                            polling_interval: Optional[float] = None) -> "AsyncPoller[FileShare]":
         """Start get-or-create of the share (see :meth:`horovod_batchai.FileShare.begin_create`).
@@ -228,7 +228,7 @@ class FileShare(FileShareBase):
 
     @classmethod
     async def create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
-                     location: str = "eastus", sku: str = "Standard_LRS", quota_gib: Optional[int] = None,
+                     location: str = DEFAULT_LOCATION, sku: str = DEFAULT_SKU, quota_gib: Optional[int] = None,
                      timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "FileShare":
         """:meth:`begin_create`, awaited for at most ``timeout`` seconds; calling it again is harmless.
 

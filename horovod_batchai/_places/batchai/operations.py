@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
-from ..._models.constants import DEALLOCATION_OPTIONS, DEFAULT_POLL_INTERVAL, LOCAL_POLL_INTERVAL, STDOUTERR
+from ..._models.constants import (
+    DEALLOCATION_OPTIONS,
+    DEFAULT_LOCATION,
+    DEFAULT_POLL_INTERVAL,
+    LOCAL_POLL_INTERVAL,
+    STDOUTERR,
+)
 from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, azure_errors
 from ..._models.job_json import SECRET_FIELDS, job_from_rest, job_to_rest, mounts_from_rest
 from ..._models.job_spec import HorovodJob
@@ -45,12 +51,10 @@ if TYPE_CHECKING:
 
     from ..connection import Connection
 
-__all__ = ["BatchAIOperations", "DEFAULT_LOCATION"]
+__all__ = ["BatchAIOperations"]
 
 log = logging.getLogger(__name__)
 
-#: where Batch AI workspaces (and their resource groups) go unless told otherwise
-DEFAULT_LOCATION = "eastus"
 CLUSTER_HINT = "delete it or choose another name"
 
 

@@ -22,6 +22,8 @@ class Progress:
 
     def __init__(self, progress: ProgressArg, total: int, description: str) -> None:
         self._lock = threading.Lock()
+        #: the caller's callback is called by one thread at a time (a print from two would tear)
+        self._calling = threading.Lock()
         self._per_file: dict[str, int] = {}
         self._done = 0
         self._total = total
@@ -46,11 +48,13 @@ class Progress:
                 return
             self._per_file[key] = current
             self._done += delta
-            done = self._done
             if self._bar is not None:
                 self._bar.update(delta)
         if self._callback is not None:
-            self._callback(done, self._total)
+            with self._calling:
+                with self._lock:  # the count as it stands now: calls never go back
+                    done = self._done
+                self._callback(done, self._total)
 
     def close(self) -> None:
         if self._bar is not None:

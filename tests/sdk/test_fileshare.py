@@ -231,3 +231,36 @@ def test_closing_the_target_closes_the_shares_data_plane_clients(service: LocalS
     other.delete(delete_account=True)
     assert _closed(fourth)
     target.close()
+
+
+def test_a_progress_callback_is_called_by_one_thread_at_a_time_and_never_goes_back() -> None:
+    """Transfers report from several threads at once; the caller's callback (a print, say) must
+    not be entered by two of them together, and the counts it sees only grow."""
+    import threading as _threading
+    import time as _time
+
+    from horovod_batchai._shared.progress import Progress
+
+    inside, overlaps, seen = [0], [0], []
+
+    def callback(done: int, total: int) -> None:
+        inside[0] += 1
+        if inside[0] > 1:
+            overlaps[0] += 1
+        seen.append(done)
+        _time.sleep(0.0005)  # long enough for another thread to arrive while this one prints
+        inside[0] -= 1
+
+    progress = Progress(callback, 8 * 200, "upload")
+
+    def transfer(key: str) -> None:
+        for current in range(1, 201):
+            progress.set(key, current)
+
+    threads = [_threading.Thread(target=transfer, args=(f"file{i}",)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlaps[0] == 0
+    assert seen == sorted(seen) and seen[-1] == 8 * 200

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Optional
 from azure.core.credentials import AccessToken, AccessTokenInfo, TokenCredential
 from azure.core.credentials_async import AsyncTokenCredential
 
+from .._models.errors import import_optional
 from .connection import Connection
 
 if TYPE_CHECKING:
@@ -133,14 +134,24 @@ class AsyncConnection:
             await asyncio.to_thread(self.sync.local_info)
 
     # -- the options of Microsoft's aio clients -------------------------------------------------
+    def _own_transport(self) -> bool:
+        """Whether the aio clients send through the connection's aiohttp session (the caller gave
+        no transport of their own; an Azure ML target's is a sync one, for azure-ai-ml)."""
+        return "transport" not in self.sync.client_options or self.kind == "azureml"
+
+    def _check_transport(self) -> None:
+        """aiohttp is the aio extra's: without it, say what to install before anything starts."""
+        if self._own_transport():
+            import_optional("aiohttp", "horovod_batchai.aio (azure-core's asynchronous transport)", extra="aio")
+
     def _with_transport(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """``kwargs`` (a client's options) with the connection's shared transport, unless the
         caller gave one."""
-        if "transport" in kwargs and self.kind != "azureml":
+        if not self._own_transport():
             return kwargs
-        # (an Azure ML target's transport is a sync one, for azure-ai-ml: the aio clients get ours)
         if self._session is None:
-            import aiohttp
+            aiohttp = import_optional("aiohttp", "horovod_batchai.aio (azure-core's asynchronous transport)",
+                                      extra="aio")
             verify = self.sync.connection_verify
             context = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else \
                 ssl.create_default_context()
@@ -171,6 +182,7 @@ class AsyncConnection:
     async def _client(self, key: str, factory: Any) -> Any:
         client = self._clients.get(key)
         if client is None:
+            self._check_transport()
             await self.ready()
             async with self._lock:
                 client = self._clients.get(key)
@@ -196,6 +208,7 @@ class AsyncConnection:
     async def share_service(self, account_url: str, account_key: str) -> "ShareServiceClient":
         """An aio ``ShareServiceClient`` signing with the shared key (the caller closes it)."""
         from azure.storage.fileshare.aio import ShareServiceClient
+        self._check_transport()
         await self.ready()
         self.check_data_url(account_url, "the storage account's file endpoint")
         return ShareServiceClient(account_url, credential=account_key, **self.data_plane_options())
@@ -203,6 +216,7 @@ class AsyncConnection:
     async def file_from_sas_url(self, url: str) -> "ShareFileClient":
         """An aio client for one file reached through a SAS download URL (the caller closes it)."""
         from azure.storage.fileshare.aio import ShareFileClient
+        self._check_transport()
         await self.ready()
         self.check_data_url(url.split("?", 1)[0], "the download URL")
         return ShareFileClient.from_file_url(url, **self.data_plane_options())

@@ -331,3 +331,22 @@ def test_the_async_methods_take_the_sync_ones_arguments() -> None:
             if shapes[0] != shapes[1] or deprecated[0] != deprecated[1]:
                 differ.append(f"{name}.{method}")
     assert not differ, f"arguments differ between horovod_batchai and horovod_batchai.aio: {differ}"
+
+
+def test_without_aiohttp_the_first_call_says_which_extra_to_install(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``import horovod_batchai.aio`` needs no aiohttp; its first request does, and says so before
+    anything starts (no local service is started for a request that cannot be sent)."""
+    import sys
+
+    from horovod_batchai import MissingDependencyError
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # as if the aio extra were not installed
+
+    async def scenario() -> None:
+        async with Target.local(state_dir=tmp_path / "state") as target:
+            with pytest.raises(MissingDependencyError, match=r"pip install 'horovod-batchai\[aio\]'"):
+                await Workspace.create(target, RG, "batchaidev", location="eastus")
+            with pytest.raises(MissingDependencyError, match="aiohttp"):
+                await FileShare.get(target, RG, ACCOUNT, "myshare")
+    asyncio.run(scenario())
+    assert not (tmp_path / "state").exists()

@@ -1,10 +1,11 @@
 """Batch AI (api-version 2018-05-01) through azure-mgmt-batchai: the local service and Azure.
 
-Every operation is written here once, as steps (:mod:`..._shared.steps`): the sync backend
-(:mod:`.backend`) runs them with Microsoft's sync clients, the aio one (:mod:`.backend_async`)
-with their aio clients, so both send byte-for-byte the same requests. Both targets do too; only
-the endpoint and the credential differ (see :class:`~.._places.connection.Connection`).
-Conversions to and from the generated models are in :mod:`.conversions`.
+Every operation is written here once, as steps (:mod:`horovod_batchai._shared.steps`): the sync
+backend (:mod:`.backend`) runs them with Microsoft's sync clients, the aio one
+(:mod:`.backend_async`) with their aio clients, so both send byte-for-byte the same requests. Both
+targets do too; only the endpoint and the credential differ (see
+:class:`horovod_batchai._places.connection.Connection`). Jobs convert to and from the generated
+models in :mod:`horovod_batchai._models.job_json`, clusters in :mod:`.conversions`.
 """
 from __future__ import annotations
 

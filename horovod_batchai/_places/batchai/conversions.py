@@ -1,7 +1,8 @@
-"""The one seam between our frozen specs and ``azure.mgmt.batchai.models``.
+"""Clusters, their status and the service's errors to and from ``azure.mgmt.batchai.models``.
 
 ``*_to_rest`` builds the request models Microsoft's client serialises; ``*_from_rest`` reads the
-models it deserialises. Nothing else in the package touches the generated models' fields.
+models it deserialises. With :mod:`horovod_batchai._models.job_json` (jobs and mounts, which are
+also the job.json form), nothing else in the package touches the generated models' fields.
 """
 from __future__ import annotations
 

@@ -275,11 +275,12 @@ class Workspace(WorkspaceBase):
 
         Without ``ssh_public_key`` or ``admin_password``, ``generate_ssh_keys`` uses
         ``~/.ssh/id_rsa.pub`` (or ``ssh_key_path + '.pub'``), creating the pair when missing.
-        When the cluster exists, what is compared depends on the target (never the node count,
-        which :meth:`GpuCluster.resize` changes): on Batch AI (local or Azure), other settings --
-        its VM size, admin user, password, key, image, setup task or mounts -- are a
-        :class:`ConflictError` naming them; on Azure ML only another VM size is a conflict, and
-        the existing AmlCompute keeps its own scale and admin user. Fields the target cannot
+        When the cluster exists, what is compared depends on the target: on Batch AI (local or
+        Azure), other settings -- its VM size, admin user, password, key, image, setup task or
+        mounts -- are a :class:`ConflictError` naming them, and another scale (node count or
+        auto-scale bounds, say after :meth:`GpuCluster.resize`) is set to the one asked for; on
+        Azure ML only another VM size is a conflict, and the existing AmlCompute keeps its own
+        scale and admin user. Fields the target cannot
         express are refused here, before any request. ``continuation_token`` resumes an earlier
         call (the other arguments but ``name`` are then not used).
 

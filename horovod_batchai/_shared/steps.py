@@ -52,7 +52,8 @@ class Listed:
 
 @dataclass(frozen=True)
 class Mapped:
-    """A poller over ``inner`` (a client's poller, or one of ours) whose result is ``convert``-ed;
+    """A poller over ``inner`` (a client's poller, or one of ours) whose result is ``convert``-ed
+    (``convert`` may itself be an operation: its steps are run when the result is asked for);
     with ``same_token`` its continuation token is ``inner``'s own."""
 
     inner: Any
@@ -75,11 +76,17 @@ def _answer(step: Any) -> Any:
     if isinstance(step, Listed):
         return list(step.pages)
     if isinstance(step, Mapped):
-        return MappedPoller(step.inner, step.convert, action=step.action, resource=step.resource,
-                            same_token=step.same_token)
+        convert = step.convert
+        return MappedPoller(step.inner, lambda raw: _finished(convert(raw)), action=step.action,
+                            resource=step.resource, same_token=step.same_token)
     if isinstance(step, Done):
         return DonePoller(step.value, action=step.action, resource=step.resource)
     return step  # a sync client's answer, already there
+
+
+def _finished(value: Any) -> Any:
+    """``value``, or the outcome of the operation it is."""
+    return run(value) if inspect.isgenerator(value) else value
 
 
 def run(steps: "Steps[T]") -> T:

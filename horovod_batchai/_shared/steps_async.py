@@ -18,7 +18,12 @@ async def _answer(step: Any) -> Any:
     if isinstance(step, Listed):
         return [item async for item in step.pages]
     if isinstance(step, Mapped):
-        return AsyncMappedPoller(step.inner, step.convert, action=step.action, resource=step.resource,
+        convert = step.convert
+
+        async def converted(raw: Any) -> Any:
+            value = convert(raw)
+            return await run_async(value) if inspect.isgenerator(value) else value
+        return AsyncMappedPoller(step.inner, converted, action=step.action, resource=step.resource,
                                  same_token=step.same_token)
     if isinstance(step, Done):
         return AsyncDonePoller(step.value, action=step.action, resource=step.resource)

@@ -43,6 +43,25 @@ def test_same_name_other_size_is_a_conflict(workspace: Workspace) -> None:
     assert isinstance(info.value, ResourceExistsError) and "Standard_NC12" in str(info.value)
 
 
+def test_creating_an_existing_cluster_at_another_scale_sets_the_scale_asked_for(workspace: Workspace) -> None:
+    """get-or-create does what was asked: a cluster resized to 0 since, created again with one
+    node, has one node (not a 0-node cluster that fails the next submit); the same goes for
+    auto-scale bounds. Nothing else of it changes."""
+    cluster = workspace.create_cluster("again", vm_size="Standard_NC6", target_node_count=1, admin_user_name="demo",
+                                       ssh_public_key=SSH_KEY)
+    cluster.resize(0)
+    again = workspace.create_cluster("again", vm_size="Standard_NC6", target_node_count=1, admin_user_name="demo",
+                                     ssh_public_key=SSH_KEY)
+    assert again.maximum_node_count == 1
+    assert again.wait_until_ready(timeout=120).node_state_counts.idle == 1
+    bounded = workspace.create_cluster("again", vm_size="Standard_NC6", auto_scale=(0, 2), admin_user_name="demo",
+                                       ssh_public_key=SSH_KEY)
+    assert bounded.status().auto_scale == (0, 2) and bounded.maximum_node_count == 2
+    same = workspace.create_cluster("again", vm_size="Standard_NC6", auto_scale=(0, 2), admin_user_name="demo",
+                                    ssh_public_key=SSH_KEY)
+    assert same.status().auto_scale == (0, 2) and same.vm_size == "Standard_NC6"
+
+
 def test_resize_auto_scale_login_and_delete(workspace: Workspace) -> None:
     cluster = workspace.create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=1,
                                        admin_user_name="demo", admin_password="DemoPa$$w0rd")

@@ -271,10 +271,11 @@ class BatchAIOperations(StorageAccountOperations):
 
     def begin_reuse_cluster(self, ref: ClusterRef, spec: ClusterSpec, existing: ClusterRecord, *,
                             polling_interval: Optional[float] = None) -> "Steps[Any]":
-        """``existing`` if it has ``spec``'s settings (its size aside); ConflictError naming the
-        fields otherwise. What the service shows is compared here; the admin password, keys and
-        secret values it never shows, so the same request is sent again and the service, which
-        holds them, answers 409 when they differ."""
+        """``existing`` if it has ``spec``'s settings; ConflictError naming the fields otherwise.
+        What the service shows is compared here; the admin password, keys and secret values it
+        never shows, so the same request is sent again and the service, which holds them, answers
+        409 when they differ. The scale asked for is then set (the same PUT leaves an existing
+        cluster's scale as it is), so the cluster is what the caller asked for."""
         action, resource = "creating cluster", self.cluster_id(ref)
         check_reusable_cluster(spec, existing, resource)
         client = yield self._client()
@@ -282,7 +283,22 @@ class BatchAIOperations(StorageAccountOperations):
                                                                 CLUSTER_SECRET_FIELDS, CLUSTER_HINT):
             poller = yield client.clusters.begin_create(ref.resource_group, ref.workspace, ref.name,
                                                         cluster_to_rest(spec), **poll_options(polling_interval))
-        return (yield Mapped(poller, lambda m: self._cluster_record(m, ref), action, resource))
+        return (yield Mapped(poller, lambda m: self._scaled_as_asked(ref, spec, m), action, resource))
+
+    def _scaled_as_asked(self, ref: ClusterRef, spec: ClusterSpec, model: Any) -> "Steps[ClusterRecord]":
+        """The reused cluster, its scale set to ``spec``'s when it has another."""
+        record = self._cluster_record(model, ref)
+        asked = spec.auto_scale
+        if (spec.target_node_count in (None, record.status.target_node_count) and
+                (asked is None or (asked.minimum, asked.maximum) == record.status.auto_scale)):
+            return record
+        log.info("cluster %s exists at another scale; setting the one asked for (%s)", record.id,
+                 f"{spec.target_node_count} node(s)" if asked is None else f"{asked.minimum}..{asked.maximum}")
+        client = yield self._client()
+        with azure_errors("updating cluster", record.id):
+            model = yield client.clusters.update(ref.resource_group, ref.workspace, ref.name,
+                                                 scale_update(spec.target_node_count, asked, None), **IDEMPOTENT_POST)
+        return self._cluster_record(model, ref)
 
     def list_clusters(self, resource_group: str, workspace: str) -> "Steps[List[ClusterRecord]]":
         client = yield self._client()

@@ -350,3 +350,18 @@ def test_without_aiohttp_the_first_call_says_which_extra_to_install(tmp_path: Pa
                 await FileShare.get(target, RG, ACCOUNT, "myshare")
     asyncio.run(scenario())
     assert not (tmp_path / "state").exists()
+
+
+def test_creating_an_existing_cluster_at_another_scale_sets_it_from_the_loop_too(service: Any) -> None:
+    """The same operation as the sync API's (its second request runs when the poller's result is
+    awaited)."""
+    async def scenario(target: Target) -> None:
+        ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
+        cluster = await ws.create_cluster("again", vm_size="Standard_NC6", target_node_count=0,
+                                          admin_user_name="demo", ssh_public_key=SSH_KEY)
+        assert cluster.maximum_node_count == 0
+        again = await ws.create_cluster("again", vm_size="Standard_NC6", target_node_count=1,
+                                        admin_user_name="demo", ssh_public_key=SSH_KEY)
+        assert again.maximum_node_count == 1 and (await again.status()).target_node_count == 1
+
+    run(service, scenario)

@@ -180,7 +180,12 @@ class ServiceErrorDetail:
 
 
 class JobFailedError(HorovodBatchAIError):
-    """The job ended ``failed``. ``exit_code`` is None when the job never ran its command."""
+    """The job ended ``failed``. ``exit_code`` is None when the job never ran its command.
+
+    The message's first line says what happened: terminated (by whom, as the service says), never
+    started (and why), or failed with the script's own last error; then the service's errors and
+    the last lines of ``stderr.txt`` without horovodrun's launcher traceback (``stderr_tail`` keeps
+    them all)."""
 
     def __init__(self, job_name: str, *, exit_code: Optional[int], errors: Sequence[ServiceErrorDetail],
                  stderr_tail: str) -> None:
@@ -188,12 +193,46 @@ class JobFailedError(HorovodBatchAIError):
         self.exit_code = exit_code
         self.errors = list(errors)
         self.stderr_tail = stderr_tail
-        lines = [f"job {job_name!r} failed with exit code {exit_code}"]
+        script_lines, rank_code = _without_launcher(stderr_tail.rstrip("\n").splitlines())
+        lines = [f"job {job_name!r} {_what_happened(exit_code, self.errors, script_lines, rank_code)}"]
         lines += [f"  service error {err}" for err in self.errors]
-        if stderr_tail:
-            lines.append("  last lines of stderr.txt:")
-            lines += ["    " + line for line in stderr_tail.rstrip("\n").splitlines()]
+        if script_lines:
+            lines.append("  last lines of stderr.txt" + (" (horovodrun's traceback left out):"
+                                                         if rank_code is not None else ":"))
+            lines += ["    " + line for line in script_lines]
         super().__init__("\n".join(lines))
+
+
+#: a script's own error line: an exception (``ValueError: ...``) or argparse's ``prog: error: ...``
+_SCRIPT_ERROR = re.compile(r"^(?:[\w.]*(?:Error|Exception|Exit|Interrupt)\b.*|\S+: error: .*)$")
+#: where horovodrun's own traceback starts, and the failed rank's code it ends with
+_LAUNCHER = re.compile(r"horovod[/\\]runner[/\\]|runner[/\\]horovodrun\.py")
+_RANK_CODE = re.compile(r"^Exit code: (-?\d+)$")
+
+
+def _without_launcher(lines: list[str]) -> tuple[list[str], Optional[int]]:
+    """``lines`` without horovodrun's launcher traceback (the one whose frames are horovod's runner),
+    and the exit code of the rank it reports (None when there is no such traceback)."""
+    for start, line in enumerate(lines):
+        if line.startswith("Traceback (most recent call last):") and start + 1 < len(lines) \
+                and _LAUNCHER.search(lines[start + 1]):
+            codes = [int(m.group(1)) for m in map(_RANK_CODE.match, lines[start:]) if m]
+            return lines[:start], (codes[-1] if codes else None)
+    return lines, None
+
+
+def _what_happened(exit_code: Optional[int], errors: Sequence[ServiceErrorDetail], script_lines: Sequence[str],
+                   rank_code: Optional[int]) -> str:
+    terminated = next((e for e in errors if e.code == "JobTerminated"), None)
+    if terminated is not None:
+        return f"was terminated: {terminated.message}"
+    if exit_code is None:
+        return "never ran its command: " + (str(errors[0]) if errors else "the service gave no reason")
+    cause = next((line.strip() for line in reversed(script_lines) if _SCRIPT_ERROR.match(line.strip())), None)
+    said = f"failed with exit code {exit_code}"
+    if rank_code is not None and rank_code != exit_code:
+        said += f" (a process exited with {rank_code})"
+    return f"{said}: {cause}" if cause else said
 
 
 def wrap_azure_error(err: AzureError, *, action: str, resource: str) -> ResourceError:

@@ -133,6 +133,10 @@ def test_failed_job_raises_with_exit_code_and_stderr(experiment: Experiment, clu
     assert info.value.errors and "Exit code: 3" in info.value.stderr_tail
     assert "the data set is missing" in info.value.stderr_tail
     assert f"exit code {info.value.exit_code}" in str(info.value) and "the data set is missing" in str(info.value)
+    # the first line says what happened: the script's own error, not horovodrun's traceback
+    first = str(info.value).splitlines()[0]
+    assert first.endswith("(a process exited with 3): ValueError: the data set is missing"), first
+    assert "Horovod detected" not in str(info.value) and "Horovod detected" in info.value.stderr_tail
     assert job.execution_state is ExecutionState.FAILED
     # options are keyword-only; for one release the positional form works and warns naming the keyword
     tail = job.stderr_tail(max_bytes=8192)
@@ -209,3 +213,4 @@ def test_submitting_another_job_under_a_taken_name_is_a_conflict(experiment: Exp
         experiment.submit("sleeper", spec.replace(arguments="--more"), cluster=cluster)
     job.terminate()
     assert [j.name for j in experiment.list_jobs()] == ["sleeper"]
+

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, List, Optional, Union
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 from ._models.constants import DEFAULT_LOCATION, DEFAULT_LRO_TIMEOUT, DEFAULT_SKU
-from ._models.errors import NotFoundError, azure_errors
+from ._models.errors import LocalServiceDownError, NotFoundError, azure_errors
 from ._models.mounts import AzureFileShareMount
 from ._models.names import check_share_path, local_destination, local_directory
 from ._shared.deprecation import deprecated, positional_options
@@ -491,8 +491,8 @@ class FileShare(FileShareBase):
                                 self._hash_remote(client, path, max_concurrency, stop))
             check_stop(stop)
             self._rename_into_place(client, path, size, md5)
-        except BaseException:
-            self._discard(client, temp)
+        except BaseException as err:
+            self._discard(client, temp, err)
             raise
         finally:
             if in_flight is not None:
@@ -513,20 +513,22 @@ class FileShare(FileShareBase):
             if not holds_upload(props, size, md5):
                 raise
 
-    def _discard(self, client: "ShareFileClient", temp: str) -> None:
+    def _discard(self, client: "ShareFileClient", temp: str, failure: BaseException) -> None:
         """Delete a temporary upload; best effort (the caller is already failing or interrupted).
-        One that cannot be deleted now is remembered and deleted by the next call that reaches the share."""
-        try:
-            client.delete_file(timeout=10)
-        except ResourceNotFoundError:
-            pass
-        except BaseException as err:  # noqa: B036 -- a second Ctrl-C or a dead connection: say what is left
-            with self._lock:
-                self._leftovers.add(temp)
-            later = ("the local service deletes it after two minutes without an upload touching it"
-                     if self.target.is_local else "otherwise delete it by hand")
-            log.warning("could not delete the unfinished upload %s (%s); this FileShare deletes it the next time "
-                        "it reaches the share, and %s", self._where(temp), type(err).__name__, later)
+        One that cannot be deleted now is remembered and deleted by the next call that reaches the share
+        -- at once when the upload failed because the local service is down (asking it again would
+        wait out the restart patience a second time)."""
+        if not isinstance(failure, LocalServiceDownError):
+            try:
+                client.delete_file(timeout=10)
+                return
+            except ResourceNotFoundError:
+                return
+            except BaseException as err:  # noqa: B036 -- a second Ctrl-C or a dead connection: say what is left
+                failure = err
+        with self._lock:
+            self._leftovers.add(temp)
+        self._left_behind(temp, failure)
 
     def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int,
                      stop: Optional[threading.Event] = None) -> tuple[int, bytes]:

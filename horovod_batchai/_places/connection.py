@@ -279,9 +279,13 @@ class Connection:
 
     def _down_message(self, reason: str) -> str:
         """What a :class:`LocalServiceDownError` says: what happened, and how to start the service."""
+        from ..local import LocalService
+        if isinstance(self.service, LocalService):
+            return (f"the local service this target was given is down: {reason}; start it again "
+                    "(service.start()) and try again: this target follows it, on whatever port it gets")
         if self.service is not None:
             return (f"the local service this target was given is down: {reason}; start it again and build the "
-                    "Target with the new one (or use Target.local() to have the daemon started on demand)")
+                    "Target with its new ServiceInfo (or use Target.local() to have the daemon started on demand)")
         where = f" --state-dir {self.state_dir}" if self.state_dir is not None else ""
         return (f"the local service is down: {reason}; start it with `horovod-batchai local start{where}` "
                 f"(or `python -m horovod_batchai.local start{where}`) and try again")

@@ -2,6 +2,7 @@
 the aio FileShare share them (the transfers themselves are each class's own)."""
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
@@ -32,7 +33,13 @@ if TYPE_CHECKING:
 
     pass
 
-__all__ = ["DEFAULT_FILE_CONCURRENCY", "DEFAULT_RANGE_CONCURRENCY", "DIRECTORY_RANGE_CONCURRENCY", "FileShareBase", "SKUS", "ShareItem", "UPLOAD_TEMP_MARK", "UPLOAD_TEMP_RE", "VERIFY_REPLACEMENT", "add_entries", "check_account_options", "check_concurrency", "check_quota", "check_read_back", "check_upload_source", "finish_download", "holds_upload", "plan_download_directory", "plan_upload_directory", "range_md5_refused", "upload_temp_path", "walk_tree"]
+__all__ = ["DEFAULT_FILE_CONCURRENCY", "DEFAULT_RANGE_CONCURRENCY", "DIRECTORY_RANGE_CONCURRENCY", "FileShareBase",
+           "SKUS", "ShareItem", "UPLOAD_TEMP_MARK", "UPLOAD_TEMP_RE", "VERIFY_REPLACEMENT", "add_entries",
+           "check_account_options", "check_concurrency", "check_quota", "check_read_back", "check_upload_source",
+           "finish_download", "holds_upload", "plan_download_directory", "plan_upload_directory",
+           "range_md5_refused", "upload_temp_path", "walk_tree"]
+
+log = logging.getLogger(__name__)
 
 
 SKUS = ("Standard_LRS", "Standard_GRS", "Standard_RAGRS", "Standard_ZRS", "Premium_LRS")
@@ -127,6 +134,13 @@ class FileShareBase:
     def url(self) -> str:
         """The share's URL as a job mount names it: ``https://<account>.file.core.windows.net/<share>``."""
         return azure_file_url(self._account_name, self.share_name)
+
+    def _left_behind(self, temp: str, why: BaseException) -> None:
+        """Say that the unfinished upload ``temp`` could not be deleted, and who deletes it."""
+        later = ("the local service deletes it after two minutes without an upload touching it"
+                 if self.target.is_local else "otherwise delete it by hand")
+        log.warning("could not delete the unfinished upload %s (%s); this FileShare deletes it the next time it "
+                    "reaches the share, and %s", self._where(temp), type(why).__name__, later)
 
     def _where(self, path: str = "") -> str:
         return f"{self._account_name}/{self.share_name}" + (f"/{path}" if path else "")

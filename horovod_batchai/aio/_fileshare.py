@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, BinaryIO, Callable, List, Opti
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 from .._models.constants import DEFAULT_LOCATION, DEFAULT_LRO_TIMEOUT, DEFAULT_SKU
-from .._models.errors import NotFoundError, azure_errors
+from .._models.errors import LocalServiceDownError, NotFoundError, azure_errors
 from .._models.mounts import AzureFileShareMount
 from .._models.names import check_share_path, local_destination, local_directory
 from .._shared.deprecation import deprecated, positional_options
@@ -519,10 +519,10 @@ class FileShare(FileShareBase):
                 check_read_back(self._where(path), source, (size, md5),
                                 await self._hash_remote(client, path, max_concurrency))
             await self._rename_into_place(client, path, size, md5)
-        except BaseException:
+        except BaseException as err:
             # awaited before the error (or the cancellation) goes on, so that the caller who
             # awaits the cancelled upload finds nothing left behind
-            await self._discard(client, temp)
+            await self._discard(client, temp, err)
             raise
 
     async def _rename_into_place(self, client: "ShareFileClient", path: str, size: int, md5: bytes) -> None:
@@ -540,19 +540,20 @@ class FileShare(FileShareBase):
             if not holds_upload(props, size, md5):
                 raise
 
-    async def _discard(self, client: "ShareFileClient", temp: str) -> None:
+    async def _discard(self, client: "ShareFileClient", temp: str, failure: BaseException) -> None:
         """Delete a temporary upload; best effort (the caller is already failing or cancelled).
-        One that cannot be deleted now is deleted by the next call that reaches the share."""
-        try:
-            await client.delete_file(timeout=10)
-        except ResourceNotFoundError:
-            pass
-        except BaseException as err:  # noqa: B036 -- a second cancellation or a dead connection
-            self._leftovers.add(temp)
-            later = ("the local service deletes it after two minutes without an upload touching it"
-                     if self.target.is_local else "otherwise delete it by hand")
-            log.warning("could not delete the unfinished upload %s (%s); this FileShare deletes it the next time "
-                        "it reaches the share, and %s", self._where(temp), type(err).__name__, later)
+        One that cannot be deleted now -- or at all, when the local service is down -- is deleted
+        by the next call that reaches the share."""
+        if not isinstance(failure, LocalServiceDownError):
+            try:
+                await client.delete_file(timeout=10)
+                return
+            except ResourceNotFoundError:
+                return
+            except BaseException as err:  # noqa: B036 -- a second cancellation or a dead connection
+                failure = err
+        self._leftovers.add(temp)
+        self._left_behind(temp, failure)
 
     async def _hash_remote(self, client: "ShareFileClient", path: str, max_concurrency: int) -> tuple[int, bytes]:
         hasher = _WriteInThread(None)

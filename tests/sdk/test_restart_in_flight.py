@@ -174,7 +174,7 @@ def test_a_failed_uploads_temporary_file_is_deleted_once_the_service_is_back(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     from horovod_batchai._places import local_endpoint as _local_endpoint
     from horovod_batchai.local import LocalService
-    monkeypatch.setattr(_local_endpoint, "RESTART_PATIENCE_S", 0.5)
+    monkeypatch.setattr(_local_endpoint, "RESTART_PATIENCE_S", 2.0)
     state = tmp_path / "state"
     source = tmp_path / "big.bin"
     source.write_bytes(os.urandom(16 << 20))
@@ -182,12 +182,18 @@ def test_a_failed_uploads_temporary_file_is_deleted_once_the_service_is_back(
     with service, Target.local(service=service) as target:
         share = FileShare.create(target, "rg", "account1", "share", location="eastus")
 
+        stopped: list[float] = []
+
         def stop_midway(done: int, total: int) -> None:
             if done >= 4 << 20 and service.context is not None:
                 service.stop()  # down for good, as far as this upload can tell
+                stopped.append(time.monotonic())
 
-        with pytest.raises(LocalServiceDownError, match="refused connections for 0.5s"):
+        with pytest.raises(LocalServiceDownError, match="refused connections for 2s; start it again "
+                                                        r"\(service.start\(\)\) and try again: this target follows it"):
             share.upload_file(source, "big.bin", max_concurrency=1, progress=stop_midway)
+        # the patience is waited out once: the temporary file is not asked for again while the service is down
+        assert time.monotonic() - stopped[0] < 2.0 * 1.75
         warning = [r.getMessage() for r in caplog.records if "could not delete the unfinished upload" in r.getMessage()]
         assert len(warning) == 1 and "this FileShare deletes it the next time it reaches the share" in warning[0]
         assert "the local service deletes it after two minutes" in warning[0]

@@ -11,8 +11,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
-from azure.mgmt.batchai import models
-
 from .errors import InvalidSpecError
 from .job_parts import (
     DEFAULT_MAX_WALL_CLOCK_TIME,
@@ -33,10 +31,12 @@ from .mounts import (
 )
 
 if TYPE_CHECKING:
+    from azure.mgmt.batchai import models
+
     from .job_spec import HorovodJob
 
 __all__ = ["job_to_rest", "job_from_rest", "job_to_properties", "job_from_properties", "mounts_to_rest",
-           "mounts_from_rest", "MOUNT_KINDS", "SECRET_FIELDS"]
+           "mounts_from_rest", "env_to_rest", "secrets_to_rest", "MOUNT_KINDS", "SECRET_FIELDS"]
 
 
 _SECRET_PLACEHOLDER = "<SECRET>"
@@ -44,6 +44,7 @@ _SECRET_PLACEHOLDER = "<SECRET>"
 
 # -- mounts --------------------------------------------------------------------------------------
 def mounts_to_rest(mounts: Sequence[Mount], *, reveal_secrets: bool = True) -> Optional[models.MountVolumes]:
+    from azure.mgmt.batchai import models  # imported when first needed: it is heavy
     if not mounts:
         return None
 
@@ -135,11 +136,13 @@ def _url_account(url: str) -> str:
     return ACCOUNT_PLACEHOLDER if host.startswith(ACCOUNT_PLACEHOLDER) else host.split(".", 1)[0]
 
 
-def _env(values: Mapping[str, str]) -> Optional[list[models.EnvironmentVariable]]:
+def env_to_rest(values: Mapping[str, str]) -> Optional[list[models.EnvironmentVariable]]:
+    from azure.mgmt.batchai import models  # imported when first needed: it is heavy
     return [models.EnvironmentVariable(name=k, value=v) for k, v in values.items()] or None
 
 
-def _secrets(values: Mapping[str, str], reveal: bool) -> Optional[list[models.EnvironmentVariableWithSecretValue]]:
+def secrets_to_rest(values: Mapping[str, str], reveal: bool) -> Optional[list[models.EnvironmentVariableWithSecretValue]]:
+    from azure.mgmt.batchai import models  # imported when first needed: it is heavy
     return [models.EnvironmentVariableWithSecretValue(name=k, value=v if reveal else _SECRET_PLACEHOLDER)
             for k, v in values.items()] or None
 
@@ -147,6 +150,7 @@ def _secrets(values: Mapping[str, str], reveal: bool) -> Optional[list[models.En
 # -- jobs ----------------------------------------------------------------------------------------
 def job_to_rest(spec: "HorovodJob", *, cluster_id: Optional[str], reveal_secrets: bool = True) -> models.JobCreateParameters:
     """The PUT body for ``spec`` on the cluster ``cluster_id``."""
+    from azure.mgmt.batchai import models  # imported when first needed: it is heavy
     container = None
     if spec.container_image:
         registry = spec.container_registry
@@ -173,8 +177,8 @@ def job_to_rest(spec: "HorovodJob", *, cluster_id: Optional[str], reveal_secrets
         input_directories=[models.InputDirectory(id=d.id, path=d.path) for d in spec.input_directories] or None,
         output_directories=[models.OutputDirectory(id=d.id, path_prefix=d.path_prefix, path_suffix=d.path_suffix)
                             for d in spec.output_directories] or None,
-        environment_variables=_env(spec.environment_variables),
-        secrets=_secrets(spec.secrets, reveal_secrets),
+        environment_variables=env_to_rest(spec.environment_variables),
+        secrets=secrets_to_rest(spec.secrets, reveal_secrets),
         constraints=models.JobBasePropertiesConstraints(max_wall_clock_time=spec.max_wall_clock_time)
         if spec.max_wall_clock_time else None,
     )
@@ -234,6 +238,7 @@ def job_from_properties(spec_class: "type[HorovodJob]", properties: Mapping[str,
                         prefix: str) -> "HorovodJob":
     """A spec from a job.json's ``properties`` (already validated by ``_schemas``), remembering
     which fields came from the document so that later errors name its properties."""
+    from azure.mgmt.batchai import models  # imported when first needed: it is heavy
     origin = _origin_of(properties, source, prefix)
     try:
         parameters = models.JobCreateParameters.deserialize({"properties": dict(properties)})

@@ -24,7 +24,12 @@ from .._models.job_spec import HorovodJob
 from .._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
 from .._models.values import OutputFile, RemoteLogin, Usage
 
-__all__ = ["Backend", "AsyncBackend", "SpecChecks", "RemoteFile"]
+__all__ = ["Backend", "AsyncBackend", "SpecChecks", "RemoteFile", "IDEMPOTENT_POST"]
+
+#: per-call option for POST/PATCH requests that are safe to repeat (listKeys, listOutputFiles,
+#: listRemoteLoginInformation, terminate, a scale PATCH): azure-core retries only GET/PUT/DELETE
+#: (and a few others) after a dropped connection unless told a request may be repeated.
+IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
 
 
 @runtime_checkable

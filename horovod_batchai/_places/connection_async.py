@@ -17,6 +17,7 @@ pool), unless the caller gave a ``transport`` of their own.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import ssl
 from typing import TYPE_CHECKING, Any, AsyncIterator, Optional
@@ -39,6 +40,10 @@ log = logging.getLogger(__name__)
 
 #: bytes per request of the aio data-plane clients (see AsyncConnection.data_plane_options)
 AIO_RANGE = 512 * 1024
+#: what the aio clients import when first used: imported off the loop by AsyncConnection.ready()
+_FIRST_NEEDED = ("azure.mgmt.batchai.aio", "azure.mgmt.batchai.models", "azure.mgmt.resource.resources.aio",
+                 "azure.mgmt.storage.aio", "azure.mgmt.storage.models", "azure.storage.fileshare.aio")
+_TRANSPORT = ("aiohttp", "azure.core.pipeline.transport")
 
 
 class SyncCredentialAsAsync:
@@ -105,6 +110,8 @@ class AsyncConnection:
         self._clients: dict[str, Any] = {}
         self._lock = asyncio.Lock()
         self._session: Any = None  # the aiohttp session every client's transport shares
+        self._prepared = False
+        self._ssl: Optional[ssl.SSLContext] = None  # what the shared session verifies TLS with
 
     @property
     def kind(self) -> str:
@@ -129,9 +136,23 @@ class AsyncConnection:
         return self.sync.check_data_url(url, what)
 
     async def ready(self) -> None:
-        """Find (or start) the local service off the event loop, once: starting it takes seconds."""
-        if self.is_local and not self.sync.found_local_service:
-            await asyncio.to_thread(self.sync.local_info)
+        """What the first request needs that would hold the event loop, done in a worker thread:
+        importing Microsoft's aio clients and models (tens to hundreds of milliseconds each), and
+        finding (or starting) the local service (seconds)."""
+        if not self._prepared or (self.is_local and not self.sync.found_local_service):
+            await asyncio.to_thread(self._prepare)
+            self._prepared = True
+
+    def _prepare(self) -> None:
+        for module in _FIRST_NEEDED + (_TRANSPORT if self._own_transport() else ()):
+            importlib.import_module(module)
+        if self.is_local:
+            self.sync.local_info()
+        if self._own_transport() and self._ssl is None:
+            # reading the CA file (or the system's CAs) takes ~20 ms
+            verify = self.sync.connection_verify
+            self._ssl = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else \
+                ssl.create_default_context()
 
     # -- the options of Microsoft's aio clients -------------------------------------------------
     def _own_transport(self) -> bool:
@@ -152,10 +173,9 @@ class AsyncConnection:
         if self._session is None:
             aiohttp = import_optional("aiohttp", "horovod_batchai.aio (azure-core's asynchronous transport)",
                                       extra="aio")
-            verify = self.sync.connection_verify
-            context = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else \
-                ssl.create_default_context()
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context), trust_env=True)
+            if self._ssl is None:  # a client built before ready() (never, by this class's own methods)
+                self._prepare()
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._ssl), trust_env=True)
         from azure.core.pipeline.transport import AioHttpTransport
         # the context is the connector's: a request that named a CA file would get a context of its own
         return {**kwargs, "connection_verify": True,
@@ -179,45 +199,46 @@ class AsyncConnection:
         return credential  # type: ignore[return-value]
 
     # -- Microsoft's aio clients ----------------------------------------------------------------
-    async def _client(self, key: str, factory: Any) -> Any:
-        client = self._clients.get(key)
+    async def _client(self, module: str, name: str) -> Any:
+        """The management client ``module.name``, built on first use (its module imported off the loop)."""
+        client = self._clients.get(name)
         if client is None:
             self._check_transport()
             await self.ready()
             async with self._lock:
-                client = self._clients.get(key)
+                client = self._clients.get(name)
                 if client is None:
-                    client = self._clients[key] = factory()
+                    client_class = getattr(importlib.import_module(module), name)
+                    client = self._clients[name] = client_class(self.credential(), self.subscription_id,
+                                                                **self.management_options())
         return client
 
     async def batchai(self) -> "BatchAI":
-        from azure.mgmt.batchai.aio import BatchAI
-        return await self._client("batchai", lambda: BatchAI(self.credential(), self.subscription_id,
-                                                             **self.management_options()))
+        client: "BatchAI" = await self._client("azure.mgmt.batchai.aio", "BatchAI")
+        return client
 
     async def resources(self) -> "ResourceManagementClient":
-        from azure.mgmt.resource.resources.aio import ResourceManagementClient
-        return await self._client("resources", lambda: ResourceManagementClient(
-            self.credential(), self.subscription_id, **self.management_options()))
+        client: "ResourceManagementClient" = await self._client("azure.mgmt.resource.resources.aio",
+                                                                "ResourceManagementClient")
+        return client
 
     async def storage(self) -> "StorageManagementClient":
-        from azure.mgmt.storage.aio import StorageManagementClient
-        return await self._client("storage", lambda: StorageManagementClient(
-            self.credential(), self.subscription_id, **self.management_options()))
+        client: "StorageManagementClient" = await self._client("azure.mgmt.storage.aio", "StorageManagementClient")
+        return client
 
     async def share_service(self, account_url: str, account_key: str) -> "ShareServiceClient":
         """An aio ``ShareServiceClient`` signing with the shared key (the caller closes it)."""
-        from azure.storage.fileshare.aio import ShareServiceClient
         self._check_transport()
         await self.ready()
+        from azure.storage.fileshare.aio import ShareServiceClient
         self.check_data_url(account_url, "the storage account's file endpoint")
         return ShareServiceClient(account_url, credential=account_key, **self.data_plane_options())
 
     async def file_from_sas_url(self, url: str) -> "ShareFileClient":
         """An aio client for one file reached through a SAS download URL (the caller closes it)."""
-        from azure.storage.fileshare.aio import ShareFileClient
         self._check_transport()
         await self.ready()
+        from azure.storage.fileshare.aio import ShareFileClient
         self.check_data_url(url.split("?", 1)[0], "the download URL")
         return ShareFileClient.from_file_url(url, **self.data_plane_options())
 

@@ -21,12 +21,8 @@ from azure.storage.fileshare._shared.policies_async import ExponentialRetry as A
 from azure.storage.fileshare._shared.policies_async import LinearRetry as AsyncLinearRetry
 
 __all__ = ["ThrottleAwareLinearRetry", "ThrottleAwareExponentialRetry", "AsyncThrottleAwareLinearRetry",
-           "AsyncThrottleAwareExponentialRetry", "retry_after_seconds", "IDEMPOTENT_POST"]
+           "AsyncThrottleAwareExponentialRetry", "retry_after_seconds"]
 
-#: per-call option for POST/PATCH requests that are safe to repeat (listKeys, listOutputFiles,
-#: listRemoteLoginInformation, terminate, a scale PATCH): azure-core retries only GET/PUT/DELETE
-#: (and a few others) after a dropped connection unless told a request may be repeated.
-IDEMPOTENT_POST = {"retry_on_methods": frozenset({"HEAD", "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"})}
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from .._models.errors import NotFoundError, azure_errors
 from .._shared.lro import poll_options, resume_token
 from .._shared.steps import Done, Mapped, Steps
 from .arm import resource_group_id
-from .retry import IDEMPOTENT_POST
+from .base import IDEMPOTENT_POST
 
 if TYPE_CHECKING:
     from .connection import Connection

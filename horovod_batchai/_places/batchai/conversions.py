@@ -6,15 +6,16 @@ also the job.json form), nothing else in the package touches the generated model
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
-
-from azure.mgmt.batchai import models
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
 from ..._models.errors import ConflictError, ServiceErrorDetail, redact
-from ..._models.job_json import _env, _secrets, mounts_from_rest, mounts_to_rest
+from ..._models.job_json import env_to_rest, mounts_from_rest, mounts_to_rest, secrets_to_rest
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount, Mount
 from ..._models.states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
+
+if TYPE_CHECKING:
+    from azure.mgmt.batchai import models
 
 __all__ = ["cluster_to_rest", "scale_to_rest", "cluster_status_from_rest", "cluster_maximum_nodes", "job_status_from_rest", "errors_from_rest", "conflict_from_service", "CLUSTER_SECRET_FIELDS", "cluster_differences"]
 
@@ -57,6 +58,7 @@ def job_status_from_rest(job: models.Job) -> JobStatus:
 # -- clusters ------------------------------------------------------------------------------------
 def scale_to_rest(*, target_node_count: Optional[int] = None, auto_scale: Optional[AutoScale] = None,
                   deallocation_option: str = "requeue") -> models.ScaleSettings:
+    from azure.mgmt.batchai import models  # imported when first needed: it is heavy
     if auto_scale is not None:
         return models.ScaleSettings(auto_scale=models.AutoScaleSettings(
             minimum_node_count=auto_scale.minimum, maximum_node_count=auto_scale.maximum,
@@ -66,14 +68,15 @@ def scale_to_rest(*, target_node_count: Optional[int] = None, auto_scale: Option
 
 
 def cluster_to_rest(spec: ClusterSpec) -> models.ClusterCreateParameters:
+    from azure.mgmt.batchai import models  # imported when first needed: it is heavy
     setup = spec.setup_task
     node_setup = None
     if setup is not None or spec.mounts:
         node_setup = models.NodeSetup(
             setup_task=models.SetupTask(command_line=setup.command_line,
                                         std_out_err_path_prefix=setup.std_out_err_path_prefix,
-                                        environment_variables=_env(setup.environment_variables),
-                                        secrets=_secrets(setup.secrets, True)) if setup else None,
+                                        environment_variables=env_to_rest(setup.environment_variables),
+                                        secrets=secrets_to_rest(setup.secrets, True)) if setup else None,
             mount_volumes=mounts_to_rest(spec.mounts))
     image = spec.image
     return models.ClusterCreateParameters(

@@ -34,7 +34,7 @@ from ..._shared.job import RESUBMIT_HINT, check_same_job
 from ..._shared.lro import poll_options, resume_token
 from ..._shared.steps import Done, Listed, Mapped, Steps, begin_delete
 from .. import arm
-from ..retry import IDEMPOTENT_POST
+from ..base import IDEMPOTENT_POST
 from ..storage import StorageAccountOperations
 from .conversions import (
     CLUSTER_SECRET_FIELDS,

@@ -94,7 +94,7 @@ def test_smb_properties_named_source_are_the_sources(share):
     dest = share.get_file_client("b.txt")
     dest.start_copy_from_url(source.url, file_attributes="source", file_creation_time="source")
     props = dest.get_file_properties()
-    assert props.file_attributes == "ReadOnly|Archive"
+    assert props.file_attributes == "ReadOnly | Archive"  # as Azure answers them
     assert props.creation_time.replace(tzinfo=timezone.utc) == datetime(2018, 5, 1, 10, 0, tzinfo=timezone.utc)
     # The copy is now ReadOnly: another copy over it needs ignore_read_only.
     with pytest.raises(ResourceExistsError) as err:

@@ -14,8 +14,8 @@ __all__ = ["TRIAL_SCRIPT", "sweep_path", "sweep_body", "Sweeps"]
 #: argv (--x, --y, --epochs) and from $X_VALUE, computes a known function of them, and writes it
 #: epoch by epoch as the metric 'score' (and 'loss') to $AZ_BATCHAI_STDOUTERR_DIR/metrics.csv.
 #: Options: --metric-name (write the metric under another name), --no-metrics, --wait-for FILE
-#: (after the last row, wait until FILE exists: the test decides when it ends), --trace FILE (append
-#: "x" once per run). It also writes model.txt into its own $AZ_BATCHAI_OUTPUT_TRIAL and fails if a
+#: (after the last row, wait until FILE exists: the test decides when it ends), --wait-dir DIR (the
+#: same for DIR/go-<x>), --trace FILE (append "x" once per run). It also writes model.txt into its own $AZ_BATCHAI_OUTPUT_TRIAL and fails if a
 #: model is already there (two trials sharing one output directory).
 TRIAL_SCRIPT = r'''
 import argparse, os, sys, time
@@ -27,6 +27,7 @@ p.add_argument("--slope", type=float, default=0.0)
 p.add_argument("--metric-name", default="score")
 p.add_argument("--no-metrics", action="store_true")
 p.add_argument("--wait-for", default="")
+p.add_argument("--wait-dir", default="")
 p.add_argument("--trace", default="")
 p.add_argument("--running-dir", default="")
 a = p.parse_args()
@@ -46,13 +47,15 @@ if os.path.exists(model):
     sys.exit("another trial's model is in my output directory")
 with open(model, "w") as fh:
     fh.write(f"x={a.x:g}\n")
-score = -((a.x - 0.3) ** 2) - (a.y + 0.2) ** 2
+score = 1 - (a.x - 0.3) ** 2 - (a.y + 0.2) ** 2
 if not a.no_metrics:
     with open(os.path.join(os.environ["AZ_BATCHAI_STDOUTERR_DIR"], "metrics.csv"), "w") as fh:
         fh.write(f"epoch,loss,{a.metric_name}\n")
         for epoch in range(a.epochs):
             fh.write(f"{epoch},{-score:.6f},{score + a.slope * epoch:.6f}\n")
             fh.flush()
+if a.wait_dir:
+    a.wait_for = os.path.join(a.wait_dir, f"go-{a.x:g}")
 if a.wait_for:
     deadline = time.time() + 120
     while not os.path.exists(a.wait_for) and time.time() < deadline:

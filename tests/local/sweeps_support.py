@@ -8,11 +8,16 @@ from typing import Any, Optional
 from jobs_support import EXP, RG, SUBSCRIPTION, WS, Lab, wait_for
 from raw_arm import RawArm
 
-__all__ = ["TRIAL_SCRIPT", "sweep_path", "sweep_body", "Sweeps"]
+__all__ = ["TRIAL_SCRIPT", "score", "sweep_path", "sweep_body", "Sweeps"]
+
+
+def score(x: float, y: float = -0.2, z: float = 0.5) -> float:
+    """What TRIAL_SCRIPT records (before the --slope it adds per epoch): 1 at (0.3, -0.2, 0.5)."""
+    return 1 - (x - 0.3) ** 2 - (y + 0.2) ** 2 - (z - 0.5) ** 2
 
 #: the trial every test runs (uploaded to the share as sweep/trial.py): it reads its parameters from
-#: argv (--x, --y, --epochs) and from $X_VALUE, computes a known function of them, and writes it
-#: epoch by epoch as the metric 'score' (and 'loss') to $AZ_BATCHAI_STDOUTERR_DIR/metrics.csv.
+#: argv (--x, --y, --z, --epochs) and from $X_VALUE, computes a known function of them (SCORE), and
+#: writes it epoch by epoch as the metric 'score' (and 'loss') to $AZ_BATCHAI_STDOUTERR_DIR/metrics.csv.
 #: Options: --metric-name (write the metric under another name), --no-metrics, --wait-for FILE
 #: (after the last row, wait until FILE exists: the test decides when it ends), --wait-dir DIR (the
 #: same for DIR/go-<x>), --trace FILE (append "x" once per run). It also writes model.txt into its own $AZ_BATCHAI_OUTPUT_TRIAL and fails if a
@@ -21,7 +26,8 @@ TRIAL_SCRIPT = r'''
 import argparse, os, sys, time
 p = argparse.ArgumentParser()
 p.add_argument("--x", type=float, required=True)
-p.add_argument("--y", type=float, default=0.0)
+p.add_argument("--y", type=float, default=-0.2)
+p.add_argument("--z", type=float, default=0.5)
 p.add_argument("--epochs", type=int, default=1)
 p.add_argument("--slope", type=float, default=0.0)
 p.add_argument("--metric-name", default="score")
@@ -47,7 +53,7 @@ if os.path.exists(model):
     sys.exit("another trial's model is in my output directory")
 with open(model, "w") as fh:
     fh.write(f"x={a.x:g}\n")
-score = 1 - (a.x - 0.3) ** 2 - (a.y + 0.2) ** 2
+score = 1 - (a.x - 0.3) ** 2 - (a.y + 0.2) ** 2 - (a.z - 0.5) ** 2
 if not a.no_metrics:
     with open(os.path.join(os.environ["AZ_BATCHAI_STDOUTERR_DIR"], "metrics.csv"), "w") as fh:
         fh.write(f"epoch,loss,{a.metric_name}\n")

@@ -9,13 +9,9 @@ from pathlib import Path
 import pytest
 
 from jobs_support import make_lab
-from sweeps_support import TRIAL_SCRIPT, Sweeps, sweep_body
+from sweeps_support import TRIAL_SCRIPT, Sweeps, score, sweep_body
 
 EPOCHS = 3
-
-
-def score(x: float) -> float:
-    return 1 - (x - 0.3) ** 2 - 0.04
 
 
 @pytest.mark.parametrize("policy, grid, stopped", [

@@ -38,7 +38,7 @@ from ..validation import parse_job_create
 from .metrics import Recorded, read_trial_metrics
 from .policies import evaluation_epochs, stop_reason
 from .provider import CANCELLED_BY_USER, SweepProvider, sweep_private_trial
-from .records import SWEEP_TYPE, SweepStatus, TrialStatus, move_sweep, move_trial
+from .records import LIVE, SWEEP_TYPE, SweepStatus, TrialStatus, move_sweep, move_trial
 from .sampling import next_point, planned_trials
 from .spec import SweepSpec, spec_of, trial_job_body
 
@@ -123,7 +123,7 @@ class SweepDriver:
             for doc in self.store.list(SWEEP_TYPE):
                 props = doc["properties"]
                 if props["status"] != SweepStatus.RUNNING.value and not any(
-                        not TrialStatus(t["status"]).is_terminal() or t.get("stopping") for t in props["trials"]):
+                        t["status"] in LIVE or t.get("stopping") for t in props["trials"]):
                     continue
                 try:
                     self.advance(doc["id"])
@@ -133,6 +133,10 @@ class SweepDriver:
     # -- one sweep, one pass ----------------------------------------------------------------------
 
     def advance(self, sweep_id: str) -> None:
+        with self.context.provider(SweepProvider).lock:
+            self._advance(sweep_id)
+
+    def _advance(self, sweep_id: str) -> None:
         doc = self.store.get(sweep_id)
         if doc is None:
             return
@@ -183,14 +187,18 @@ def _refresh(trial: dict[str, Any], spec: SweepSpec, seen: _Seen) -> None:
     recorded = seen.recorded
     if recorded.rows:
         values = recorded.values(spec.metric)
+        trial["metrics"] = list(recorded.columns)
         trial["epochs"] = len(recorded.rows)
         if spec.metric in recorded.columns:
             trial["metricValues"] = values
             trial["objectiveValue"] = _last(values)
     job = seen.job
     if job is None:
-        if TrialStatus(trial["status"]).is_terminal():
-            trial.pop("stopping", None)  # never submitted: nothing to stop
+        status = TrialStatus(trial["status"])
+        if status.is_terminal():
+            trial.pop("stopping", None)  # never submitted, or deleted: nothing to stop
+        elif status is not TrialStatus.PENDING:
+            move_trial(trial, TrialStatus.FAILED, "Its job was deleted.")
         return
     state = job.get("properties", {}).get("executionState")
     if trial.get("stopping") and state in (ExecutionState.SUCCEEDED.value, ExecutionState.FAILED.value):
@@ -221,11 +229,11 @@ def _decide(name: str, props: dict[str, Any], spec: SweepSpec, seen: dict[str, _
     # A misspelt objective: reported as soon as a trial records metrics without it.
     if running:
         for trial in trials:
-            recorded = seen.get(trial["name"], _Seen(None)).recorded
-            if recorded.columns and spec.metric not in recorded.columns:
+            recorded = trial.get("metrics")
+            if recorded and spec.metric not in recorded:
                 move_sweep(props, SweepStatus.FAILED,
                            f"The objective metric '{spec.metric}' is not among the metrics trial {trial['name']} "
-                           f"records ({', '.join(recorded.columns)}); check properties.objective.primaryMetric.")
+                           f"records ({', '.join(recorded)}); check properties.objective.primaryMetric.")
                 running = False
                 break
     # Early termination, at the epochs each running trial has reached and not yet been judged at.
@@ -248,13 +256,13 @@ def _decide(name: str, props: dict[str, Any], spec: SweepSpec, seen: dict[str, _
         reason = (props.get("statusReason") or CANCELLED_BY_USER) if not running else \
             f"The sweep's timeout ({props['limits']['timeout']}) passed."
         for trial in trials:
-            if not TrialStatus(trial["status"]).is_terminal():
+            if trial["status"] in LIVE:
                 move_trial(trial, TrialStatus.CANCELLED, reason if running else f"The sweep ended: {reason}")
                 trial["stopping"] = True  # until its job, if it has one, has ended (see _refresh)
     # New trials, while there is room.
     exhausted = False
     if running and not timed_out:
-        live = sum(1 for t in trials if not TrialStatus(t["status"]).is_terminal())
+        live = sum(1 for t in trials if t["status"] in LIVE)
         history = [(t["parameters"], t["objectiveValue"]) for t in trials
                    if t["status"] == TrialStatus.COMPLETED.value and t.get("objectiveValue") is not None]
         while live < spec.max_concurrent and len(trials) < spec.max_total:
@@ -274,13 +282,13 @@ def _decide(name: str, props: dict[str, Any], spec: SweepSpec, seen: dict[str, _
     _best(props, spec)
     # The end: nothing live and nothing left to start.
     if props["status"] == SweepStatus.RUNNING.value and not any(
-            not TrialStatus(t["status"]).is_terminal() for t in trials) and (
+            t["status"] in LIVE for t in trials) and (
             timed_out or exhausted or len(trials) >= spec.max_total):
         if props["bestTrial"] is not None:
             move_sweep(props, SweepStatus.COMPLETED,
                        f"The sweep's timeout ({props['limits']['timeout']}) passed." if timed_out else None)
         else:
-            names = sorted({c for s in seen.values() for c in s.recorded.columns})
+            names = sorted({name for t in trials for name in t.get("metrics", ())})
             move_sweep(props, SweepStatus.FAILED,
                        f"None of its {len(trials)} trials recorded a value of the objective metric '{spec.metric}'"
                        + (f" (they recorded {', '.join(names)})." if names else

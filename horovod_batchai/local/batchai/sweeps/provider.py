@@ -8,6 +8,7 @@ need); the document answers it with those taken out, as a job answers its own pr
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any, Protocol
 
 from ...core.arm_errors import InvalidParameter
@@ -17,7 +18,7 @@ from ..provider import BatchAIProvider
 from ..records import Experiment, Slot
 from ..validation import check_name, split_secrets
 from .errors import SweepAlreadyExists
-from .records import SWEEP_TYPE, Sweep, SweepStatus, move_sweep
+from .records import LIVE, SWEEP_TYPE, Sweep, SweepStatus, move_sweep
 from .spec import MAX_NAME, parse_sweep_create, stored_properties
 
 __all__ = ["SweepProvider", "SweepDriving", "sweep_private_trial"]
@@ -51,6 +52,9 @@ class SweepProvider:
         self.batchai = context.provider(BatchAIProvider)
         #: whatever drives sweeps; the service sets its driver when it starts.
         self.driver: SweepDriving = _NoDriver()
+        #: held by a driver's pass over a sweep and by a delete: a sweep is not deleted while a pass
+        #: submits its trials' jobs.
+        self.lock = threading.Lock()
 
     # -- lookups ----------------------------------------------------------------------------------
 
@@ -116,10 +120,13 @@ class SweepProvider:
     def delete(self, slot: Slot[Experiment, Sweep]) -> bool:
         """Delete a sweep: its running trials' jobs are terminated; the jobs stay in the experiment
         with their outputs. False when there was no such sweep."""
-        if slot.existing is None:
-            return False
-        sweep = slot.existing
-        for trial in sweep.live_trials + [t for t in sweep.trials if t.get("stopping")]:
-            self.batchai.scheduler.terminate_job(f"{slot.parent.id}/jobs/{trial['name']}", wait=False)
-        self.store.delete(sweep.id)
-        return True
+        with self.lock:
+            doc = self.store.get(slot.id)
+            if doc is None:
+                return False
+            sweep = Sweep(doc)
+            for trial in sweep.trials:
+                if trial["status"] in LIVE or trial.get("stopping"):
+                    self.batchai.scheduler.terminate_job(f"{slot.parent.id}/jobs/{trial['name']}", wait=False)
+            self.store.delete(sweep.id)
+            return True

@@ -24,7 +24,7 @@ from ...runner.states import utc_now
 from ..records import BatchAIResource
 from .errors import SweepNotFound
 
-__all__ = ["SWEEP_TYPE", "Sweep", "SweepStatus", "TrialStatus", "IllegalSweepTransition", "move_sweep", "move_trial"]
+__all__ = ["SWEEP_TYPE", "LIVE", "Sweep", "SweepStatus", "TrialStatus", "IllegalSweepTransition", "move_sweep", "move_trial"]
 
 SWEEP_TYPE = "Microsoft.BatchAI/workspaces/experiments/sweeps"
 
@@ -52,6 +52,8 @@ class TrialStatus(str, enum.Enum):
         return self in (TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.STOPPED, TrialStatus.CANCELLED)
 
 
+#: the statuses of trials that have not ended.
+LIVE = frozenset(status.value for status in TrialStatus if not status.is_terminal())
 _SWEEP_MOVES = {SweepStatus.RUNNING: {SweepStatus.COMPLETED, SweepStatus.FAILED, SweepStatus.CANCELLED}}
 _ENDS = {TrialStatus.CANCELLED, TrialStatus.FAILED}
 _TRIAL_MOVES = {
@@ -78,9 +80,6 @@ class Sweep(BatchAIResource):
     def trials(self) -> list[dict[str, Any]]:
         return list(self.properties.get("trials") or [])
 
-    @property
-    def live_trials(self) -> list[dict[str, Any]]:
-        return [t for t in self.trials if not TrialStatus(t["status"]).is_terminal()]
 
 
 def move_sweep(props: dict[str, Any], to: SweepStatus, reason: Optional[str] = None) -> None:

@@ -51,7 +51,7 @@ def _bayesian_point(space: list[Parameter], seed: Optional[int], index: int, max
             distributions[p.name] = optuna.distributions.IntDistribution(0, p.args[0] - 1)
         else:
             distributions[p.name] = optuna.distributions.FloatDistribution(**bounds_in_optuna(p))
-    sampler = optuna.samplers.TPESampler(seed=(seed or 0) * 100003 + index,
+    sampler = optuna.samplers.TPESampler(seed=None if seed is None else seed * 100003 + index,
                                          n_startup_trials=_startup_trials(max_total))
     study = optuna.create_study(direction="maximize" if maximize else "minimize", sampler=sampler)
     for params, value in history:

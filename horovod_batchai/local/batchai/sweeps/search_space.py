@@ -41,7 +41,8 @@ class Parameter:
 
     def quantize(self, value: float) -> float:
         q = self.q
-        return value if q is None else round(value / q) * q
+        # rounded again to 12 places: 3 * 0.1 is 0.30000000000000004, which a command line would carry.
+        return value if q is None else round(round(value / q) * q, 12)
 
 
 def _number(value: Any, where: str) -> float:
@@ -120,7 +121,8 @@ def _draw(p: Parameter, rng: random.Random) -> Any:
 
 def random_point(space: list[Parameter], seed: Optional[int], index: int) -> dict[str, Any]:
     """Trial ``index``'s values: drawn from a generator seeded by the sweep's seed and the index, so a
-    sweep with a seed draws the same trials whatever its concurrency or restarts."""
+    sweep with a seed draws the same trials whatever its concurrency or restarts (one without draws
+    from the system's entropy)."""
     rng = random.Random(f"{seed}:{index}" if seed is not None else None)
     return {p.name: _draw(p, rng) for p in space}
 

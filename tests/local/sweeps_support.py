@@ -35,6 +35,7 @@ p.add_argument("--no-metrics", action="store_true")
 p.add_argument("--wait-for", default="")
 p.add_argument("--wait-dir", default="")
 p.add_argument("--trace", default="")
+p.add_argument("--dir", default="")  # the tutorial's fixed --dir: a trial writes to its own directory instead
 p.add_argument("--running-dir", default="")
 a = p.parse_args()
 assert float(os.environ["X_VALUE"]) == a.x, (os.environ["X_VALUE"], a.x)

@@ -133,3 +133,25 @@ def test_cancel_stops_the_running_trials_and_delete_removes_the_sweep(lab, sweep
     assert sweeps.arm.request("GET", sweep_path("stopme")).status_code == 404
     assert sweeps.arm.request("DELETE", sweep_path("stopme")).status_code == 204
     assert lab.job("stopme-0").execution_state == "failed"  # trials' jobs stay, with their outputs
+
+
+def test_the_tutorials_horovod_job_with_its_fixed_dir_runs_as_a_sweep(lab, sweeps):
+    """The tutorial's job shape (horovodSettings, a fixed --dir) as the trial: the parameters reach
+    horovodSettings.commandLineArgs, and each trial writes its model to its own directory rather
+    than to the --dir every trial shares (the script fails if a model is there already)."""
+    body = sweep_body(lab, space={"x": ["choice", [[0.2, 0.4]]]})
+    trial = body["properties"]["trial"]
+    del trial["customToolkitSettings"]
+    trial["horovodSettings"] = {"pythonScriptFilePath": "$AZ_BATCHAI_JOB_MOUNT_ROOT/afs/sweep/trial.py",
+                                "commandLineArgs": "--dir=$AZ_BATCHAI_JOB_MOUNT_ROOT/afs/cifar "
+                                                   "--x ${{search_space.x}}"}
+    assert sweeps.put("tutorial", body).status_code == 201
+    props = sweeps.wait_status("tutorial", timeout=300)["properties"]
+    assert props["status"] == "completed", [t.get("reason") for t in props["trials"]]
+    assert [t["status"] for t in props["trials"]] == ["completed", "completed"]
+    assert props["bestTrial"]["parameters"] == {"x": 0.2}
+    for t in props["trials"]:
+        job = lab.job(t["name"])
+        assert job.tool_type == "horovod"
+        assert job.horovod_settings.command_line_args.endswith(f"--x {t['parameters']['x']}")
+        assert lab.read(t["name"], "model.txt", "TRIAL") == f"x={t['parameters']['x']:g}\n"

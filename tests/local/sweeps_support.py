@@ -16,12 +16,14 @@ def score(x: float, y: float = -0.2, z: float = 0.5) -> float:
     return 1 - (x - 0.3) ** 2 - (y + 0.2) ** 2 - (z - 0.5) ** 2
 
 #: the trial every test runs (uploaded to the share as sweep/trial.py): it reads its parameters from
-#: argv (--x, --y, --z, --epochs) and from $X_VALUE, computes a known function of them (SCORE), and
-#: writes it epoch by epoch as the metric 'score' (and 'loss') to $AZ_BATCHAI_STDOUTERR_DIR/metrics.csv.
-#: Options: --metric-name (write the metric under another name), --no-metrics, --wait-for FILE
-#: (after the last row, wait until FILE exists: the test decides when it ends), --wait-dir DIR (the
-#: same for DIR/go-<x>), --trace FILE (append "x" once per run). It also writes model.txt into its own $AZ_BATCHAI_OUTPUT_TRIAL and fails if a
-#: model is already there (two trials sharing one output directory).
+#: argv (--x, --y, --z, --epochs) and from $X_VALUE, computes a known function of them (score()),
+#: and writes it epoch by epoch as the metric 'score' (and 'loss') to
+#: $AZ_BATCHAI_STDOUTERR_DIR/metrics.csv. Options: --slope (added per epoch), --metric-name (the
+#: metric under another name), --no-metrics, --wait-for FILE (after the last row, wait until FILE
+#: exists: the test decides when it ends), --wait-dir DIR (the same for DIR/go-<x>), --trace FILE
+#: (append x once per run), --running-dir DIR (count the trials running at once into FILE.concurrency),
+#: --dir (the tutorial's fixed --dir, unused). It writes model.txt into its own
+#: $AZ_BATCHAI_OUTPUT_TRIAL and fails if a model is already there (two trials sharing one directory).
 TRIAL_SCRIPT = r'''
 import argparse, os, sys, time
 p = argparse.ArgumentParser()

@@ -66,7 +66,7 @@ def _daemon(state: Path, before: Optional[Lab] = None) -> Iterator[tuple[Lab, Sw
         view = _DaemonView(info)
         with BatchAI(view.credential(), SUBSCRIPTION, base_url=info.endpoint,
                      connection_verify=str(info.ca_cert)) as batchai:
-            lab = make_lab(view, batchai) if before is None else Lab(view, batchai, before.account, before.key)  # type: ignore[arg-type]
+            lab = make_lab(view, batchai) if before is None else Lab(view, batchai, before.account, before.key)
             sweeps = Sweeps(view)
             try:
                 yield lab, sweeps

@@ -24,7 +24,8 @@ from ...runner.states import utc_now
 from ..records import BatchAIResource
 from .errors import SweepNotFound
 
-__all__ = ["SWEEP_TYPE", "LIVE", "Sweep", "SweepStatus", "TrialStatus", "IllegalSweepTransition", "move_sweep", "move_trial"]
+__all__ = ["SWEEP_TYPE", "LIVE", "Sweep", "SweepStatus", "TrialStatus", "IllegalSweepTransition", "move_sweep",
+           "move_trial"]
 
 SWEEP_TYPE = "Microsoft.BatchAI/workspaces/experiments/sweeps"
 

@@ -56,7 +56,7 @@ def _parameter(name: str, raw: Any) -> Parameter:
     if not name or not set(name) <= _NAME_CHARS:
         raise InvalidParameter(f"The search space parameter name {name[:80]!r} is invalid: use letters, digits and "
                                "'_' (it is named as ${{search_space.<name>}}).", target=where)
-    form = f"[distribution, [arguments]], e.g. [\"uniform\", [0.001, 0.1]] or [\"choice\", [[32, 64]]]"
+    form = "[distribution, [arguments]], e.g. [\"uniform\", [0.001, 0.1]] or [\"choice\", [[32, 64]]]"
     if not (isinstance(raw, list) and len(raw) == 2 and isinstance(raw[0], str) and isinstance(raw[1], list)):
         raise InvalidParameter(f"The property '{where}' must be {form}; got {str(raw)[:120]}.", target=where)
     distribution, args = raw[0].lower(), raw[1]

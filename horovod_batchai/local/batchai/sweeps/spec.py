@@ -27,7 +27,8 @@ from .policies import BANDIT, POLICIES, TRUNCATION, Policy
 from .sampling import ALGORITHMS, BAYESIAN, BAYESIAN_DISTRIBUTIONS, GRID, GRID_DISTRIBUTIONS, planned_trials
 from .search_space import Parameter, parse_search_space, random_point
 
-__all__ = ["SweepSpec", "parse_sweep_create", "spec_of", "trial_job_body", "TRIAL_OUTPUT_ID", "PLACEHOLDER"]
+__all__ = ["SweepSpec", "parse_sweep_create", "spec_of", "stored_properties", "fill_trial", "trial_job_body",
+           "TRIAL_OUTPUT_ID", "PLACEHOLDER", "MAX_NAME"]
 
 #: the id of each trial's own output directory: ``$AZ_BATCHAI_OUTPUT_TRIAL`` on its nodes.
 TRIAL_OUTPUT_ID = "TRIAL"
@@ -67,7 +68,8 @@ def _object(props: dict[str, Any], key: str, *, required: bool = True) -> dict[s
     return value
 
 
-def _int(raw: dict[str, Any], key: str, where: str, *, minimum: int, maximum: int, default: Optional[int]) -> Optional[int]:
+def _int(raw: dict[str, Any], key: str, where: str, *, minimum: int, maximum: int,
+         default: Optional[int]) -> Optional[int]:
     value = raw.get(key, default)
     if value is None:
         return None

@@ -155,3 +155,35 @@ def test_the_tutorials_horovod_job_with_its_fixed_dir_runs_as_a_sweep(lab, sweep
         assert job.tool_type == "horovod"
         assert job.horovod_settings.command_line_args.endswith(f"--x {t['parameters']['x']}")
         assert lab.read(t["name"], "model.txt", "TRIAL") == f"x={t['parameters']['x']:g}\n"
+
+
+def test_the_trial_timeout_fails_a_trial_and_the_timeout_ends_the_sweep(lab, sweeps, tmp_path: Path):
+    never = tmp_path / "never"
+    body = sweep_body(lab, space={"x": ["choice", [[0.1, 0.2]]]}, args=f"--wait-for {never}",
+                      limits={"trialTimeout": "PT1S"})
+    assert sweeps.put("slowtrials", body).status_code == 201
+    props = sweeps.wait_status("slowtrials")["properties"]
+    assert props["limits"]["trialTimeout"] == "PT1S"
+    assert props["status"] == "failed"
+    for trial in props["trials"]:
+        assert trial["status"] == "failed"
+        assert trial["reason"].startswith("Its job failed: MaxWallClockTimeExceeded"), trial["reason"]
+        assert lab.job(trial["name"]).constraints.max_wall_clock_time.total_seconds() == 1
+
+    body = sweep_body(lab, space={"x": ["choice", [[0.1, 0.2, 0.3]]]}, args=f"--wait-for {never}",
+                      limits={"timeout": "PT2S", "maxConcurrentTrials": 2})
+    assert sweeps.put("slowsweep", body).status_code == 201
+    props = sweeps.wait_status("slowsweep")["properties"]
+    assert props["status"] == "failed"
+    assert props["statusReason"].startswith("The sweep's timeout (PT2S) passed before any of its")
+    assert len(props["trials"]) <= 2 and {t["status"] for t in props["trials"]} <= {"cancelled"}
+    assert all(t["reason"] == "The sweep's timeout (PT2S) passed." for t in props["trials"])
+
+
+def test_a_sweep_cannot_change_once_created(lab, sweeps):
+    body = sweep_body(lab, space={"x": ["choice", [[0.1]]]})
+    assert sweeps.put("fixed", body).status_code == 201
+    body["properties"]["objective"]["goal"] = "minimize"
+    answer = sweeps.put("fixed", body)
+    assert answer.status_code == 409 and answer.json()["error"]["code"] == "SweepAlreadyExists"
+    assert "(objective)" in answer.json()["error"]["message"]

@@ -287,6 +287,10 @@ def _decide(name: str, props: dict[str, Any], spec: SweepSpec, seen: dict[str, _
         if props["bestTrial"] is not None:
             move_sweep(props, SweepStatus.COMPLETED,
                        f"The sweep's timeout ({props['limits']['timeout']}) passed." if timed_out else None)
+        elif timed_out:
+            move_sweep(props, SweepStatus.FAILED,
+                       f"The sweep's timeout ({props['limits']['timeout']}) passed before any of its {len(trials)} "
+                       f"trials completed with a value of the objective metric '{spec.metric}'.")
         else:
             names = sorted({name for t in trials for name in t.get("metrics", ())})
             move_sweep(props, SweepStatus.FAILED,

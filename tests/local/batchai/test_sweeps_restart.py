@@ -17,8 +17,7 @@ import pytest
 from azure.mgmt.batchai import BatchAI
 
 from horovod_batchai.local import ensure_running
-from horovod_batchai.local.core.tokens import LocalCredential
-from jobs_support import Lab, make_lab, tagged_processes, wait_for
+from jobs_support import DaemonView, Lab, make_lab, tagged_processes, wait_for
 from service_support import SUBSCRIPTION, kill_daemon
 from sweeps_support import TRIAL_SCRIPT, Sweeps, sweep_body, sweep_path
 
@@ -45,25 +44,13 @@ def _no_trial_outlives_its_test(tmp_path: Path):
             pass
 
 
-class _DaemonView:
-    """What the helpers need of a service running in another process."""
-
-    def __init__(self, info) -> None:
-        self.info = info
-        self.endpoint = info.endpoint
-        self.state_dir = info.state_dir
-
-    def credential(self) -> LocalCredential:
-        return LocalCredential(self.state_dir)
-
-
 @contextlib.contextmanager
 def _daemon(state: Path, before: Optional[Lab] = None) -> Iterator[tuple[Lab, Sweeps]]:
     """A daemon service on ``state`` with a lab (new, or on ``before``'s storage account), killed
     with SIGKILL when the block ends."""
     info = ensure_running(state)
     try:
-        view = _DaemonView(info)
+        view = DaemonView(info)
         with BatchAI(view.credential(), SUBSCRIPTION, base_url=info.endpoint,
                      connection_verify=str(info.ca_cert)) as batchai:
             lab = make_lab(view, batchai) if before is None else Lab(view, batchai, before.account, before.key)

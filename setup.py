@@ -69,6 +69,9 @@ SDK_REQUIRES = [
     "cheroot>=11,<12",
     "cryptography>=41",              # the local service's loopback TLS certificate
     "tqdm>=4.60",                    # upload / download progress
+    # The local service's Bayesian sweeps sample with Optuna's TPE (seeded); the local service is part
+    # of the base install, so this is too. 5.x changes nothing TensorFlow 2.15 / NumPy 1.26 need.
+    "optuna>=5,<6",
 ]
 
 setup(

@@ -21,10 +21,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-__all__ = ["ConfigError", "TrainConfig", "build_parser", "parse_args"]
+__all__ = ["ConfigError", "TrainConfig", "build_parser", "parse_args", "TRIAL_DIR_VARIABLE"]
+
+#: set by the local service for each trial of a sweep: the trial's own output directory, which
+#: takes the place of ``--dir`` (see parse_args).
+TRIAL_DIR_VARIABLE = "AZ_BATCHAI_OUTPUT_TRIAL"
 
 
 class ConfigError(ValueError):
@@ -109,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-d", "--dir", required=True,
                         help="directory for results: checkpoints/, metrics.csv and "
-                             "saved_models/keras_cifar10_trained_model.h5")
+                             "saved_models/keras_cifar10_trained_model.h5 (in a sweep trial, "
+                             "$AZ_BATCHAI_OUTPUT_TRIAL instead)")
     parser.add_argument("--data-dir", default=None,
                         help="CIFAR-10 in the official python format (data_batch_1..5, test_batch, "
                              "batches.meta); default: the Keras cache, else download")
@@ -147,8 +153,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> TrainConfig:
     """Parse a command line into a TrainConfig; bad values exit with a usage message."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    settings = vars(args)
+    # A sweep trial's results go to its own output directory, whatever a fixed --dir says: the
+    # trials of one sweep share the job's command line, and would otherwise resume and overwrite
+    # one another's checkpoints and model.
+    trial_dir = os.environ.get(TRIAL_DIR_VARIABLE)
+    if trial_dir:
+        settings["dir"] = trial_dir
     try:
-        return TrainConfig(**vars(args))
+        return TrainConfig(**settings)
     except ConfigError as exc:
         parser.error(str(exc))
         raise  # unreachable: parser.error exits

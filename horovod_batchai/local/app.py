@@ -12,6 +12,7 @@ from werkzeug.exceptions import RequestEntityTooLarge as BodyTooLarge
 from werkzeug.wrappers import Request, Response
 
 from .batchai import api as batchai_api
+from .batchai.sweeps import api as sweeps_api
 from .core.arm_errors import (ArmError, AuthenticationFailed, InjectedFault, InsufficientStorage, InternalServerError,
                               InvalidApiVersionParameter, InvalidAuthenticationToken, InvalidResourceType,
                               MethodNotAllowed, RequestEntityTooLarge, StorageReadOnly, arm_error_response)
@@ -35,7 +36,7 @@ __all__ = ["LocalApp", "make_app"]
 log = logging.getLogger(__name__)
 
 ARM_ROUTES = [*subscriptions_api.ROUTES, *resources_api.ROUTES, *storage_api.ROUTES, *file_shares_api.ROUTES,
-              *batchai_api.ROUTES]
+              *batchai_api.ROUTES, *sweeps_api.ROUTES]
 
 
 class _DropConnection(Exception):

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .app import make_app
 from .batchai.provider import BatchAIProvider
+from .batchai.sweeps.driver import SweepDriver
+from .batchai.sweeps.provider import SweepProvider
 from .core.tokens import LocalCredential
 from .core.context import ServiceContext, ServiceSettings, default_state_dir
 from .core.http_server import HttpsServer
@@ -129,6 +131,7 @@ class LocalService:
         self.context: Optional[ServiceContext] = None
         self._server: Optional[HttpsServer] = None
         self._scheduler: Optional[Scheduler] = None
+        self._sweeps: Optional[SweepDriver] = None
         self._lock_fh: Optional[Any] = None
         self._stopping = threading.Event()
         self._sweeper: Optional[threading.Thread] = None
@@ -213,6 +216,9 @@ class LocalService:
         self._scheduler = batchai.scheduler = Scheduler(self.context)
         self._scheduler.start()
         batchai.finish_interrupted_operations()  # operations a killed service left InProgress
+        # Sweeps go on from their documents once the scheduler has taken back their trials' jobs.
+        self._sweeps = self.context.provider(SweepProvider).driver = SweepDriver(self.context)
+        self._sweeps.start()
         from .resources.api import resume_deletions
         resume_deletions(self.context)  # resource groups a stopped service left half-deleted
         from .files.store import forget_upload_activity
@@ -250,6 +256,9 @@ class LocalService:
         if self._server is not None:
             self._server.stop()
         if self.context is not None:
+            if self._sweeps is not None:  # first: it submits and stops jobs through the scheduler
+                self._sweeps.stop()
+                self._sweeps = None
             from .files.copy import FileCopies
             self.context.provider(FileCopies).stop()  # where they are: the next start resumes them
             if self._scheduler is not None:

@@ -174,6 +174,19 @@ def make_lab(service: LocalService, batchai: BatchAI, account: str = "jobstorage
     return lab
 
 
+class DaemonView:
+    """What the helpers need of a service, for a daemon running in another process."""
+
+    def __init__(self, info) -> None:
+        self.info = info
+        self.endpoint = info.endpoint
+        self.state_dir = info.state_dir
+
+    def credential(self):
+        from horovod_batchai.local.core.tokens import LocalCredential
+        return LocalCredential(self.state_dir)
+
+
 def tagged_processes(state_dir: Path) -> list[int]:
     """Pids of the live processes started by this service's job runs: they carry the run tag and
     paths into its state directory (other services on this machine have their own)."""

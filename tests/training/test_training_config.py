@@ -40,6 +40,15 @@ def test_the_tutorials_short_dir_option_still_works():
     assert parse_args(["-d", "out"]).dir == "out"
 
 
+def test_a_sweep_trial_writes_to_its_own_output_directory_whatever_dir_says(monkeypatch):
+    # The tutorial's job.json has a fixed --dir; every trial of a sweep runs it, each with its own
+    # $AZ_BATCHAI_OUTPUT_TRIAL (set by the local service), where its checkpoints and model go.
+    monkeypatch.setenv("AZ_BATCHAI_OUTPUT_TRIAL", "/share/cifar/trial-3/outputs")
+    assert parse_args(["--dir=/share/cifar"]).dir == "/share/cifar/trial-3/outputs"
+    monkeypatch.setenv("AZ_BATCHAI_OUTPUT_TRIAL", "")
+    assert parse_args(["--dir=/share/cifar"]).dir == "/share/cifar"
+
+
 @pytest.mark.parametrize("argv, named, valid", [
     ([], "--dir", "required"),
     (["--dir", "o", "--epochs", "0"], "--epochs", "an integer >= 1"),

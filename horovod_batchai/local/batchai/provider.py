@@ -477,6 +477,12 @@ class BatchAIProvider:
                 "be submitted only to clusters whose provisioningState is succeeded.")
         return cluster
 
+    def check_job_cluster(self, properties: dict[str, Any], subscription: str) -> None:
+        """What a job PUT checks of its cluster (it exists, is ready, has room for ``nodeCount``), for a
+        job to be submitted later (a sweep's trials)."""
+        cluster = self._resolve_cluster(properties["cluster"]["id"], subscription)
+        check_job_node_count(properties["nodeCount"], cluster.name, cluster.properties)
+
     def put_job(self, slot: Slot[Experiment, Job], parsed: Parsed) -> LongRunningOperation:
         props = parsed.properties
         existing = slot.existing

@@ -19,7 +19,7 @@ from azure.mgmt.batchai.models import JobCreateParameters
 from service_support import SUBSCRIPTION, kill_daemon
 from horovod_batchai.local import LocalService, ServiceSettings, ensure_running
 from horovod_batchai.local.core.tokens import LocalCredential
-from jobs_support import EXP, RG, WS, Lab, make_lab, tagged_processes, wait_for
+from jobs_support import EXP, RG, WS, DaemonView, Lab, make_lab, tagged_processes, wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -98,7 +98,7 @@ def _until_killed(state: Path, before: Optional[Lab] = None) -> Iterator[tuple[L
     info = _start_daemon(state)
     try:
         with _daemon_client(info) as batchai:
-            view = _DaemonView(info)
+            view = DaemonView(info)
             lab = make_lab(view, batchai) if before is None else Lab(view, batchai, before.account, before.key)
             yield lab, batchai  # type: ignore[misc]
     finally:
@@ -225,14 +225,3 @@ def test_a_job_whose_processes_died_with_the_service_fails_saying_so(tmp_path: P
         assert error.code in ("LocalServiceKilled", "JobProcessesLost"), error.code
         assert "killed" in error.message
 
-
-class _DaemonView:
-    """What the test helpers need of a service, for a daemon running in another process."""
-
-    def __init__(self, info) -> None:
-        self.info = info
-        self.endpoint = info.endpoint
-        self.state_dir = info.state_dir
-
-    def credential(self) -> LocalCredential:
-        return LocalCredential(self.state_dir)

@@ -66,6 +66,8 @@ from .processes import stop_tagged, tagged_pids
 from .supervisor import EXIT_FILE
 from ..core.context import ServiceContext
 from ..core.store import resource_key
+from ..tracking.runs import job_runs
+from ..tracking.server import TrackingServerError
 
 __all__ = ["Scheduler"]
 
@@ -172,6 +174,7 @@ class Scheduler:
             try:
                 if tag and run_dir and run_has_started(run_dir):
                     transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[SERVICE_KILLED])
+                    self._end_tracked_run(job["id"])
                 elif state == ExecutionState.TERMINATING.value:
                     transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[JOB_TERMINATED])
                 else:  # nothing of it ran: it runs from the start, once
@@ -513,6 +516,18 @@ class Scheduler:
             with self.store.transaction() as db:
                 db.execute("DELETE FROM run_tags WHERE owner = ? AND tag = ?", (key, run.tag))
         self.notify()
+        self._end_tracked_run(run.job_id)
+
+    def _end_tracked_run(self, job_id: str) -> None:
+        """End the job's MLflow run as the job ended (nothing while it is queued again)."""
+        runs = job_runs(self.context)
+        job = self.store.get(job_id) if runs is not None else None
+        if runs is None or job is None:
+            return
+        try:
+            runs.end(job)
+        except TrackingServerError as exc:
+            log.warning("the MLflow run of job %s could not be ended: %s", job_id, exc)
 
     def _settle(self, job_id: str, result: RunResult) -> None:
         job = self.store.get(job_id)

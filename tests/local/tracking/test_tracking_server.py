@@ -154,3 +154,30 @@ def test_without_mlflow_the_error_says_what_to_install(tmp_path):
     with pytest.raises(TrackingUnavailable, match=r"pip install 'horovod-batchai\[mlflow\]'"):
         endpoint.require()
     assert endpoint.server is None
+
+
+def test_mlflow_ui_is_served_on_loopback_to_whoever_holds_the_printed_key(tracked):
+    from horovod_batchai.local.tracking.ui import MlflowUiProxy
+
+    credential = tracked.credential()
+    proxy = MlflowUiProxy(tracked.endpoint, tracked.info.ca_cert,
+                          lambda: credential.get_token("https://management.azure.com/.default").token).start()
+    try:
+        assert proxy.health()[0] == 200  # starts the tracking server through the front
+        assert proxy.key not in repr(proxy)
+        # Another local user can connect to the port, but gets nothing without the key.
+        assert requests.get(proxy.url, timeout=60).status_code == 403
+        assert requests.get(proxy.url + "?key=guess", timeout=60).status_code == 403
+        assert requests.post(proxy.url + "ajax-api/2.0/mlflow/experiments/search", json={"max_results": 5},
+                             timeout=60).status_code == 403
+
+        browser = requests.Session()
+        page = browser.get(proxy.login_url, timeout=120)  # 303 to / with the key as a cookie
+        assert page.status_code == 200 and "<html" in page.text.lower()
+        assert page.url == proxy.url  # the key is out of the address bar
+        found = browser.post(proxy.url + "ajax-api/2.0/mlflow/experiments/search", json={"max_results": 5},
+                             timeout=120)
+        assert found.status_code == 200
+        assert "Default" in {e["name"] for e in found.json()["experiments"]}
+    finally:
+        proxy.stop()

@@ -40,7 +40,7 @@ def _end_group(server: "subprocess.Popen[bytes]") -> None:
 
 
 def _watch_stdin(server: "subprocess.Popen[bytes]") -> None:
-    while sys.stdin.buffer.read1(64):
+    while os.read(sys.stdin.fileno(), 64):
         pass
     _end_group(server)
 

@@ -129,8 +129,8 @@ def test_a_job_logging_with_mlflow_alone_is_a_run_read_back_through_the_authenti
         assert token not in path.read_text(errors="replace"), path
 
 
-def test_server_restarted_after_it_is_killed_and_stopped_with_the_service(tracked):
-    assert _api(tracked, "GET", "experiments/get-by-name", params={"experiment_name": "Default"}).status_code == 200
+def test_ui_then_server_restarted_after_it_is_killed_and_stopped_with_the_service(tracked):
+    _check_the_ui(tracked)  # which starts the server
     first = tracked.context.tracking.server
     assert first is not None and first.running
     os.killpg(first.pid, signal.SIGKILL)  # the launcher, MLflow and uvicorn at once, as a crash would
@@ -146,17 +146,15 @@ def test_server_restarted_after_it_is_killed_and_stopped_with_the_service(tracke
     assert not second.socket_path.exists() or not _group_alive(second.pid)
 
 
-def test_without_mlflow_the_error_says_what_to_install(tmp_path):
+def _python_without_mlflow() -> str:
     python = "/usr/bin/python3"
     if not Path(python).exists() or Path(python).resolve() == Path(sys.executable).resolve():
         pytest.skip("needs a Python without mlflow")
-    endpoint = TrackingEndpoint(tmp_path, python=python)
-    with pytest.raises(TrackingUnavailable, match=r"pip install 'horovod-batchai\[mlflow\]'"):
-        endpoint.require()
-    assert endpoint.server is None
+    return python
 
 
-def test_mlflow_ui_is_served_on_loopback_to_whoever_holds_the_printed_key(tracked):
+def _check_the_ui(tracked: LocalService) -> None:
+    """MLflow's UI through `local mlflow-ui`'s proxy: on loopback, for whoever holds the printed key."""
     from horovod_batchai.local.tracking.ui import MlflowUiProxy
 
     credential = tracked.credential()
@@ -181,3 +179,29 @@ def test_mlflow_ui_is_served_on_loopback_to_whoever_holds_the_printed_key(tracke
         assert "Default" in {e["name"] for e in found.json()["experiments"]}
     finally:
         proxy.stop()
+
+
+def test_without_mlflow_the_error_says_what_to_install(tmp_path):
+    endpoint = TrackingEndpoint(tmp_path, python=_python_without_mlflow())
+    with pytest.raises(TrackingUnavailable, match=r"pip install 'horovod-batchai\[mlflow\]'"):
+        endpoint.require()
+    assert endpoint.server is None
+
+
+def test_without_mlflow_jobs_run_untracked_and_say_why(tracked):
+    # The service's tracking, as it is where the mlflow package is missing beside the service.
+    tracked.context.tracking = TrackingEndpoint(tracked.state_dir, python=_python_without_mlflow())
+    refused = _api(tracked, "GET", "experiments/search", params={"max_results": 5})
+    assert refused.status_code == 503 and refused.json()["error_code"] == "TEMPORARILY_UNAVAILABLE"
+    assert "horovod-batchai[mlflow]" in refused.json()["message"]
+
+    with BatchAI(tracked.credential(), SUBSCRIPTION, base_url=tracked.endpoint,
+                 connection_verify=str(tracked.info.ca_cert)) as batchai:
+        lab = make_lab(tracked, batchai)
+        lab.create_cluster()
+        lab.submit("plain", {"customToolkitSettings": {"commandLine": "echo uri=${MLFLOW_TRACKING_URI:-none}"}})
+        job = lab.wait_state("plain")
+        assert job.execution_state == "succeeded"
+        assert lab.read("plain", "stdout.txt").strip() == "uri=none"
+        assert "MLflow tracking is off for this job" in lab.read("plain", "execution.log")
+        assert "horovod-batchai[mlflow]" in lab.read("plain", "execution.log")

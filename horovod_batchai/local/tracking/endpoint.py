@@ -54,13 +54,18 @@ class TrackingEndpoint:
         self._stopped = False
         self._start_lock = threading.Lock()   # one start at a time; the others wait for it
         self._watcher: Optional[threading.Thread] = None
+        self._token: Optional[str] = None
 
     def __repr__(self) -> str:
         return f"TrackingEndpoint(directory={str(self.directory)!r}, server={self._server!r})"
 
     @property
     def token(self) -> str:
-        return ensure_random_secret_file(self.directory / TOKEN_FILE).read_text().strip()
+        """The tracking token (made on first use; read from its file once)."""
+        if self._token is None:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._token = ensure_random_secret_file(self.directory / TOKEN_FILE).read_text().strip()
+        return self._token
 
     def accepts(self, token: str) -> bool:
         """Whether ``token`` is the tracking token (compared in constant time)."""

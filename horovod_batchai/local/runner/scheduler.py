@@ -174,7 +174,7 @@ class Scheduler:
             try:
                 if tag and run_dir and run_has_started(run_dir):
                     transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[SERVICE_KILLED])
-                    self._end_tracked_run(job["id"])
+                    self._end_tracked_run(job["id"], "FAILED")
                 elif state == ExecutionState.TERMINATING.value:
                     transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[JOB_TERMINATED])
                 else:  # nothing of it ran: it runs from the start, once
@@ -505,6 +505,8 @@ class Scheduler:
     def _run_done(self, run: JobRun, result: RunResult) -> None:
         """Called from the run's thread once all its processes are gone."""
         key = resource_key(run.job_id)
+        # The job's MLflow run ends first, so that whoever sees the job ended finds its run ended.
+        self._end_tracked_run(run.job_id, _run_status(self.store.get(run.job_id), result))
         with self._lock:
             if self._runs.get(key) is run:
                 del self._runs[key]
@@ -516,16 +518,14 @@ class Scheduler:
             with self.store.transaction() as db:
                 db.execute("DELETE FROM run_tags WHERE owner = ? AND tag = ?", (key, run.tag))
         self.notify()
-        self._end_tracked_run(run.job_id)
 
-    def _end_tracked_run(self, job_id: str) -> None:
-        """End the job's MLflow run as the job ended (nothing while it is queued again)."""
+    def _end_tracked_run(self, job_id: str, status: Optional[str]) -> None:
+        """End the job's MLflow run with ``status`` (None: it goes on, the job is queued again)."""
         runs = job_runs(self.context)
-        job = self.store.get(job_id) if runs is not None else None
-        if runs is None or job is None:
+        if runs is None or status is None:
             return
         try:
-            runs.end(job)
+            runs.end(job_id, status)
         except TrackingServerError as exc:
             log.warning("the MLflow run of job %s could not be ended: %s", job_id, exc)
 
@@ -546,6 +546,16 @@ class Scheduler:
                                allowed_from=[ExecutionState.RUNNING])
         except (IllegalTransition, JobGone) as exc:
             log.warning("job %s ended as %s but could not be marked: %s", job_id, result.state.value, exc)
+
+
+def _run_status(job: Optional[dict[str, Any]], result: RunResult) -> Optional[str]:
+    """How the job's MLflow run ends, as :meth:`Scheduler._settle` will end the job (None: queued again)."""
+    terminating = job is not None and _props(job).get("executionState") == ExecutionState.TERMINATING.value
+    if terminating or result.stop_reason in (StopReason.TERMINATED, StopReason.FORGET):
+        return "KILLED"
+    if result.state is ExecutionState.QUEUED:
+        return None
+    return "FINISHED" if result.state is ExecutionState.SUCCEEDED else "FAILED"
 
 
 def _stop_and_wait(runs: list[Any], setup_tags: list[str], reason: StopReason) -> None:

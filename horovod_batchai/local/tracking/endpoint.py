@@ -67,6 +67,14 @@ class TrackingEndpoint:
             self._token = ensure_random_secret_file(self.directory / TOKEN_FILE).read_text().strip()
         return self._token
 
+    def describe(self, base_url: str) -> str:
+        """One line for ``serve``: where the tracking server is served, or why it cannot run here."""
+        try:
+            check_mlflow_installed(self.python)
+        except TrackingUnavailable as exc:
+            return f"none: {exc}"
+        return f"{base_url}{PATH_PREFIX}  (MLflow's server, started at the first job or request; bearer token)"
+
     def accepts(self, token: str) -> bool:
         """Whether ``token`` is the tracking token (compared in constant time)."""
         return bool(token) and hmac.compare_digest(token.encode(), self.token.encode())

@@ -25,10 +25,10 @@ from ..core.context import ServiceContext
 from ..core.store import resource_key
 from .endpoint import PATH_PREFIX, TrackingEndpoint, TrackingRequestFailed
 
-__all__ = ["JobTracking", "JobRuns", "RUN_STATUS", "job_run_tags", "job_runs"]
+__all__ = ["JobTracking", "JobRuns", "RUN_STATUSES", "job_run_tags", "job_runs"]
 
-#: the MLflow run status a job's end state maps to (a job the user terminated ends KILLED).
-RUN_STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "terminated": "KILLED"}
+#: how a job's run can end: it succeeded, it failed, the user terminated it (or deleted it running).
+RUN_STATUSES = frozenset({"FINISHED", "FAILED", "KILLED"})
 
 
 @dataclass(frozen=True)
@@ -125,20 +125,16 @@ class JobRuns:
                "MLFLOW_TRACKING_SERVER_CERT_PATH": str(self.ca_cert)}
         return JobTracking(run_id, experiment_name, env, {"MLFLOW_TRACKING_TOKEN": self.endpoint.token})
 
-    def end(self, job: Mapping[str, Any]) -> Optional[str]:
-        """End the run of a job that has ended (its MLflow status, or None when it had no run or
-        has not ended)."""
-        recorded = self._recorded(str(job["id"]))
-        props = job.get("properties") or {}
-        state = str(props.get("executionState") or "")
-        if recorded is None or state not in ("succeeded", "failed"):
-            return None
-        errors = (props.get("executionInfo") or {}).get("errors") or []
-        terminated = any(e.get("code") == "JobTerminated" for e in errors if isinstance(e, dict))
-        status = RUN_STATUS["terminated" if terminated else state]
+    def end(self, job_id: str, status: str) -> bool:
+        """End the job's run with ``status`` (FINISHED, FAILED or KILLED); False when it had none."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"status must be one of {sorted(RUN_STATUSES)}, got {status!r}")
+        recorded = self._recorded(job_id)
+        if recorded is None:
+            return False
         self.endpoint.call("POST", "/api/2.0/mlflow/runs/update", {
             "run_id": recorded["run_id"], "status": status, "end_time": int(time.time() * 1000)})
-        return status
+        return True
 
     def run_id(self, job_id: str) -> Optional[str]:
         recorded = self._recorded(job_id)

@@ -20,7 +20,7 @@ from horovod_batchai.local import LocalService
 from horovod_batchai.local.tracking.endpoint import TrackingEndpoint
 from horovod_batchai.local.tracking.server import TrackingUnavailable
 
-from jobs_support import EXP, SUBSCRIPTION, make_lab, wait_for
+from jobs_support import EXP, RG, SUBSCRIPTION, WS, make_lab, wait_for
 from service_support import FAST
 
 pytest.importorskip("mlflow")
@@ -93,6 +93,21 @@ def test_a_job_logging_with_mlflow_alone_is_a_run_read_back_through_the_authenti
         job = lab.wait_state("logjob", timeout=240)
         stdout = lab.read("logjob", "stdout.txt")
         assert job.execution_state == "succeeded", stdout + lab.read("logjob", "stderr.txt")
+        # Runs end as their jobs do: a failure FAILED, a terminated job KILLED.
+        lab.submit("fails", {"customToolkitSettings": {"commandLine": "exit 3"}})
+        assert lab.wait_state("fails").execution_state == "failed"
+        lab.submit("stopped", {"customToolkitSettings": {"commandLine": "sleep 300"}})
+        lab.wait_state("stopped", "running")
+        batchai.jobs.begin_terminate(RG, WS, EXP, "stopped").result()
+        assert lab.wait_state("stopped").execution_state == "failed"
+        ended = {}
+        for name in ("fails", "stopped"):
+            runs = _api(tracked, "POST", "runs/search", json={
+                "experiment_ids": [_api(tracked, "GET", "experiments/get-by-name",
+                                        params={"experiment_name": EXP}).json()["experiment"]["experiment_id"]],
+                "filter": f"attributes.run_name = '{name}'"}).json()["runs"]
+            ended[name] = [r["info"]["status"] for r in runs]
+        assert ended == {"fails": ["FAILED"], "stopped": ["KILLED"]}
 
     # Started on demand, on a socket only this user can reach, with no TCP port of its own.
     server = endpoint.server

@@ -64,3 +64,19 @@ def test_without_a_tracking_uri_mlflow_is_not_even_imported(cifar_dir, tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "mlflow imported: False" in run.stdout
     assert not (tmp_path / "mlruns").exists()
+
+
+def test_with_a_tracking_uri_but_no_mlflow_training_goes_on_and_says_what_to_install(cifar_dir, tmp_path):
+    # A node runtime without MLflow: `import mlflow` fails as it does where the package is missing.
+    blocker = tmp_path / "no-mlflow"
+    blocker.mkdir()
+    (blocker / "mlflow.py").write_text("raise ImportError('No module named mlflow')\n")
+    env = child_env(MLFLOW_TRACKING_URI="https://127.0.0.1:9/_mlflow")
+    env["PYTHONPATH"] = f"{blocker}:{env['PYTHONPATH']}"
+    run = subprocess.run([sys.executable, "-m", "training", "--dir", str(tmp_path / "out"), "--data-dir",
+                          str(cifar_dir), "--epochs", "1", "--steps-per-epoch", "1", "--verbose", "0"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "the mlflow package is missing: install MLflow's logging client" in run.stderr
+    assert "mlflow-skinny==3.17.*" in run.stderr
+    assert len(metrics_rows(tmp_path / "out" / "metrics.csv")) == 1

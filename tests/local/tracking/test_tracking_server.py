@@ -33,6 +33,7 @@ run_id = os.environ["MLFLOW_RUN_ID"]  # MLflow takes it out of the environment o
 mlflow.log_param("learning_rate", "0.01")
 for step in range(3):
     mlflow.log_metric("loss", 1.0 / (step + 1), step=step)
+mlflow.log_text("hello from the job", "notes/hello.txt")  # an artifact, through the service's front
 print("logged to run", run_id)
 """
 
@@ -135,6 +136,14 @@ def test_a_job_logging_with_mlflow_alone_is_a_run_read_back_through_the_authenti
     history = _api(tracked, "GET", "metrics/get-history",
                    params={"run_id": run["info"]["run_id"], "metric_key": "loss"}).json()["metrics"]
     assert sorted((m["step"], m["value"]) for m in history) == [(0, 1.0), (1, 0.5), (2, 1.0 / 3)]
+
+    listed = _api(tracked, "GET", "artifacts/list", params={"run_id": run["info"]["run_id"], "path": "notes"}).json()
+    assert [f["path"] for f in listed["files"]] == ["notes/hello.txt"]
+    artifact = requests.get(f"{tracked.endpoint}/_mlflow/get-artifact", params={
+        "path": "notes/hello.txt", "run_uuid": run["info"]["run_id"]}, verify=str(tracked.info.ca_cert), timeout=60,
+        headers={"Authorization": f"Bearer {tracked.credential().get_token('https://management.azure.com/.default').token}"})
+    assert artifact.status_code == 200 and artifact.text == "hello from the job"
+    assert (tracked.state_dir / "mlflow" / "artifacts").is_dir()
 
     # The job's token reads too; it is in no file the job's user sees, nor in the service's log.
     token = endpoint.token

@@ -15,7 +15,7 @@ $(VENV)/.installed: setup.py Makefile
 	# setuptools < 81: TensorBoard 2.15 imports pkg_resources, which 81 removed.
 	$(PY) -m pip install --quiet --upgrade "pip>=23" "setuptools>=68,<81" wheel
 	# TensorFlow first: horovod compiles against it (see the pins in setup.py).
-	$(PY) -m pip install --quiet -e ".[training,test,docs,azureml,notebook,aio]" "cmake>=3.13,<4"
+	$(PY) -m pip install --quiet -e ".[training,test,docs,azureml,notebook,aio,mlflow]" "cmake>=3.13,<4"
 	# --no-build-isolation lets horovod's build see the installed TensorFlow; cmake 4 breaks gloo.
 	$(HOROVOD_BUILD_ENV) $(PY) -m pip install --quiet --no-build-isolation --no-cache-dir \
 	    horovod==0.28.1

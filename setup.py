@@ -28,6 +28,17 @@ TRAINING_REQUIRES = [
     "setuptools>=68,<81",
 ]
 
+# Rank 0 logs to MLflow when the job has MLFLOW_TRACKING_URI: the logging client only, which
+# MLflow recommends for logging-only environments (3.17 resolves beside TF 2.15 and NumPy 1).
+TRACKING_CLIENT_REQUIRES = [
+    "mlflow-skinny==3.17.*",
+]
+
+# The local service's tracking server: MLflow's own (`mlflow server`), run beside the service.
+MLFLOW_REQUIRES = [
+    "mlflow==3.17.*",
+]
+
 # Curves in a notebook: Job.metrics().plot() and Job.watch() draw with matplotlib; tables convert
 # to pandas. The SDK imports both only when asked. Where the training stack can live (Python 3.11),
 # numpy stays below 2 beside TensorFlow 2.15, so that installing this extra never upgrades it.
@@ -93,7 +104,7 @@ setup(
                                       "_places/azureml/environment/Dockerfile"]},
     install_requires=SDK_REQUIRES,
     extras_require={
-        "training": TRAINING_REQUIRES,
+        "training": TRAINING_REQUIRES + TRACKING_CLIENT_REQUIRES,
         "test": ["pytest>=7", "pytest-xdist>=3.5",  # make test runs the suite on every core
                  "responses>=0.23", "mypy>=1.5", "requests>=2.28",
                  "psutil>=5.9",  # tests stop whole horovodrun process trees
@@ -103,6 +114,7 @@ setup(
         "azureml": AZUREML_REQUIRES,
         "notebook": NOTEBOOK_REQUIRES,
         "aio": AIO_REQUIRES,
+        "mlflow": MLFLOW_REQUIRES,
     },
     entry_points={"console_scripts": ["horovod-batchai = horovod_batchai.cli:main"]},
     classifiers=[

@@ -13,7 +13,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from horovod_batchai.local import LocalService
+# MLflow's tracking server takes seconds to start: only the tests of tracking turn it on (their
+# settings say so); every other service of the suite, daemons included, runs without it.
+os.environ.setdefault("HOROVOD_BATCHAI_MLFLOW_TRACKING", "0")
+
+from horovod_batchai.local import LocalService  # noqa: E402
 
 from service_support import FAST, SUBSCRIPTION, client_kwargs
 

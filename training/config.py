@@ -66,6 +66,8 @@ class TrainConfig:
     verbose: int = 2
     # For tests: every rank writes its final weights to <dump_weights_dir>/weights-rank<r>.npz.
     dump_weights_dir: Optional[str] = None
+    # With MLflow tracking (MLFLOW_TRACKING_URI set), rank 0 logs step metrics every this many steps.
+    log_every_steps: int = 50
 
     def __post_init__(self) -> None:
         if not isinstance(self.dir, str) or not self.dir.strip():
@@ -74,6 +76,7 @@ class TrainConfig:
         _check_int("batch_size", self.batch_size, minimum=1)
         _check_int("warmup_epochs", self.warmup_epochs, minimum=0)
         _check_int("verbose", self.verbose, minimum=0, maximum=2)
+        _check_int("log_every_steps", self.log_every_steps, minimum=1)
         if self.steps_per_epoch is not None:
             _check_int("steps_per_epoch", self.steps_per_epoch, minimum=1)
         if self.keep_checkpoints is not None:
@@ -146,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dump-weights-dir", default=None,
                         help="for tests: every rank writes its final weights to "
                              "DIR/weights-rank<r>.npz")
+    parser.add_argument("--log-every-steps", type=_int_at_least(1), default=defaults["log_every_steps"],
+                        help="with MLflow tracking (MLFLOW_TRACKING_URI), log the step metrics every N steps "
+                             f"(default: {defaults['log_every_steps']})")
     return parser
 
 

@@ -19,6 +19,9 @@ The run, in order:
 5. Results: rank 0 saves the model at ``<dir>/saved_models/keras_cifar10_trained_model.h5``; the
    workers score their shards of the test set and the totals give the test loss and accuracy,
    which `train` returns.
+6. With MLFLOW_TRACKING_URI set (a job of the local service or of Azure ML), rank 0 also logs the
+   settings, every epoch's metrics, step metrics, the model and the event files to MLflow
+   (tracking.py).
 
 Only rank 0 prints and writes files; importing this module starts nothing.
 """
@@ -36,7 +39,7 @@ import numpy as np
 from horovod.tensorflow import broadcast_variables
 import tensorflow as tf
 
-from training import checkpoints, metrics, pipeline
+from training import checkpoints, metrics, pipeline, tracking
 from training.config import ConfigError, TrainConfig, parse_args
 from training.data import Cifar10, DataError, download_cifar10, find_cifar10, load_cifar10
 from training.model import build_model
@@ -111,6 +114,11 @@ def train(config: TrainConfig) -> dict:
     # resume when rank 0's variables were loaded under other names than the others' were built.
     broadcast_variables(model.variables + model.optimizer.variables(), root_rank=0)
 
+    # Rank 0 logs to MLflow when the job has a tracking server (see tracking.py).
+    tracked = tracking.MlflowRun.open(say) if chief else None
+    if tracked is not None:
+        tracked.log_params(config, workers=hvd.size(), steps_per_epoch_used=steps_per_epoch)
+
     callbacks = [
         # Horovod: average the metrics over the workers at the end of every epoch, before they
         # are printed, logged or checkpointed.
@@ -138,6 +146,8 @@ def train(config: TrainConfig) -> dict:
                                                       append=start_epoch > 0))
         callbacks += _job_metrics_callbacks(start_epoch)
         callbacks.append(checkpoints.CheckpointCallback(config.dir, keep=config.keep_checkpoints))
+        if tracked is not None:
+            callbacks += tracked.callbacks(every=config.log_every_steps, start_step=start_epoch * steps_per_epoch)
 
     # --- Training ---------------------------------------------------------------------------
     if start_epoch < config.epochs:
@@ -145,9 +155,14 @@ def train(config: TrainConfig) -> dict:
     else:
         say(f"Nothing to train: the checkpoint has {start_epoch} epochs of {config.epochs}")
     started = time.perf_counter()
-    history = model.fit(train_data, steps_per_epoch=steps_per_epoch, epochs=config.epochs,
-                        initial_epoch=start_epoch, validation_data=validation_data,
-                        callbacks=callbacks, verbose=config.verbose if chief else 0)
+    try:
+        history = model.fit(train_data, steps_per_epoch=steps_per_epoch, epochs=config.epochs,
+                            initial_epoch=start_epoch, validation_data=validation_data,
+                            callbacks=callbacks, verbose=config.verbose if chief else 0)
+    except BaseException:
+        if tracked is not None:
+            tracked.close("FAILED")
+        raise
     train_seconds = time.perf_counter() - started
 
     # --- Results ----------------------------------------------------------------------------
@@ -161,6 +176,11 @@ def train(config: TrainConfig) -> dict:
     test_loss, test_accuracy = _evaluate(model, data, batch_size=config.batch_size)
     say("Test loss:", test_loss)
     say("Test accuracy:", test_accuracy)
+    if tracked is not None:
+        job_dir = metrics.job_output_dir()
+        tracked.mlflow.log_metrics({"test_loss": test_loss, "test_accuracy": test_accuracy})
+        tracked.log_artifacts(model_path, job_dir / metrics.TENSORBOARD_DIR if job_dir else None)
+        tracked.close()
 
     if config.dump_weights_dir:
         dump = Path(config.dump_weights_dir) / f"weights-rank{hvd.rank()}.npz"

@@ -1,4 +1,4 @@
-"""``horovod-batchai local``: start, stop, status and az-env of the local service."""
+"""``horovod-batchai local``: start, stop, status, az-env and mlflow-ui of the local service."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -91,6 +91,39 @@ def local_az_env(ctx: Context) -> Result:
     return Result(quiet=True)
 
 
+def local_mlflow_ui(ctx: Context) -> Result:
+    """MLflow's UI on the local service's runs, until Ctrl-C: a loopback HTTP server of this process
+    that forwards to the service's authenticated front; the URL it prints carries a key that only
+    the calling user sees (see local/tracking/ui.py)."""
+    import json
+
+    from ..local import ensure_running
+    from ..local.tracking.ui import MlflowUiProxy
+    info = ensure_running(_local_only(ctx))
+    credential = info.credential()
+    proxy = MlflowUiProxy(info.endpoint, info.ca_cert,
+                          lambda: credential.get_token("https://management.azure.com/.default").token,
+                          port=ctx.args.port)
+    try:
+        status, body = proxy.health()
+        if status != 200:
+            try:
+                said = json.loads(body).get("message") or body
+            except ValueError:
+                said = body
+            return Result({"status": status}, None, EXIT_FAILED, f"the local MLflow tracking server is not "
+                                                                 f"available: {said}")
+        print(f"MLflow UI of the local runs: {proxy.login_url}", flush=True)
+        print("(the link carries a key for you alone; Ctrl-C stops the UI)", flush=True)
+        try:
+            proxy.serve_forever()
+        except KeyboardInterrupt:
+            pass
+    finally:
+        proxy.stop()
+    return Result(quiet=True)
+
+
 def register(c: _Commands) -> None:
     sub = c.group("local", "the local service (state, jobs and files on this machine)")
     p = c.command(sub, "start", local_start, "start the local service in the background (reused if running)")
@@ -104,3 +137,6 @@ def register(c: _Commands) -> None:
                                              'eval "$(horovod-batchai local az-env)"')
     p.add_argument("--storage-account", default="mystorageaccount",
                    help="the storage account az storage commands use (default: the tutorial's mystorageaccount)")
+    p = c.command(sub, "mlflow-ui", local_mlflow_ui, "serve MLflow's UI on the local runs at a loopback URL for "
+                                                     "you alone, until Ctrl-C")
+    p.add_argument("--port", type=int, default=0, help="loopback port of the UI (default: a free one)")

@@ -95,6 +95,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   flush=True)
         else:
             print(f"Blob endpoint:       none: {blob.problem if blob is not None else 'not started'}", flush=True)
+        tracking = service.context.tracking if service.context is not None else None
+        print(f"MLflow tracking:     {tracking.describe(info.endpoint) if tracking is not None else 'off'}", flush=True)
         # Wait in short slices: a signal may be delivered to any thread, and only the main thread
         # runs Python's handlers -- when it next wakes up, which an untimed wait never does.
         while not stopping.wait(0.2):

@@ -1,4 +1,4 @@
-"""The WSGI application: fault injection, the split between ARM and the Files data plane,
+"""The WSGI application: fault injection, the split between ARM, MLflow tracking and the Files data plane,
 bearer-token checks, api-version checks, and the one place where errors become responses."""
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from .resources.cloud_metadata import API_VERSIONS as METADATA_VERSIONS
 from .resources.cloud_metadata import METADATA_PATH, metadata_body
 from .storage import api as storage_api
 from .storage import file_shares as file_shares_api
+from .tracking import api as tracking_api
 
 __all__ = ["LocalApp", "make_app"]
 
@@ -128,6 +129,8 @@ class LocalApp:
             return self._metadata(call)
         if arm:
             return self._handle_arm(call)
+        if tracking_api.is_tracking_path(request.path):
+            return tracking_api.handle(call)
         try:
             return files_api.handle(call)
         except StorageError as err:

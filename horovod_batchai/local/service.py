@@ -1,7 +1,7 @@
 """Running the local service: in a thread of this process, or as a daemon that many processes share.
 
 Both use the same pieces, wired here: the HTTPS server (``core/http_server.py``), the application
-in ``app.py`` (every plane's routes), the blob endpoint (Azurite), the job scheduler, and the
+in ``app.py`` (every plane's routes), the blob endpoint (Azurite), the MLflow tracking endpoint, the job scheduler, and the
 service context and resource providers that hold the state. A running service holds an exclusive lock on
 ``<state dir>/service.lock`` (so two services never drive one state directory) and advertises
 where it listens in ``<state dir>/service.json``; :func:`ensure_running` reads that file to reuse
@@ -209,6 +209,10 @@ class LocalService:
         self.context.blob = BlobEndpoint(self.state_dir, cert=cert, key=key, node=self.settings.node_binary,
                                          sync_interval=self.settings.blob_sync_interval_s)
         self.context.blob.start_when_needed(lambda: all_account_keys(store))
+        if self.settings.mlflow_tracking:
+            # MLflow's tracking server starts at the first job or /_mlflow request, not now.
+            from .tracking.endpoint import TrackingEndpoint
+            self.context.tracking = TrackingEndpoint(self.state_dir)
         from .runner.scheduler import Scheduler  # imported late: the scheduler pulls in process handling
         batchai = self.context.provider(BatchAIProvider)
         self.context.group_deleters += [batchai.delete_group_resources,
@@ -266,6 +270,8 @@ class LocalService:
                 self._scheduler = None
             if self.context.blob is not None:
                 self.context.blob.stop()  # after the jobs: their last writes reach the containers first
+            if self.context.tracking is not None:
+                self.context.tracking.stop()  # after the jobs, whose runs end with them
             self.context.close()
         info_path = self.state_dir / INFO_FILE
         try:

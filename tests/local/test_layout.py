@@ -16,7 +16,7 @@ import horovod_batchai.local as local
 
 ROOT = Path(local.__file__).parent
 #: how far up each part sits; a module may import from its own level or below.
-LEVELS = {"core": 0, "files": 1, "storage": 1, "resources": 1, "blob": 1, "runner": 2, "batchai": 3}
+LEVELS = {"core": 0, "files": 1, "storage": 1, "resources": 1, "blob": 1, "tracking": 1, "runner": 2, "batchai": 3}
 TOP = 4  # __init__, __main__, app, service: they wire the parts together
 
 

@@ -27,11 +27,11 @@ def test_every_setting_is_on_the_command_line():
         "--dir", "/share/cifar", "--data-dir", "/data", "--epochs", "7", "--batch-size", "64",
         "--lr", "0.001", "--lr-decay", "0", "--warmup-epochs", "2", "--no-augmentation",
         "--seed", "3", "--steps-per-epoch", "11", "--keep-checkpoints", "4", "--verbose", "1",
-        "--dump-weights-dir", "/tmp/w"])
+        "--dump-weights-dir", "/tmp/w", "--log-every-steps", "5"])
     assert config == TrainConfig(
         dir="/share/cifar", data_dir="/data", epochs=7, batch_size=64, lr=0.001, lr_decay=0.0,
         warmup_epochs=2, augmentation=False, seed=3, steps_per_epoch=11, keep_checkpoints=4,
-        verbose=1, dump_weights_dir="/tmp/w")
+        verbose=1, dump_weights_dir="/tmp/w", log_every_steps=5)
     # The command line and the dataclass cover the same settings.
     assert {f.name for f in dataclasses.fields(TrainConfig)} == set(vars(config))
 

@@ -12,9 +12,16 @@ from .permissions import private_dir, secure_state_dir
 from .tokens import ensure_secret
 from .store import Store, resource_key
 
-__all__ = ["ServiceSettings", "ServiceContext", "default_state_dir", "STATE_DIR_ENV"]
+__all__ = ["ServiceSettings", "ServiceContext", "default_state_dir", "STATE_DIR_ENV", "MLFLOW_TRACKING_ENV"]
 
 STATE_DIR_ENV = "HOROVOD_BATCHAI_STATE_DIR"
+#: "0" switches MLflow tracking off in services whose settings do not say (the test suite does,
+#: so that only the tests of tracking pay for MLflow's start-up).
+MLFLOW_TRACKING_ENV = "HOROVOD_BATCHAI_MLFLOW_TRACKING"
+
+
+def _tracking_default() -> bool:
+    return os.environ.get(MLFLOW_TRACKING_ENV, "1").strip() != "0"
 
 P = TypeVar("P")
 
@@ -59,6 +66,9 @@ class ServiceSettings:
     #: bytes per second a background copy may move; None: as fast as the disk goes. A slow copy
     #: shows its progress (and can be aborted) the way a copy between regions does on Azure.
     copy_bytes_per_s: Optional[float] = None
+    #: whether each job is an MLflow run, tracked by MLflow's server, which the service runs when a job
+    #: or a client first needs it (see tracking/); default: on, unless $HOROVOD_BATCHAI_MLFLOW_TRACKING is 0.
+    mlflow_tracking: bool = field(default_factory=_tracking_default)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fault_rate <= 1.0:
@@ -86,6 +96,7 @@ class ServiceContext:
         files/<account>/<share>/...   Azure Files share contents, as ordinary files
         blob/             Azurite's data: the blob containers of every account (0700)
         blob-mounts/<account>/<container>/   mirrors of mounted blob containers (0700)
+        mlflow/           the MLflow tracking server's database, artifacts, socket, log, token (0700)
         fileservers/<hash>/           data of local file servers
         jobs/<job key>/   per-job scratch (AZ_BATCHAI_JOB_TEMP, node working directories)
         token-secret      signs local bearer tokens (0600)
@@ -106,6 +117,8 @@ class ServiceContext:
     group_deleters: list[Callable[[str], None]] = field(default_factory=list)
     #: the blob endpoint (Azurite, see blob/endpoint.py); set by the server.
     blob: Optional[Any] = None
+    #: the MLflow tracking endpoint (tracking/endpoint.py); set by the server when tracking is on.
+    tracking: Optional[Any] = None
     #: the Python environment jobs run with (runner/node_runtime.py's NodeRuntime); set by the server,
     #: None until then (the runner then resolves it as a service started without a setting would).
     node_runtime: Optional[Any] = None

@@ -26,7 +26,7 @@ PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 #: what the service writes at the top of the state directory and keeps private however it was made.
 _TOP_FILES = ("state.db", "state.db-wal", "state.db-shm", "service.json", "service.lock", "service.log")
-_TOP_DIRS = ("files", "jobs", "fileservers")
+_TOP_DIRS = ("files", "jobs", "fileservers", "mlflow")
 
 
 def private_dir(path: Path) -> Path:

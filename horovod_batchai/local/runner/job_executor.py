@@ -30,7 +30,9 @@ from ..core.context import ServiceContext
 from ..core.disk import disk_problem
 from .gpus import detect_gpus, vm_gpus
 from .environment import base_environment
-from .job_plan import EXECUTION_LOG_ENV, RANK_SECRETS_FILE, JobPlan, JobStartError, Machine, Step, plan_job
+from ..tracking.runs import job_runs
+from ..tracking.server import TrackingServerError
+from .job_plan import EXECUTION_LOG_ENV, RANK_SECRETS_FILE, JobPlan, JobStartError, Machine, Step, Tracking, plan_job
 from .node_runtime import NodeRuntime, NodeRuntimeError, check, require_interpreter, resolve
 from .mounts import Mount, MountError, apply_mounts, hold_mirrors, plan_mounts, release_mirrors, remove_mounts
 from .node_setup import NodeSlot
@@ -292,11 +294,30 @@ class JobRun:
                           gpus=detect_gpus())
         plan = plan_job(job=job, job_private=job_private, cluster=cluster, nodes=self.nodes, run_tag=self.tag,
                         job_dir=root, mount_root=mount_root, cluster_mounts=cluster_mounts, job_mounts=job_mounts,
-                        size_gpus=vm_gpus(vm_size), machine=machine)
+                        size_gpus=vm_gpus(vm_size), machine=machine, tracking=self._tracking(job))
         self._plan = plan
         if self.reattached:
             return self._reattach(plan)
         return self._execute(plan, machine)
+
+    def _tracking(self, job: dict[str, Any]) -> Optional[Tracking]:
+        """The job's MLflow run (started now; the tracking server first, if need be). A job runs
+        without one where tracking is off, the job names its own MLflow, or the server cannot run
+        (its execution log says why)."""
+        runs = job_runs(self.context)
+        if runs is None or self.reattached:
+            return None
+        props = job.get("properties", {})
+        names = {str(v.get("name")) for v in (props.get("environmentVariables") or []) + (props.get("secrets") or [])}
+        if "MLFLOW_TRACKING_URI" in names:
+            return Tracking(note="MLflow: the job sets MLFLOW_TRACKING_URI itself; the service tracks no run for it")
+        try:
+            run = runs.start(job)
+        except TrackingServerError as exc:
+            log.warning("job %s runs without MLflow tracking: %s", self.job_id, exc)
+            return Tracking(note=f"MLflow tracking is off for this job: {exc}")
+        return Tracking(run.env, run.secrets, f"MLflow: run {run.run_id} of experiment {run.experiment_name!r} at "
+                                              f"{runs.tracking_uri} (its token in MLFLOW_TRACKING_TOKEN)")
 
     def _execute(self, plan: JobPlan, machine: Machine) -> RunResult:
         outputs = {path for _, path in plan.outputs}

@@ -43,7 +43,7 @@ from .paths import job_mount_root as mount_root_of_job
 from .processes import RUN_TAG_ENV
 from .states import job_error
 
-__all__ = ["Machine", "NodePlan", "Step", "JobPlan", "JobStartError", "plan_job", "EXECUTION_LOG_ENV",
+__all__ = ["Machine", "NodePlan", "Step", "JobPlan", "Tracking", "JobStartError", "plan_job", "EXECUTION_LOG_ENV",
            "DEFAULT_WALL_CLOCK_S", "RANK_SECRETS_FILE"]
 
 
@@ -266,10 +266,19 @@ def _preparation(props: Mapping[str, Any], node_plans: Sequence[NodePlan], job_d
     return steps
 
 
+@dataclass(frozen=True)
+class Tracking:
+    """The job's MLflow run as its processes see it (``tracking/runs.py``): variables, secret
+    variables (carried as the job's own secrets are), and the execution log's line about it."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
+    note: str = ""
+
+
 def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster: Mapping[str, Any],
              nodes: Sequence[NodeSlot], run_tag: str, job_dir: Path, mount_root: Path,
              cluster_mounts: Sequence[Mount], job_mounts: Sequence[Mount], size_gpus: Optional[int],
-             machine: Machine) -> JobPlan:
+             machine: Machine, tracking: Optional[Tracking] = None) -> JobPlan:
     """The plan of one run of ``job`` on ``nodes`` of ``cluster``.
 
     ``job_dir`` is the job's scratch directory, ``mount_root`` the cluster's mount root; the mounts
@@ -283,6 +292,10 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
     process_count = _process_count(props, node_count)
     env, job_secrets = _shared_environment(props, job_private, machine, mount_root, job_mount_root, shared_temp,
                                            run_tag)
+    if tracking is not None:
+        env.update(tracking.env)
+        env.update(tracking.secrets)
+        job_secrets.update(tracking.secrets)
     master_root = job_dir / "nodes" / nodes[0].node_id
     stdouterr, outputs, variables = _directories(props, env, master_root)
     env.update(variables)
@@ -297,6 +310,8 @@ def plan_job(*, job: Mapping[str, Any], job_private: Mapping[str, Any], cluster:
     shims = job_dir / "shims" if container else None
     node_plans, all_gpus = _node_plans(job, cluster, nodes, env, job_dir, stdouterr, cluster_mounts, job_mounts,
                                        size_gpus, machine, container)
+    if tracking is not None and tracking.note:
+        node_plans = [NodePlan(p.node, p.env, p.execution_log, (*p.log_lines, tracking.note)) for p in node_plans]
     directories = [mount_root, job_mount_root, shared_temp]
     for plan in node_plans:
         node_root = job_dir / "nodes" / plan.node.node_id

@@ -66,6 +66,8 @@ from .processes import stop_tagged, tagged_pids
 from .supervisor import EXIT_FILE
 from ..core.context import ServiceContext
 from ..core.store import resource_key
+from ..tracking.runs import job_runs
+from ..tracking.server import TrackingServerError
 
 __all__ = ["Scheduler"]
 
@@ -172,6 +174,7 @@ class Scheduler:
             try:
                 if tag and run_dir and run_has_started(run_dir):
                     transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[SERVICE_KILLED])
+                    self._end_tracked_run(job["id"], "FAILED")
                 elif state == ExecutionState.TERMINATING.value:
                     transition_job(self.store, job["id"], ExecutionState.FAILED, errors=[JOB_TERMINATED])
                 else:  # nothing of it ran: it runs from the start, once
@@ -502,6 +505,8 @@ class Scheduler:
     def _run_done(self, run: JobRun, result: RunResult) -> None:
         """Called from the run's thread once all its processes are gone."""
         key = resource_key(run.job_id)
+        # The job's MLflow run ends first, so that whoever sees the job ended finds its run ended.
+        self._end_tracked_run(run.job_id, _run_status(self.store.get(run.job_id), result))
         with self._lock:
             if self._runs.get(key) is run:
                 del self._runs[key]
@@ -513,6 +518,16 @@ class Scheduler:
             with self.store.transaction() as db:
                 db.execute("DELETE FROM run_tags WHERE owner = ? AND tag = ?", (key, run.tag))
         self.notify()
+
+    def _end_tracked_run(self, job_id: str, status: Optional[str]) -> None:
+        """End the job's MLflow run with ``status`` (None: it goes on, the job is queued again)."""
+        runs = job_runs(self.context)
+        if runs is None or status is None:
+            return
+        try:
+            runs.end(job_id, status)
+        except TrackingServerError as exc:
+            log.warning("the MLflow run of job %s could not be ended: %s", job_id, exc)
 
     def _settle(self, job_id: str, result: RunResult) -> None:
         job = self.store.get(job_id)
@@ -531,6 +546,16 @@ class Scheduler:
                                allowed_from=[ExecutionState.RUNNING])
         except (IllegalTransition, JobGone) as exc:
             log.warning("job %s ended as %s but could not be marked: %s", job_id, result.state.value, exc)
+
+
+def _run_status(job: Optional[dict[str, Any]], result: RunResult) -> Optional[str]:
+    """How the job's MLflow run ends, as :meth:`Scheduler._settle` will end the job (None: queued again)."""
+    terminating = job is not None and _props(job).get("executionState") == ExecutionState.TERMINATING.value
+    if terminating or result.stop_reason in (StopReason.TERMINATED, StopReason.FORGET):
+        return "KILLED"
+    if result.state is ExecutionState.QUEUED:
+        return None
+    return "FINISHED" if result.state is ExecutionState.SUCCEEDED else "FAILED"
 
 
 def _stop_and_wait(runs: list[Any], setup_tags: list[str], reason: StopReason) -> None:

@@ -26,22 +26,9 @@ from ._experiment import Experiment
 from ._fileshare import FileShare
 from ._job import Job
 from ._models.cluster_spec import AutoScale, ClusterSpec, ImageReference, SetupTask
-from ._models.errors import (
-                      ClusterNotReadyError,
-                      ConflictError,
-                      HorovodBatchAIError,
-                      InvalidSpecError,
-                      JobFailedError,
-                      LocalServiceDownError,
-                      MissingDependencyError,
-                      NotFoundError,
-                      ResourceError,
-                      ServiceErrorDetail,
-                      StoppedError,
-                      TargetError,
-                      TransferError,
-                      WaitTimeoutError,
-)
+from ._models.errors import (ClusterNotReadyError, ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError,
+                             LocalServiceDownError, MissingDependencyError, NotFoundError, ResourceError,
+                             ServiceErrorDetail, StoppedError, TargetError, TransferError, WaitTimeoutError)
 from ._models.job_parts import ContainerRegistry, InputDirectory, OutputDirectory
 from ._models.job_spec import HorovodJob
 from ._models.mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount

@@ -21,26 +21,11 @@ from ._models.errors import LocalServiceDownError, NotFoundError, azure_errors
 from ._models.mounts import AzureFileShareMount
 from ._models.names import check_share_path, local_destination, local_directory
 from ._shared.deprecation import deprecated, positional_options
-from ._shared.fileshare import (
-    DEFAULT_FILE_CONCURRENCY,
-    DEFAULT_RANGE_CONCURRENCY,
-    DIRECTORY_RANGE_CONCURRENCY,
-    VERIFY_REPLACEMENT,
-    FileShareBase,
-    ShareItem,
-    add_entries,
-    check_account_options,
-    check_concurrency,
-    check_quota,
-    check_read_back,
-    check_upload_source,
-    finish_download,
-    holds_upload,
-    plan_download_directory,
-    plan_upload_directory,
-    range_md5_refused,
-    upload_temp_path,
-)
+from ._shared.fileshare import (DEFAULT_FILE_CONCURRENCY, DEFAULT_RANGE_CONCURRENCY, DIRECTORY_RANGE_CONCURRENCY,
+                                VERIFY_REPLACEMENT, FileShareBase, ShareItem, add_entries, check_account_options,
+                                check_concurrency, check_quota, check_read_back, check_upload_source, finish_download,
+                                holds_upload, plan_download_directory, plan_upload_directory, range_md5_refused,
+                                upload_temp_path)
 from ._shared.lro import DonePoller, background_poller, check_polling, check_timeout, resume_token, wrap_token
 from ._shared.parallel import check_stop, run_parallel
 from ._shared.polling import check_stop_event

@@ -21,19 +21,8 @@ from ._models.records import JobRecord
 from ._models.states import ExecutionState, JobStatus
 from ._models.values import OutputFile
 from ._shared.deprecation import deprecated, positional_options
-from ._shared.job import (
-    TAIL_BYTES,
-    EndWatch,
-    JobBase,
-    check_download_link,
-    check_tail_bytes,
-    check_tensorboard_port,
-    metrics_from,
-    metrics_link,
-    no_metrics,
-    output_named,
-    tail_text,
-)
+from ._shared.job import (TAIL_BYTES, EndWatch, JobBase, check_download_link, check_tail_bytes, check_tensorboard_port,
+                          metrics_from, metrics_link, no_metrics, output_named, tail_text)
 from ._shared.lro import MappedPoller, accepted, check_polling, check_timeout
 from ._shared.metrics import METRICS_FILE, MetricsTable
 from ._shared.parallel import check_stop

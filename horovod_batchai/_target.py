@@ -19,13 +19,8 @@ from azure.core.credentials import TokenCredential
 from ._models.errors import TargetError
 from ._places import build_backend
 from ._places.connection import Connection
-from ._shared.target import (
-    AZURE_MANAGEMENT_ENDPOINT,
-    LOCAL_SUBSCRIPTION,
-    default_credential,
-    holds_credentials,
-    target_from_env,
-)
+from ._shared.target import (AZURE_MANAGEMENT_ENDPOINT, LOCAL_SUBSCRIPTION, default_credential, holds_credentials,
+                             target_from_env)
 from ._workspace import Workspace
 
 if TYPE_CHECKING:  # imported lazily at run time: each client package is heavy

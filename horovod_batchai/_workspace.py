@@ -17,13 +17,8 @@ from ._models.records import ClusterRef
 from ._models.values import Usage
 from ._shared.lro import (MappedPoller, accepted, background_poller, check_polling, check_timeout, resume_token)
 from ._shared.resource_ids import names_from_id
-from ._shared.workspace import (
-    WorkspaceBase,
-    check_cluster_spec,
-    check_workspace_args,
-    cluster_spec_from_options,
-    scale_text,
-)
+from ._shared.workspace import (WorkspaceBase, check_cluster_spec, check_workspace_args, cluster_spec_from_options,
+                                scale_text)
 
 if TYPE_CHECKING:
     from ._places.base import Backend

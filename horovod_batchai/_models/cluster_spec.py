@@ -9,19 +9,8 @@ from typing import Any, Mapping, Optional
 
 from .errors import InvalidSpecError
 from .mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, Mount, UnmanagedMount
-from .names import (
-    check_admin_user_name,
-    check_command_text,
-    check_env_name,
-    check_env_value,
-    check_environment_size,
-    check_items,
-    check_mapping,
-    check_node_path,
-    check_optional,
-    check_text,
-    check_vm_size,
-)
+from .names import (check_admin_user_name, check_command_text, check_env_name, check_env_value, check_environment_size,
+                    check_items, check_mapping, check_node_path, check_optional, check_text, check_vm_size)
 from .pickling import PicklesWithoutSecrets
 
 __all__ = ["ClusterSpec", "AutoScale", "ImageReference", "SetupTask", "VM_PRIORITIES"]

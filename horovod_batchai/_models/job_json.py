@@ -12,23 +12,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from .errors import InvalidSpecError
-from .job_parts import (
-    DEFAULT_MAX_WALL_CLOCK_TIME,
-    JSON_PROPERTIES,
-    ContainerRegistry,
-    InputDirectory,
-    JobOrigin,
-    OutputDirectory,
-)
-from .mounts import (
-    ACCOUNT_PLACEHOLDER,
-    KEY_PLACEHOLDER,
-    AzureBlobMount,
-    AzureFileShareMount,
-    FileServerMount,
-    Mount,
-    UnmanagedMount,
-)
+from .job_parts import (DEFAULT_MAX_WALL_CLOCK_TIME, JSON_PROPERTIES, ContainerRegistry, InputDirectory, JobOrigin,
+                        OutputDirectory)
+from .mounts import (ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, AzureBlobMount, AzureFileShareMount, FileServerMount, Mount,
+                     UnmanagedMount)
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models

@@ -38,25 +38,10 @@ from referencing.jsonschema import DRAFT4
 
 from .errors import InvalidSpecError
 from .mounts import ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, share_url_parts
-from .names import (
-    MAX_INT32,
-    check_cluster_id,
-    check_command_text,
-    check_container_image,
-    check_container_name,
-    check_count,
-    check_directory_id,
-    check_env_name,
-    check_env_value,
-    check_environment_size,
-    check_node_path,
-    check_registry_url,
-    check_relative_mount_path,
-    check_shm_size,
-    check_storage_account,
-    check_text,
-    describe_value,
-)
+from .names import (MAX_INT32, check_cluster_id, check_command_text, check_container_image, check_container_name,
+                    check_count, check_directory_id, check_env_name, check_env_value, check_environment_size,
+                    check_node_path, check_registry_url, check_relative_mount_path, check_shm_size,
+                    check_storage_account, check_text, describe_value)
 
 __all__ = ["read_job_file", "validate_job_document", "schema_names", "JOB_SCHEMA_URL", "SCHEMA_DIR",
            "MAX_DOCUMENT_BYTES"]

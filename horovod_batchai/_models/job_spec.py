@@ -16,40 +16,13 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Collection, Iterable, Mapping, Optional, Protocol, Sequence, Union
 
 from .errors import InvalidSpecError
-from .job_parts import (
-    DEFAULT_MAX_WALL_CLOCK_TIME,
-    PATH_FORM,
-    ContainerRegistry,
-    InputDirectory,
-    JobOrigin,
-    OutputDirectory,
-)
-from .mounts import (
-    ACCOUNT_PLACEHOLDER,
-    KEY_PLACEHOLDER,
-    AzureBlobMount,
-    AzureFileShareMount,
-    FileServerMount,
-    Mount,
-    UnmanagedMount,
-)
-from .names import (
-    MAX_INT32,
-    check_cluster_id,
-    check_command_text,
-    check_container_image,
-    check_env_name,
-    check_env_value,
-    check_environment_size,
-    check_items,
-    check_mapping,
-    check_node_path,
-    check_optional,
-    check_shm_size,
-    check_storage_account,
-    check_text,
-    describe_value,
-)
+from .job_parts import (DEFAULT_MAX_WALL_CLOCK_TIME, PATH_FORM, ContainerRegistry, InputDirectory, JobOrigin,
+                        OutputDirectory)
+from .mounts import (ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, AzureBlobMount, AzureFileShareMount, FileServerMount, Mount,
+                     UnmanagedMount)
+from .names import (MAX_INT32, check_cluster_id, check_command_text, check_container_image, check_env_name,
+                    check_env_value, check_environment_size, check_items, check_mapping, check_node_path,
+                    check_optional, check_shm_size, check_storage_account, check_text, describe_value)
 from .pickling import PicklesWithoutSecrets
 
 __all__ = ["HorovodJob", "StorageAccountSource", "JOB_MOUNT_ROOT", "CLUSTER_MOUNT_ROOT", "PRIORITIES", "mount_of_path",

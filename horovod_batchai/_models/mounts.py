@@ -13,14 +13,8 @@ from typing import Any, Optional, Union
 from urllib.parse import urlparse
 
 from .errors import InvalidSpecError
-from .names import (
-    check_command_text,
-    check_container_name,
-    check_relative_mount_path,
-    check_share_name,
-    check_storage_account,
-    check_text,
-)
+from .names import (check_command_text, check_container_name, check_relative_mount_path, check_share_name,
+                    check_storage_account, check_text)
 from .pickling import PicklesWithoutSecrets
 
 __all__ = ["AzureFileShareMount", "AzureBlobMount", "FileServerMount", "UnmanagedMount", "Mount",

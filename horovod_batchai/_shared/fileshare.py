@@ -18,14 +18,8 @@ from azure.core.exceptions import HttpResponseError
 
 from .._models.errors import InvalidSpecError, TransferError
 from .._models.mounts import azure_file_url
-from .._models.names import (
-    check_count,
-    check_location,
-    check_resource_group,
-    check_share_name,
-    check_share_path,
-    check_storage_account,
-)
+from .._models.names import (check_count, check_location, check_resource_group, check_share_name, check_share_path,
+                             check_storage_account)
 from .parallel import check_stop
 from .paths import local_path_under
 

@@ -5,14 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, List, Optional, Sequence
 
-from .._models.errors import (
-    ConflictError,
-    HorovodBatchAIError,
-    InvalidSpecError,
-    JobFailedError,
-    TransferError,
-    WaitTimeoutError,
-)
+from .._models.errors import (ConflictError, HorovodBatchAIError, InvalidSpecError, JobFailedError, TransferError,
+                              WaitTimeoutError)
 from .._models.job_spec import HorovodJob
 from .._models.names import check_batchai_name
 from .._models.records import JobRecord, JobRef

@@ -20,19 +20,8 @@ from .._models.names import local_destination, local_directory
 from .._models.states import ExecutionState, JobStatus
 from .._models.values import OutputFile
 from .._shared.deprecation import positional_options
-from .._shared.job import (
-    TAIL_BYTES,
-    EndWatch,
-    JobBase,
-    check_download_link,
-    check_tail_bytes,
-    check_tensorboard_port,
-    metrics_from,
-    metrics_link,
-    no_metrics,
-    output_named,
-    tail_text,
-)
+from .._shared.job import (TAIL_BYTES, EndWatch, JobBase, check_download_link, check_tail_bytes, check_tensorboard_port,
+                           metrics_from, metrics_link, no_metrics, output_named, tail_text)
 from .._shared.lro import check_polling, check_timeout
 from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, accepted_async
 from .._shared.metrics import METRICS_FILE, MetricsTable

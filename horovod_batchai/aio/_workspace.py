@@ -14,13 +14,8 @@ from .._models.values import Usage
 from .._shared.lro import check_polling, check_timeout, resume_token
 from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, accepted_async, async_background_poller
 from .._shared.resource_ids import names_from_id
-from .._shared.workspace import (
-    WorkspaceBase,
-    check_cluster_spec,
-    check_workspace_args,
-    cluster_spec_from_options,
-    scale_text,
-)
+from .._shared.workspace import (WorkspaceBase, check_cluster_spec, check_workspace_args, cluster_spec_from_options,
+                                 scale_text)
 from ._cluster import GpuCluster
 from ._experiment import Experiment
 

@@ -35,21 +35,9 @@ from .. import arm
 from ..base import RemoteFile
 from ..connection import ShareFile
 from ..storage import StorageAccountOperations
-from .conversions import (
-    DatastoreIdentity,
-    check_cluster_spec,
-    check_job_spec,
-    check_scale,
-    cluster_status_from_rest,
-    command_job_entity,
-    compute_entity,
-    datastore_entity,
-    datastore_identity,
-    job_status_from_entity,
-    mount_datastore,
-    node_field,
-    read_spec_property,
-)
+from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec, check_scale, cluster_status_from_rest,
+                          command_job_entity, compute_entity, datastore_entity, datastore_identity,
+                          job_status_from_entity, mount_datastore, node_field, read_spec_property)
 from .datastore_storage import account_url, datastore_secret
 from .states import execution_state
 from .stdouterr import StdOutErrPlace, list_share_directory, stdouterr_place

@@ -97,12 +97,8 @@ def datastore_identity(entity: Any) -> DatastoreIdentity:
 def datastore_entity(mount: Union[AzureFileShareMount, AzureBlobMount], *, description: str) -> Any:
     """The azure-ai-ml datastore for a mount, with the mount's credential: the account key, a
     SAS token (blob only), or none (blob only: identity-based)."""
-    from azure.ai.ml.entities import (
-        AccountKeyConfiguration,
-        AzureBlobDatastore,
-        AzureFileDatastore,
-        SasTokenConfiguration,
-    )
+    from azure.ai.ml.entities import (AccountKeyConfiguration, AzureBlobDatastore, AzureFileDatastore,
+                                      SasTokenConfiguration)
     name, _ = mount_datastore(mount)
     if isinstance(mount, AzureFileShareMount):
         assert mount.account_key

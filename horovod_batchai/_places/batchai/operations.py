@@ -16,13 +16,8 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
-from ..._models.constants import (
-    DEALLOCATION_OPTIONS,
-    DEFAULT_LOCATION,
-    DEFAULT_POLL_INTERVAL,
-    LOCAL_POLL_INTERVAL,
-    STDOUTERR,
-)
+from ..._models.constants import (DEALLOCATION_OPTIONS, DEFAULT_LOCATION, DEFAULT_POLL_INTERVAL, LOCAL_POLL_INTERVAL,
+                                  STDOUTERR)
 from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, azure_errors
 from ..._models.job_json import SECRET_FIELDS, job_from_rest, job_to_rest, mounts_from_rest
 from ..._models.job_spec import HorovodJob
@@ -36,16 +31,8 @@ from ..._shared.steps import Done, Listed, Mapped, Steps, begin_delete
 from .. import arm
 from ..base import IDEMPOTENT_POST
 from ..storage import StorageAccountOperations
-from .conversions import (
-    CLUSTER_SECRET_FIELDS,
-    cluster_differences,
-    cluster_maximum_nodes,
-    cluster_status_from_rest,
-    cluster_to_rest,
-    conflict_from_service,
-    job_status_from_rest,
-    scale_to_rest,
-)
+from .conversions import (CLUSTER_SECRET_FIELDS, cluster_differences, cluster_maximum_nodes, cluster_status_from_rest,
+                          cluster_to_rest, conflict_from_service, job_status_from_rest, scale_to_rest)
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models

@@ -26,6 +26,9 @@ Requests go through Microsoft's aio clients and azure-core's aiohttp transport
 (``pip install 'horovod-batchai[aio]'``). On Azure ML, whose client azure-ai-ml has no async API,
 each call runs in a worker thread and only the waits are async (see :class:`Target`).
 """
+import horovod_batchai as _sync
+
+from .._shared.twin_docs import document_twins as _document_twins
 from ._cluster import GpuCluster
 from ._experiment import Experiment
 from ._fileshare import FileShare
@@ -38,3 +41,8 @@ from ._workspace import Workspace
 
 __all__ = ["Target", "Workspace", "Experiment", "GpuCluster", "FileShare", "Job", "AsyncOutputStream", "TensorBoard",
            "Sweep"]
+
+# Each aio method's field list is its sync twin's (written once there).
+_document_twins({Target: _sync.Target, Workspace: _sync.Workspace, Experiment: _sync.Experiment,
+                 GpuCluster: _sync.GpuCluster, FileShare: _sync.FileShare, Job: _sync.Job,
+                 AsyncOutputStream: _sync.OutputStream, TensorBoard: _sync.TensorBoard, Sweep: _sync.Sweep})

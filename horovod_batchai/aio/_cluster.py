@@ -39,25 +39,13 @@ class GpuCluster(GpuClusterBase):
     @classmethod
     async def from_id(cls, target: "Target", resource_id: str) -> "GpuCluster":
         """The existing cluster whose ARM id is ``resource_id``, fetched (see
-        :meth:`horovod_batchai.GpuCluster.from_id`; the target must be an aio :class:`Target`).
-
-        :param Target target: where the cluster is.
-        :param str resource_id: the cluster's ARM id.
-        :returns: the :class:`GpuCluster`, fetched.
-        :raises InvalidSpecError: for an id of another form.
-        :raises NotFoundError: when there is no such cluster."""
+        :meth:`horovod_batchai.GpuCluster.from_id`; the target must be an aio :class:`Target`)."""
         names = names_from_id(target, resource_id, "cluster", aio=True)
         return cast("GpuCluster", await parent_workspace(target, names).get_cluster(names["cluster"]))
 
     async def begin_delete(self, *, continuation_token: Optional[str] = None, polling: bool = True,
                            polling_interval: Optional[float] = None) -> "AsyncPoller[None]":
-        """Start deleting the cluster; the poller finishes at once when it is already gone.
-
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is None.
-        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        """Start deleting the cluster; the poller finishes at once when it is already gone."""
         interval = check_polling(polling, polling_interval)
         self._record = None
         poller = await self._backend.begin_delete_cluster(self._ref, continuation_token=continuation_token,
@@ -65,26 +53,18 @@ class GpuCluster(GpuClusterBase):
         return poller if polling else accepted_async(poller, None)
 
     async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
-        """Delete the cluster, awaited for at most ``timeout`` seconds; succeeds when already gone.
-
-        :keyword float timeout: seconds to wait; None: no limit.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
+        """Delete the cluster, awaited for at most ``timeout`` seconds; succeeds when already gone."""
         check_timeout(timeout)
         await (await self.begin_delete()).result(timeout)
 
     # -- what it is and where it stands --------------------------------------------------------
     async def refresh(self) -> "GpuCluster":
-        """Fetch the cluster again; returns the cluster itself.
-
-        :returns: the cluster itself.
-        :raises NotFoundError: when the cluster is gone."""
+        """Fetch the cluster again; returns the cluster itself."""
         self._record = await self._backend.get_cluster(self._ref)
         return self
 
     async def status(self) -> ClusterStatus:
-        """A fresh snapshot (see :meth:`horovod_batchai.GpuCluster.status`).
-
-        :returns: the :class:`ClusterStatus` fetched now."""
+        """A fresh snapshot (see :meth:`horovod_batchai.GpuCluster.status`)."""
         self._record = await self._backend.cluster_status(self._ref)
         return self._record.status
 
@@ -92,14 +72,7 @@ class GpuCluster(GpuClusterBase):
                                on_status: Optional[Callable[[ClusterStatus], None]] = None) -> ClusterStatus:
         """Wait until the cluster is steady with all its target nodes idle, polling between
         ``asyncio.sleep`` calls; :class:`ClusterNotReadyError` on errors or unusable nodes,
-        :class:`WaitTimeoutError` after ``timeout`` seconds. Cancelling it stops the polling.
-
-        :param float timeout: seconds to wait.
-        :keyword float poll_interval: seconds between polls (default: the target's).
-        :keyword on_status: called with each new :class:`ClusterStatus`.
-        :returns: the ready cluster's :class:`ClusterStatus`.
-        :raises ClusterNotReadyError: when the cluster reports errors or unusable nodes.
-        :raises WaitTimeoutError: when ``timeout`` is spent."""
+        :class:`WaitTimeoutError` after ``timeout`` seconds. Cancelling it stops the polling."""
         polling = Polling(timeout=timeout, allow_no_timeout=False,
                           poll_interval=poll_interval if poll_interval is not None
                           else self._backend.default_poll_interval)
@@ -116,15 +89,7 @@ class GpuCluster(GpuClusterBase):
                            continuation_token: Optional[str] = None, polling: bool = True,
                            polling_interval: Optional[float] = None) -> "AsyncPoller[ClusterStatus]":
         """Start setting a fixed size; the poller is done when the cluster is steady at it (see
-        :meth:`horovod_batchai.GpuCluster.begin_resize`).
-
-        :param int target_node_count: the number of nodes, 0 or more.
-        :keyword str deallocation_option: requeue | terminate | waitforjobcompletion.
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is the :class:`ClusterStatus`.
-        :raises InvalidSpecError: for a bad argument, before anything is sent."""
+        :meth:`horovod_batchai.GpuCluster.begin_resize`)."""
         interval = check_polling(polling, polling_interval)
         if continuation_token is None:
             check_resize(target_node_count, deallocation_option)
@@ -134,15 +99,7 @@ class GpuCluster(GpuClusterBase):
 
     async def resize(self, target_node_count: int, *, deallocation_option: Optional[str] = None,
                      timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
-        """:meth:`begin_resize`, awaited for at most ``timeout`` seconds.
-
-        :param int target_node_count: the number of nodes, 0 or more.
-        :keyword str deallocation_option: ``'requeue'``, ``'terminate'`` or ``'waitforjobcompletion'``.
-        :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the cluster's :class:`ClusterStatus` at its new size.
-        :raises InvalidSpecError: for a bad argument, before anything is sent.
-        :raises ClusterNotReadyError: when the cluster reports errors or unusable nodes.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the resize goes on)."""
+        """:meth:`begin_resize`, awaited for at most ``timeout`` seconds."""
         check_timeout(timeout)
         poller = await self.begin_resize(target_node_count, deallocation_option=deallocation_option)
         return await poller.result(timeout)
@@ -152,17 +109,7 @@ class GpuCluster(GpuClusterBase):
                                continuation_token: Optional[str] = None, polling: bool = True,
                                polling_interval: Optional[float] = None) -> "AsyncPoller[ClusterStatus]":
         """Start letting the service scale between ``minimum`` and ``maximum`` nodes (see
-        :meth:`horovod_batchai.GpuCluster.begin_auto_scale`).
-
-        :param int minimum: the fewest nodes.
-        :param int maximum: the most nodes.
-        :keyword int initial: the nodes to start with.
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is the :class:`ClusterStatus`.
-        :keyword timedelta idle_time_before_scale_down: how long a node idles before it is released (Azure ML).
-        :raises InvalidSpecError: for bad bounds, before anything is sent."""
+        :meth:`horovod_batchai.GpuCluster.begin_auto_scale`)."""
         interval = check_polling(polling, polling_interval)
         settings = None
         if continuation_token is None:
@@ -175,16 +122,7 @@ class GpuCluster(GpuClusterBase):
     async def auto_scale(self, minimum: int, maximum: int, *, initial: int = 0,
                          idle_time_before_scale_down: Optional[timedelta] = None,
                          timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> ClusterStatus:
-        """:meth:`begin_auto_scale`, awaited for at most ``timeout`` seconds.
-
-        :param int minimum: the fewest nodes.
-        :param int maximum: the most nodes.
-        :keyword int initial: the nodes to start with.
-        :keyword timedelta idle_time_before_scale_down: how long a node idles before it is released (Azure ML).
-        :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the cluster's :class:`ClusterStatus` within its new bounds.
-        :raises InvalidSpecError: for bad bounds, before anything is sent.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the change goes on)."""
+        """:meth:`begin_auto_scale`, awaited for at most ``timeout`` seconds."""
         check_timeout(timeout)
         poller = await self.begin_auto_scale(minimum, maximum, initial=initial,
                                              idle_time_before_scale_down=idle_time_before_scale_down)
@@ -222,8 +160,6 @@ class GpuCluster(GpuClusterBase):
         return async_background_poller(work, action=action, resource=resource, token=token)
 
     async def remote_login_info(self) -> List[RemoteLogin]:
-        """Each node's public IP and SSH port.
-
-        :returns: one :class:`RemoteLogin` per node."""
+        """Each node's public IP and SSH port."""
         return await self._backend.remote_logins(self._ref)
 

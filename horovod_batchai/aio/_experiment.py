@@ -39,32 +39,18 @@ class Experiment(ExperimentBase):
     async def from_id(cls, target: "Target", resource_id: str) -> "Experiment":
         """The existing experiment whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched;
         an id of another form, or a target that is not an aio :class:`Target`, is an
-        :class:`InvalidSpecError` stating the valid one (see :meth:`horovod_batchai.Experiment.from_id`).
-
-        :param Target target: where the experiment is.
-        :param str resource_id: the experiment's ARM id.
-        :returns: the :class:`Experiment`.
-        :raises InvalidSpecError: for an id of another form."""
+        :class:`InvalidSpecError` stating the valid one (see :meth:`horovod_batchai.Experiment.from_id`)."""
         names = names_from_id(target, resource_id, "experiment", aio=True)
         return cast(Experiment, await parent_workspace(target, names).get_experiment(names["experiment"]))
 
     async def refresh(self) -> "Experiment":
-        """Check that the experiment still exists; returns the experiment itself.
-
-        :returns: the experiment itself.
-        :raises NotFoundError: when the experiment is gone."""
+        """Check that the experiment still exists; returns the experiment itself."""
         await self._backend.get_experiment(self.workspace.resource_group, self.workspace.name, self.name)
         return self
 
     async def begin_delete(self, *, continuation_token: Optional[str] = None, polling: bool = True,
                            polling_interval: Optional[float] = None) -> "AsyncPoller[None]":
-        """Start deleting the experiment and its jobs; finishes at once when already gone.
-
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is None.
-        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        """Start deleting the experiment and its jobs; finishes at once when already gone."""
         interval = check_polling(polling, polling_interval)
         poller = await self._backend.begin_delete_experiment(self.workspace.resource_group, self.workspace.name,
                                                              self.name, continuation_token=continuation_token,
@@ -72,10 +58,7 @@ class Experiment(ExperimentBase):
         return poller if polling else accepted_async(poller, None)
 
     async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
-        """Delete the experiment and its jobs, awaited for at most ``timeout`` seconds.
-
-        :keyword float timeout: seconds to wait; None: no limit.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
+        """Delete the experiment and its jobs, awaited for at most ``timeout`` seconds."""
         check_timeout(timeout)
         await (await self.begin_delete()).result(timeout)
 
@@ -85,17 +68,7 @@ class Experiment(ExperimentBase):
                            polling_interval: Optional[float] = None) -> "AsyncPoller[Job]":
         """Start submitting ``spec`` as job ``name`` on ``cluster``; the poller's result is the
         :class:`Job` once the service has accepted it. The checks made before anything is created
-        are those of :meth:`horovod_batchai.Experiment.begin_submit`.
-
-        :param str name: the job's name.
-        :param HorovodJob spec: what the job runs.
-        :keyword cluster: the :class:`GpuCluster` (or its name) the job runs on.
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is the :class:`Job`.
-        :raises InvalidSpecError: for anything the checks above refuse, before anything is sent.
-        :raises ConflictError: when a job of that name exists with other settings."""
+        are those of :meth:`horovod_batchai.Experiment.begin_submit`."""
         check_batchai_name(name, "job")
         interval = check_polling(polling, polling_interval)
         job = Job(self, name)
@@ -124,31 +97,16 @@ class Experiment(ExperimentBase):
     async def submit(self, name: str, spec: HorovodJob, *, cluster: Union[GpuCluster, str],
                      timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Job:
         """:meth:`begin_submit`, awaited for at most ``timeout`` seconds for the service to accept
-        the job; :meth:`Job.wait` then waits for it to end.
-
-        :param str name: the job's name.
-        :param HorovodJob spec: what to run.
-        :keyword cluster: the :class:`GpuCluster` (or its name, or its ARM id) to run on.
-        :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the :class:`Job`.
-        :raises InvalidSpecError: for a bad argument, before anything is sent.
-        :raises ConflictError: when a job of that name exists with another spec.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the submission goes on)."""
+        the job; :meth:`Job.wait` then waits for it to end."""
         check_timeout(timeout)
         return await (await self.begin_submit(name, spec, cluster=cluster)).result(timeout)
 
     async def get_job(self, name: str) -> Job:
-        """The existing job; :class:`NotFoundError` when there is none.
-
-        :param str name: the job's name.
-        :returns: the :class:`Job`, fetched.
-        :raises NotFoundError: when there is none."""
+        """The existing job; :class:`NotFoundError` when there is none."""
         return await Job(self, name).refresh()
 
     async def list_jobs(self) -> List[Job]:
-        """The experiment's jobs (see :meth:`horovod_batchai.Experiment.list_jobs`).
-
-        :returns: the jobs, fetched."""
+        """The experiment's jobs (see :meth:`horovod_batchai.Experiment.list_jobs`)."""
         ws = self.workspace
         return [Job(self, r.name, _record=r)
                 for r in await self._backend.list_jobs(ws.resource_group, ws.name, self.name)]
@@ -162,21 +120,7 @@ class Experiment(ExperimentBase):
         """Start a sweep: one trial job of ``spec`` per configuration of ``parameters`` (see
         :meth:`horovod_batchai.Experiment.sweep`). Everything is checked before the first trial is
         submitted; the first trials are submitted now, the others by ``await`` :meth:`Sweep.wait`.
-        The same call again returns the same sweep.
-
-        :param HorovodJob spec: the job every trial runs.
-        :keyword parameters: option name to a list of values, a :class:`Uniform` or a :class:`LogUniform`.
-        :keyword cluster: the :class:`GpuCluster` (or its name) the trials run on.
-        :keyword str name: the sweep's name, its trials' prefix.
-        :keyword str sampling: ``'grid'`` or ``'random'``.
-        :keyword int num_trials: how many configurations ``'random'`` draws.
-        :keyword int seed: the random draw's seed.
-        :keyword int max_concurrent_trials: at most this many trials run at once.
-        :keyword str metric: the ``metrics.csv`` column trials are judged by.
-        :keyword str mode: ``'max'`` or ``'min'``: which end of ``metric`` is best.
-        :keyword MedianStopping early_stopping: the rule that stops poor trials early (None: none).
-        :returns: the :class:`Sweep`, its first trials submitted.
-        :raises InvalidSpecError: for a bad argument, before any trial is submitted."""
+        The same call again returns the same sweep."""
         spec, definition = plan_sweep(spec, cluster, GpuCluster, name, parameters=parameters, sampling=sampling,
                                       num_trials=num_trials, seed=seed, max_concurrent_trials=max_concurrent_trials,
                                       metric=metric, mode=mode, early_stopping=early_stopping)
@@ -186,12 +130,7 @@ class Experiment(ExperimentBase):
 
     async def get_sweep(self, name: str) -> Sweep:
         """The sweep ``name``, rebuilt from its trial jobs; :class:`NotFoundError` when no job of
-        this experiment is a trial of it. :meth:`Sweep.resume` submits its remaining trials.
-
-        :param str name: the sweep's name.
-        :returns: the :class:`Sweep`.
-        :raises InvalidSpecError: for a bad name.
-        :raises NotFoundError: when no job is a trial of it."""
+        this experiment is a trial of it. :meth:`Sweep.resume` submits its remaining trials."""
         check_batchai_name(name, "name")
         found = sweeps_in(await self.list_jobs()).get(name)
         if found is None:
@@ -199,9 +138,7 @@ class Experiment(ExperimentBase):
         return Sweep(self, found[0], jobs=found[1])
 
     async def list_sweeps(self) -> List[Sweep]:
-        """The sweeps whose trials are jobs of this experiment.
-
-        :returns: the sweeps."""
+        """The sweeps whose trials are jobs of this experiment."""
         return [Sweep(self, definition, jobs=jobs) for definition, jobs in sweeps_in(await self.list_jobs()).values()]
 
 

@@ -155,21 +155,7 @@ class FileShare(FileShareBase):
                            location: str = DEFAULT_LOCATION, sku: str = DEFAULT_SKU, quota_gib: Optional[int] = None,
                            continuation_token: Optional[str] = None, polling: bool = True,
                            polling_interval: Optional[float] = None) -> "AsyncPoller[FileShare]":
-        """Start get-or-create of the share (see :meth:`horovod_batchai.FileShare.begin_create`).
-
-        :param Target target: where the storage account is.
-        :param str resource_group: the account's resource group (created when missing).
-        :param str account_name: the storage account (created when missing).
-        :param str share_name: the share (created when missing).
-        :keyword str location: the Azure region of what is created.
-        :keyword str sku: the account's SKU, e.g. Standard_LRS.
-        :keyword int quota_gib: the share's quota in GiB (the service's default when None).
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the account's creation has been accepted.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is the :class:`FileShare`.
-        :raises InvalidSpecError: for a bad argument, before anything is sent.
-        :raises ConflictError: on Azure ML, when the share's datastore name is other storage."""
+        """Start get-or-create of the share (see :meth:`horovod_batchai.FileShare.begin_create`)."""
         share = cls(target, resource_group, account_name, share_name)
         action, resource = "creating share", share.id
         check_quota(quota_gib)
@@ -215,20 +201,7 @@ class FileShare(FileShareBase):
     async def create(cls, target: "Target", resource_group: str, account_name: str, share_name: str, *,
                      location: str = DEFAULT_LOCATION, sku: str = DEFAULT_SKU, quota_gib: Optional[int] = None,
                      timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "FileShare":
-        """:meth:`begin_create`, awaited for at most ``timeout`` seconds; calling it again is harmless.
-
-        :param Target target: where the storage account is.
-        :param str resource_group: the account's resource group (created when missing).
-        :param str account_name: the storage account (created when missing).
-        :param str share_name: the share (created when missing).
-        :keyword str location: the Azure region of what is created.
-        :keyword str sku: the account's SKU, e.g. Standard_LRS.
-        :keyword int quota_gib: the share's quota in GiB (the service's default when None).
-        :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the :class:`FileShare`.
-        :raises InvalidSpecError: for a bad argument, before anything is sent.
-        :raises ConflictError: on Azure ML, when the share's datastore name is other storage.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the creation goes on)."""
+        """:meth:`begin_create`, awaited for at most ``timeout`` seconds; calling it again is harmless."""
         check_timeout(timeout)
         poller = await cls.begin_create(target, resource_group, account_name, share_name, location=location,
                                         sku=sku, quota_gib=quota_gib)
@@ -236,14 +209,7 @@ class FileShare(FileShareBase):
 
     @classmethod
     async def get(cls, target: "Target", resource_group: str, account_name: str, share_name: str) -> "FileShare":
-        """The existing share; :class:`NotFoundError` when the account or the share is missing.
-
-        :param Target target: where the storage account is.
-        :param str resource_group: the account's resource group.
-        :param str account_name: the storage account.
-        :param str share_name: the share.
-        :returns: the :class:`FileShare`.
-        :raises NotFoundError: when the account or the share is missing."""
+        """The existing share; :class:`NotFoundError` when the account or the share is missing."""
         share = cls(target, resource_group, account_name, share_name)
         await share._read_account()
         await share.check_exists()
@@ -254,13 +220,7 @@ class FileShare(FileShareBase):
         """The existing share whose ARM id is ``resource_id`` (as :attr:`id` gives it:
         ``.../storageAccounts/<account>/fileServices/default/shares/<share>``); an id of another
         form, or a target that is not an aio :class:`Target`, is an :class:`InvalidSpecError`
-        stating the valid one.
-
-        :param Target target: where the share is.
-        :param str resource_id: the share's ARM id.
-        :returns: the :class:`FileShare`.
-        :raises InvalidSpecError: for an id of another form.
-        :raises NotFoundError: when the account or the share is missing."""
+        stating the valid one."""
         names = names_from_id(target, resource_id, "file share", aio=True)
         return await cls.get(target, names["resource group"], names["account"], names["share"])
 
@@ -276,14 +236,7 @@ class FileShare(FileShareBase):
                            polling: bool = True, polling_interval: Optional[float] = None) -> "AsyncPoller[None]":
         """Start deleting the share (and, when asked, its storage account); the deletes are
         answered at once, so the poller is done when this returns (see
-        :meth:`horovod_batchai.FileShare.begin_delete`).
-
-        :keyword bool delete_account: delete the storage account too, with everything in it.
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: accepted for azure-core's convention; the poller is done either way.
-        :keyword float polling_interval: accepted for azure-core's convention (nothing is polled).
-        :returns: an ``AsyncLROPoller`` whose result is None.
-        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        :meth:`horovod_batchai.FileShare.begin_delete`)."""
         check_polling(polling, polling_interval)
         action = "deleting share and storage account" if delete_account else "deleting share"
         if continuation_token is not None:
@@ -292,11 +245,7 @@ class FileShare(FileShareBase):
         return AsyncDonePoller(None, action=action, resource=self.id)
 
     async def delete(self, *, delete_account: bool = False, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
-        """Delete the share (and, when asked, its storage account); succeeds when already gone.
-
-        :keyword bool delete_account: delete the storage account too, with everything in it.
-        :keyword float timeout: seconds to wait at most (None: no limit).
-        :raises WaitTimeoutError: when it has not finished by then."""
+        """Delete the share (and, when asked, its storage account); succeeds when already gone."""
         check_timeout(timeout)
         await (await self.begin_delete(delete_account=delete_account)).result(timeout)
 
@@ -314,9 +263,7 @@ class FileShare(FileShareBase):
 
     # -- credentials and clients ----------------------------------------------------------------
     async def get_account_key(self) -> str:
-        """The account's first full-permission key, from ``listKeys`` (cached).
-
-        :returns: the key (a secret: never logged)."""
+        """The account's first full-permission key, from ``listKeys`` (cached)."""
         if self._key is None:
             self._key = await self.target.backend.get_account_key(self.resource_group, self._account_name)
         return self._key
@@ -360,11 +307,7 @@ class FileShare(FileShareBase):
 
     @positional_options("relative_mount_path")
     async def mount(self, *, relative_mount_path: Optional[str] = None) -> AzureFileShareMount:
-        """The mount entry a job (or cluster) needs, with the account key.
-
-        :keyword str relative_mount_path: the directory under ``$AZ_BATCHAI_JOB_MOUNT_ROOT`` (default: the
-            share's name).
-        :returns: an :class:`AzureFileShareMount`."""
+        """The mount entry a job (or cluster) needs, with the account key."""
         return AzureFileShareMount.for_share(self._account_name, self.share_name,
                                              relative_mount_path=relative_mount_path or self.share_name,
                                              account_key=await self.get_account_key())
@@ -384,10 +327,7 @@ class FileShare(FileShareBase):
 
     # -- directories ----------------------------------------------------------------------------
     async def create_directory(self, path: str) -> None:
-        """Create ``path`` and any missing parents (like ``mkdir -p``).
-
-        :param str path: the directory, relative to the share's root.
-        :raises InvalidSpecError: for a bad path."""
+        """Create ``path`` and any missing parents (like ``mkdir -p``)."""
         path = check_share_path(path)
         share = await self._share_client()
         parts = path.split("/")
@@ -400,12 +340,7 @@ class FileShare(FileShareBase):
                     pass
 
     async def list(self, path: str = "", *, recursive: bool = False) -> List[ShareItem]:
-        """Files and directories in ``path`` (the share root by default), sorted by path.
-
-        :param str path: the directory, relative to the share's root.
-        :keyword bool recursive: also list what is under its subdirectories.
-        :returns: one :class:`ShareItem` per file or directory.
-        :raises InvalidSpecError: for a bad path."""
+        """Files and directories in ``path`` (the share root by default), sorted by path."""
         path = check_share_path(path, allow_root=True)
         share = await self._share_client()
         items: list[ShareItem] = []
@@ -418,10 +353,7 @@ class FileShare(FileShareBase):
         return sorted(items, key=lambda item: item.path)
 
     async def delete_file(self, path: str) -> None:
-        """Delete one file; succeeds when already gone.
-
-        :param str path: the file, relative to the share's root.
-        :raises InvalidSpecError: for a bad path."""
+        """Delete one file; succeeds when already gone."""
         path = check_share_path(path)
         with azure_errors("deleting", self._where(path)):
             try:
@@ -430,11 +362,7 @@ class FileShare(FileShareBase):
                 pass
 
     async def delete_directory(self, path: str, *, recursive: bool = False) -> None:
-        """Delete a directory (with its contents when ``recursive``); succeeds when already gone.
-
-        :param str path: the directory, relative to the share's root.
-        :keyword bool recursive: also delete what is in it.
-        :raises InvalidSpecError: for a bad path."""
+        """Delete a directory (with its contents when ``recursive``); succeeds when already gone."""
         path = check_share_path(path)
         if recursive:
             try:
@@ -460,19 +388,7 @@ class FileShare(FileShareBase):
         """Upload the local file ``source`` to ``path`` (see :meth:`horovod_batchai.FileShare.upload_file`:
         parallel ranges, each range's MD5 checked by the service with ``validate_content``, the
         file's MD5 stored, with ``read_back`` the file read back and compared; it appears complete
-        or not at all). ``verify`` is deprecated: ``verify=True`` means ``read_back=True``.
-
-        :param source: the local file.
-        :param str path: where it goes, relative to the share's root.
-        :keyword int max_concurrency: ranges sent at once.
-        :keyword progress: None: a bar on a terminal or in Jupyter; True: always a bar; False: none; a callable:
-            called with ``(bytes_done, bytes_total)``.
-        :keyword bool validate_content: send each range's MD5 for the service to check.
-        :keyword bool read_back: read the file back and compare its MD5 before renaming it into place.
-        :keyword bool verify: deprecated: ``verify=True`` means ``read_back=True``.
-        :returns: the uploaded file's :class:`ShareItem`.
-        :raises InvalidSpecError: for a bad source, path or option, before anything is sent.
-        :raises TransferError: when the service refuses a range or the read-back differs."""
+        or not at all). ``verify`` is deprecated: ``verify=True`` means ``read_back=True``."""
         if verify is not None:
             deprecated("FileShare.upload_file(verify=...)", VERIFY_REPLACEMENT)
             read_back = read_back or verify
@@ -557,19 +473,7 @@ class FileShare(FileShareBase):
                                verify: Optional[bool] = None) -> List[ShareItem]:
         """Upload the tree under ``source`` to ``path`` (see
         :meth:`horovod_batchai.FileShare.upload_directory`), ``DEFAULT_FILE_CONCURRENCY`` files at a
-        time; a failure or a cancellation removes the uploads in flight.
-
-        :param source: the local directory.
-        :param str path: where it goes, relative to the share's root.
-        :keyword int max_concurrency: ranges sent at once for each file.
-        :keyword progress: None: a bar on a terminal or in Jupyter; True: always a bar; False: none; a callable:
-            called with ``(bytes_done, bytes_total)``.
-        :keyword bool validate_content: send each range's MD5 for the service to check.
-        :keyword bool read_back: read each file back and compare its MD5 before renaming it into place.
-        :keyword bool verify: deprecated: ``verify=True`` means ``read_back=True``.
-        :returns: one :class:`ShareItem` per uploaded file.
-        :raises InvalidSpecError: for a bad source, path or option, before anything is sent.
-        :raises TransferError: when the service refuses a range or a read-back differs."""
+        time; a failure or a cancellation removes the uploads in flight."""
         if verify is not None:
             deprecated("FileShare.upload_directory(verify=...)", VERIFY_REPLACEMENT)
             read_back = read_back or verify
@@ -591,16 +495,7 @@ class FileShare(FileShareBase):
                             max_concurrency: int = DEFAULT_RANGE_CONCURRENCY,
                             progress: ProgressArg = None) -> Path:
         """Download ``path`` to ``dest`` (see :meth:`horovod_batchai.FileShare.download_file`:
-        complete or not at all, checked against the MD5 the share holds).
-
-        :param str path: the file, relative to the share's root.
-        :param dest: the local file, or the directory to put it in.
-        :keyword int max_concurrency: ranges fetched at once.
-        :keyword progress: None: a bar on a terminal or in Jupyter; True: always a bar; False: none; a callable:
-            called with ``(bytes_done, bytes_total)``.
-        :returns: the local path written.
-        :raises InvalidSpecError: for a bad path or a destination that cannot be written.
-        :raises TransferError: when the download does not match the stored MD5."""
+        complete or not at all, checked against the MD5 the share holds)."""
         path = check_share_path(path)
         check_concurrency(max_concurrency)
         dest = local_destination(dest, path.rsplit("/", 1)[-1])
@@ -635,16 +530,7 @@ class FileShare(FileShareBase):
                                  max_concurrency: int = DIRECTORY_RANGE_CONCURRENCY,
                                  progress: ProgressArg = None) -> List[Path]:
         """Download the tree under ``path`` into the local directory ``dest`` (see
-        :meth:`horovod_batchai.FileShare.download_directory`).
-
-        :param str path: the directory, relative to the share's root.
-        :param dest: the local directory.
-        :keyword int max_concurrency: ranges fetched at once for each file.
-        :keyword progress: None: a bar on a terminal or in Jupyter; True: always a bar; False: none; a callable:
-            called with ``(bytes_done, bytes_total)``.
-        :returns: the local paths written.
-        :raises InvalidSpecError: for a bad path or destination.
-        :raises TransferError: when a download does not match its stored MD5."""
+        :meth:`horovod_batchai.FileShare.download_directory`)."""
         path = check_share_path(path, allow_root=True)
         check_concurrency(max_concurrency)
         dest = local_directory(dest)

@@ -62,13 +62,7 @@ class Job(JobBase):
         """The existing job whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched; an
         id of another form, or a target that is not an aio :class:`Target`, is an
         :class:`InvalidSpecError` stating the valid one. (Azure ML job ids do not name the
-        experiment: it is read from the job.)
-
-        :param Target target: where the job is.
-        :param str resource_id: the job's ARM id.
-        :returns: the :class:`Job`, fetched.
-        :raises InvalidSpecError: for an id of another form.
-        :raises NotFoundError: when there is no such job."""
+        experiment: it is read from the job.)"""
         names = names_from_id(target, resource_id, "job", aio=True)
         workspace = parent_workspace(target, names)
         experiment = names.get("experiment") or await target.backend.job_experiment(
@@ -78,35 +72,20 @@ class Job(JobBase):
 
     async def begin_delete(self, *, continuation_token: Optional[str] = None, polling: bool = True,
                            polling_interval: Optional[float] = None) -> "AsyncPoller[None]":
-        """Start deleting the job (stopping it if it runs); finishes at once when already gone.
-
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is None.
-        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        """Start deleting the job (stopping it if it runs); finishes at once when already gone."""
         interval = check_polling(polling, polling_interval)
         poller = await self._backend.begin_delete_job(self._ref, continuation_token=continuation_token,
                                                       polling_interval=interval)
         return poller if polling else accepted_async(poller, None)
 
     async def delete(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
-        """Delete the job, awaited for at most ``timeout`` seconds; succeeds when already gone.
-
-        :keyword float timeout: seconds to wait; None: no limit.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
+        """Delete the job, awaited for at most ``timeout`` seconds; succeeds when already gone."""
         check_timeout(timeout)
         await (await self.begin_delete()).result(timeout)
 
     async def begin_terminate(self, *, continuation_token: Optional[str] = None, polling: bool = True,
                               polling_interval: Optional[float] = None) -> "AsyncPoller[JobStatus]":
-        """Ask the service to stop the job; the poller's result is the job's fresh status.
-
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is the :class:`JobStatus`.
-        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        """Ask the service to stop the job; the poller's result is the job's fresh status."""
         interval = check_polling(polling, polling_interval)
         poller = await self._backend.begin_terminate_job(self._ref, continuation_token=continuation_token,
                                                          polling_interval=interval)
@@ -119,20 +98,13 @@ class Job(JobBase):
         return mapped if polling else accepted_async(mapped, (await self.refresh()).status)
 
     async def terminate(self, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> JobStatus:
-        """:meth:`begin_terminate`, awaited for at most ``timeout`` seconds.
-
-        :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the job's :class:`JobStatus`.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the termination goes on)."""
+        """:meth:`begin_terminate`, awaited for at most ``timeout`` seconds."""
         check_timeout(timeout)
         return await (await self.begin_terminate()).result(timeout)
 
     # -- state ----------------------------------------------------------------------------------
     async def refresh(self) -> "Job":
-        """Fetch the job's current state; returns the job itself.
-
-        :returns: the job itself.
-        :raises NotFoundError: when the job is gone."""
+        """Fetch the job's current state; returns the job itself."""
         self._record = await self._backend.get_job(self._ref)
         return self
 
@@ -182,12 +154,7 @@ class Job(JobBase):
     @positional_options("output_directory_id", "directory")
     async def list_output_files(self, *, output_directory_id: str = STDOUTERR, directory: str = ".",
                                 link_expiry_minutes: int = 60) -> List[OutputFile]:
-        """Files and directories in ``directory`` of the output directory ``output_directory_id``.
-
-        :keyword str output_directory_id: the output directory (``stdouterr`` or an :class:`OutputDirectory`'s id).
-        :keyword str directory: the directory in it to list.
-        :keyword int link_expiry_minutes: how long the files' download URLs stay valid.
-        :returns: one :class:`OutputFile` per file or directory."""
+        """Files and directories in ``directory`` of the output directory ``output_directory_id``."""
         check_link_expiry(link_expiry_minutes)
         return await self._backend.list_output_files(self._ref, output_directory_id, directory, link_expiry_minutes)
 
@@ -195,30 +162,14 @@ class Job(JobBase):
                poll_interval: Optional[float] = None, timeout: Optional[float] = None,
                link_expiry_minutes: int = 60, renew_before_s: Optional[float] = None) -> AsyncOutputStream:
         """Text appended to output file ``name`` as the job writes it, until the job ends:
-        ``async for text in job.stream("stdout.txt")``. See :class:`AsyncOutputStream`.
-
-        :param str name: the file's path in the output directory.
-        :keyword str output_directory_id: the output directory (``stdouterr`` or an :class:`OutputDirectory`'s id).
-        :keyword float poll_interval: seconds between reads (default: the target's).
-        :keyword float timeout: seconds after which the stream ends with :class:`WaitTimeoutError`; None: no limit.
-        :keyword int link_expiry_minutes: how long each download URL stays valid.
-        :keyword float renew_before_s: seconds before a URL expires that it is renewed (default: a tenth of its
-            lifetime, 5 s to 2 min).
-        :returns: an :class:`AsyncOutputStream` of text.
-        :raises InvalidSpecError: for a bad argument, before anything is read."""
+        ``async for text in job.stream("stdout.txt")``. See :class:`AsyncOutputStream`."""
         return AsyncOutputStream(self, name, output_directory_id=output_directory_id, poll_interval=poll_interval,
                                  timeout=timeout, link_expiry_minutes=link_expiry_minutes,
                                  renew_before_s=renew_before_s)
 
     async def download(self, path: str, dest: Union[str, Path], *, output_directory_id: str = STDOUTERR) -> Path:
         """Download output file ``path`` (a directory is fetched whole) to ``dest`` (see
-        :meth:`horovod_batchai.Job.download`); the file is written in a worker thread.
-
-        :param str path: the file or directory, relative to the output directory.
-        :param dest: the local file, or the directory to put it in.
-        :keyword str output_directory_id: the output directory (``stdouterr`` or an :class:`OutputDirectory`'s id).
-        :returns: the local path written.
-        :raises InvalidSpecError: for a bad path or a destination that cannot be written."""
+        :meth:`horovod_batchai.Job.download`); the file is written in a worker thread."""
         directory, _, name = check_output_path(path, "path").strip("/").rpartition("/")
         match = output_named(await self.list_output_files(output_directory_id=output_directory_id, directory=directory or "."), name, path,
                              output_directory_id)
@@ -247,9 +198,7 @@ class Job(JobBase):
     async def metrics(self) -> MetricsTable:
         """The job's metrics, one row per finished epoch, read now (see
         :meth:`horovod_batchai.Job.metrics`); a job that has recorded none gives an empty table
-        whose ``reason`` says why.
-
-        :returns: a :class:`MetricsTable`, empty (with its ``reason``) when there are none."""
+        whose ``reason`` says why."""
         state = (await self.refresh()).execution_state
         link = metrics_link(await self.list_output_files(output_directory_id=STDOUTERR))
         if link is None:
@@ -264,10 +213,7 @@ class Job(JobBase):
 
     async def sync_tensorboard(self, logdir: Union[str, Path]) -> int:
         """Fetch the job's TensorBoard event files that are new or have grown into ``logdir``;
-        returns how many were fetched (see :meth:`horovod_batchai.Job.sync_tensorboard`).
-
-        :param logdir: the local directory to fetch into.
-        :returns: the number of files fetched."""
+        returns how many were fetched (see :meth:`horovod_batchai.Job.sync_tensorboard`)."""
         from ._tensorboard import sync_event_files
         return await sync_event_files(self, local_directory(logdir, "logdir"))
 
@@ -276,33 +222,19 @@ class Job(JobBase):
                           start: bool = True) -> "TensorBoard":
         """Sync the job's event files to ``logdir`` (default ``./tensorboard/<job>``) and start
         TensorBoard on them (see :meth:`horovod_batchai.Job.tensorboard`); returns an aio
-        :class:`TensorBoard` (``await board.sync()``, ``await board.stop()``).
-
-        :keyword logdir: the local directory for the event files (default ``./tensorboard/<job>``).
-        :keyword int port: the port TensorBoard listens on (default: one the system chooses).
-        :keyword bool start: False: only sync, do not start TensorBoard.
-        :returns: a :class:`TensorBoard`.
-        :raises InvalidSpecError: for a bad port."""
+        :class:`TensorBoard` (``await board.sync()``, ``await board.stop()``)."""
         from ._tensorboard import open_tensorboard
         check_tensorboard_port(port)
         return await open_tensorboard(self, None if logdir is None else Path(logdir), port=port, start=start)
 
     @positional_options("max_bytes")
     async def stderr_tail(self, *, max_bytes: int = TAIL_BYTES) -> str:
-        """The last lines of the job's error log; empty when there is none or it cannot be read.
-
-        :keyword int max_bytes: read at most this many bytes from the log's end.
-        :returns: the text, possibly empty.
-        :raises InvalidSpecError: for a bad ``max_bytes``."""
+        """The last lines of the job's error log; empty when there is none or it cannot be read."""
         return await self._tail(self._backend.failure_log_name, max_bytes)
 
     @positional_options("max_bytes")
     async def stdout_tail(self, *, max_bytes: int = TAIL_BYTES) -> str:
-        """The last lines of the job's ``stdout.txt``; empty when there is none or it cannot be read.
-
-        :keyword int max_bytes: read at most this many bytes from the file's end.
-        :returns: the text, possibly empty.
-        :raises InvalidSpecError: for a bad ``max_bytes``."""
+        """The last lines of the job's ``stdout.txt``; empty when there is none or it cannot be read."""
         return await self._tail("stdout.txt", max_bytes)
 
     async def _tail(self, wanted: str, max_bytes: int) -> str:

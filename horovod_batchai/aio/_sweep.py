@@ -69,9 +69,7 @@ class Sweep(SweepBase):
     experiment: "Experiment"
 
     async def refresh(self) -> "Sweep":
-        """Fetch the trial jobs' states (one listing of the experiment's jobs).
-
-        :returns: the sweep itself."""
+        """Fetch the trial jobs' states (one listing of the experiment's jobs)."""
         self._adopt(sweeps_in(await self.experiment.list_jobs()).get(self.name))
         return self
 
@@ -96,9 +94,7 @@ class Sweep(SweepBase):
         termination.cancel()
 
     async def step(self) -> SweepState:
-        """One round: fetch the trials, apply the stopping rule, submit what may start.
-
-        :returns: the sweep's :class:`SweepState` after the round."""
+        """One round: fetch the trials, apply the stopping rule, submit what may start."""
         await self.refresh()
         self._notice_cancel()
         self._follow_terminations()
@@ -111,13 +107,7 @@ class Sweep(SweepBase):
         """Run the sweep to its end -- submitting trials as others end, when this object drives it
         -- and return :meth:`results` (see :meth:`horovod_batchai.Sweep.wait`).
         :class:`WaitTimeoutError` after ``timeout`` seconds leaves the trials running; so does
-        cancelling the wait, which stops polling at once.
-
-        :param float timeout: seconds to wait; None: no limit.
-        :keyword float poll_interval: seconds between rounds (default: the target's).
-        :keyword on_step: called with the sweep after each round.
-        :returns: the sweep's :class:`SweepResults`.
-        :raises WaitTimeoutError: when ``timeout`` is spent."""
+        cancelling the wait, which stops polling at once."""
         polling = Polling(timeout=timeout, poll_interval=self._poll_interval(poll_interval))
         try:
             while True:
@@ -141,11 +131,7 @@ class Sweep(SweepBase):
 
     def resume(self, spec: "HorovodJob") -> "Sweep":
         """Take over submitting the remaining trials, with the spec the sweep was made from; then
-        await :meth:`wait`. (It makes no request.)
-
-        :param HorovodJob spec: the spec the sweep was made from, with its storage keys.
-        :returns: the sweep itself.
-        :raises InvalidSpecError: for a spec the sweep was not made from."""
+        await :meth:`wait`. (It makes no request.)"""
         self._take_spec(spec)
         return self
 
@@ -153,10 +139,7 @@ class Sweep(SweepBase):
         """Terminate the running trials and submit no more; trials that ended keep their results.
         Waits at most ``timeout`` seconds (None: no limit) for the terminations, then
         :class:`WaitTimeoutError` naming the trials still terminating (the sweep stays cancelled,
-        the service goes on stopping them, and nothing here follows them any more).
-
-        :keyword float timeout: seconds to wait; None: no limit.
-        :raises WaitTimeoutError: when ``timeout`` is spent."""
+        the service goes on stopping them, and nothing here follows them any more)."""
         check_timeout(timeout)
         await self.refresh()
         self._cancelled = True
@@ -185,20 +168,13 @@ class Sweep(SweepBase):
         await self.refresh()
 
     async def results(self) -> SweepResults:
-        """One row per trial: parameters, status, epochs, the final and best value of the metric.
-
-        :returns: the :class:`SweepResults`."""
+        """One row per trial: parameters, status, epochs, the final and best value of the metric."""
         await self.refresh()
         return self._results({i: await self._metrics_of(i) for i in self._jobs})
 
     @positional_options("metric", "mode")
     async def best(self, *, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
         """The trial with the best value of ``metric`` (default: the sweep's) over its epochs
-        (see :meth:`horovod_batchai.Sweep.best`).
-
-        :keyword str metric: the metric (default: the sweep's).
-        :keyword str mode: ``'max'`` or ``'min'`` (default: the sweep's).
-        :returns: the best :class:`Trial`.
-        :raises NotFoundError: when no trial has recorded ``metric``."""
+        (see :meth:`horovod_batchai.Sweep.best`)."""
         metric, mode = self._best_arguments(metric, mode)
         return self._best_in(await self.results(), metric, mode)

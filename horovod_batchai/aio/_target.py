@@ -59,14 +59,7 @@ class Target:
               state_dir: Optional[Union[str, Path]] = None, node_runtime: Optional[Union[str, Path]] = None,
               subscription_id: str = LOCAL_SUBSCRIPTION, **client_options: Any) -> "Target":
         """The local service, found or started (off the event loop, on first use) as by
-        :meth:`horovod_batchai.Target.local`, with the same ``node_runtime``.
-
-        :param service: a started ``LocalService`` or its ``ServiceInfo``; None: the daemon for ``state_dir``.
-        :keyword state_dir: the daemon's state directory (default ``$HOROVOD_BATCHAI_STATE_DIR`` or
-            ``~/.horovod-batchai/local``).
-        :keyword node_runtime: the interpreter, or its environment's directory, the daemon runs jobs with.
-        :keyword str subscription_id: the subscription the local service's resource ids name.
-        :returns: a :class:`Target` for the local service."""
+        :meth:`horovod_batchai.Target.local`, with the same ``node_runtime``."""
         return cls(SyncTarget.local(service, state_dir=state_dir, node_runtime=node_runtime,
                                     subscription_id=subscription_id, **client_options))
 
@@ -75,12 +68,7 @@ class Target:
               management_endpoint: str = AZURE_MANAGEMENT_ENDPOINT, **client_options: Any) -> "Target":
         """Azure Batch AI; ``credential`` is an async credential, by default
         ``azure.identity.aio.DefaultAzureCredential()`` sending its token requests the way the
-        target's go.
-
-        :param str subscription_id: the Azure subscription.
-        :param credential: an azure-core ``TokenCredential`` (default ``DefaultAzureCredential()``).
-        :keyword str management_endpoint: the ARM endpoint (https only).
-        :returns: a :class:`Target` for Batch AI's API on Azure."""
+        target's go."""
         sync = SyncTarget(kind="azure", subscription_id=subscription_id, management_endpoint=management_endpoint,
                           client_options=client_options)
         if credential is not None:
@@ -94,21 +82,12 @@ class Target:
                 credential: Optional[TokenCredential] = None, **client_options: Any) -> "Target":
         """An Azure Machine Learning workspace. azure-ai-ml has no async API: its calls run in
         worker threads, so ``credential`` is a sync one (default
-        ``azure.identity.DefaultAzureCredential()``) and ``transport`` a sync transport.
-
-        :param str subscription_id: the workspace's subscription.
-        :param str resource_group: the workspace's resource group.
-        :param str workspace: the Azure ML workspace's name.
-        :param credential: an azure-core ``TokenCredential`` (default ``DefaultAzureCredential()``).
-        :returns: a :class:`Target` for the Azure ML workspace."""
+        ``azure.identity.DefaultAzureCredential()``) and ``transport`` a sync transport."""
         return cls(SyncTarget.azureml(subscription_id, resource_group, workspace, credential, **client_options))
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None, **client_options: Any) -> "Target":
-        """From the environment variables :meth:`horovod_batchai.Target.from_env` reads.
-
-        :param environ: the variables to read (default ``os.environ``).
-        :returns: the :class:`Target` the variables name."""
+        """From the environment variables :meth:`horovod_batchai.Target.from_env` reads."""
         target: Target = target_from_env(cls, environ, **client_options)
         return target
 
@@ -154,36 +133,23 @@ class Target:
 
     # -- Microsoft's aio clients ----------------------------------------------------------------
     async def batchai(self) -> "BatchAI":
-        """The target's ``azure.mgmt.batchai.aio.BatchAI`` client (shared; closed with the target).
-
-        :returns: the shared ``BatchAI`` client."""
+        """The target's ``azure.mgmt.batchai.aio.BatchAI`` client (shared; closed with the target)."""
         return await self._connection.batchai()
 
     async def resources(self) -> "ResourceManagementClient":
-        """The target's aio ``ResourceManagementClient`` (shared; closed with the target).
-
-        :returns: the shared ``ResourceManagementClient``."""
+        """The target's aio ``ResourceManagementClient`` (shared; closed with the target)."""
         return await self._connection.resources()
 
     async def storage(self) -> "StorageManagementClient":
-        """The target's aio ``StorageManagementClient`` (shared; closed with the target).
-
-        :returns: the shared ``StorageManagementClient``."""
+        """The target's aio ``StorageManagementClient`` (shared; closed with the target)."""
         return await self._connection.storage()
 
     async def share_service(self, account_url: str, account_key: str) -> "ShareServiceClient":
-        """An aio ``ShareServiceClient`` signing with the shared key (the caller closes it).
-
-        :param str account_url: the account's Files endpoint.
-        :param str account_key: the account's shared key.
-        :returns: a ``ShareServiceClient``."""
+        """An aio ``ShareServiceClient`` signing with the shared key (the caller closes it)."""
         return await self._connection.share_service(account_url, account_key)
 
     async def file_from_sas_url(self, url: str) -> "ShareFileClient":
-        """An aio client for one file reached through a SAS download URL (the caller closes it).
-
-        :param str url: the SAS download URL of the file.
-        :returns: a ``ShareFileClient`` for that file."""
+        """An aio client for one file reached through a SAS download URL (the caller closes it)."""
         return await self._connection.file_from_sas_url(url)
 
     # -- lifetime -------------------------------------------------------------------------------

@@ -38,17 +38,12 @@ class TensorBoard(TensorBoardBase):
     job: "Job"
 
     async def sync(self) -> int:
-        """Fetch the event files the job wrote since the last sync; returns how many.
-
-        :returns: the number of files fetched."""
+        """Fetch the event files the job wrote since the last sync; returns how many."""
         return await sync_event_files(self.job, self.logdir)
 
     async def start(self, *, timeout: float = 120.0) -> "TensorBoard":
         """Start TensorBoard on :attr:`logdir` and wait (at most ``timeout`` seconds) until it
-        says where it listens; when TensorBoard is not installed, log the command and start nothing.
-
-        :keyword float timeout: seconds to wait for TensorBoard to say where it listens.
-        :returns: the TensorBoard itself."""
+        says where it listens; when TensorBoard is not installed, log the command and start nothing."""
         await asyncio.to_thread(self._start, timeout)
         return self
 

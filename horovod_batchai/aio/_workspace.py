@@ -42,21 +42,12 @@ class Workspace(WorkspaceBase):
     async def from_id(cls, target: "Target", resource_id: str) -> "Workspace":
         """The existing workspace whose ARM id is ``resource_id`` (as :attr:`id` gives it), fetched;
         an id of another form, or a target that is not an aio :class:`Target`, is an
-        :class:`InvalidSpecError` stating the valid one (see :meth:`horovod_batchai.Workspace.from_id`).
-
-        :param Target target: where the workspace is.
-        :param str resource_id: the workspace's ARM id.
-        :returns: the :class:`Workspace`, fetched.
-        :raises InvalidSpecError: for an id of another form.
-        :raises NotFoundError: when there is no such workspace."""
+        :class:`InvalidSpecError` stating the valid one (see :meth:`horovod_batchai.Workspace.from_id`)."""
         names = names_from_id(target, resource_id, "workspace", aio=True)
         return await cls.get(target, names["resource group"], names["workspace"])
 
     async def refresh(self) -> "Workspace":
-        """Fetch the workspace again; returns the workspace itself.
-
-        :returns: the workspace itself.
-        :raises NotFoundError: when the workspace is gone."""
+        """Fetch the workspace again; returns the workspace itself."""
         self._record = await self._backend.get_workspace(self.resource_group, self.name)
         return self
 
@@ -65,17 +56,7 @@ class Workspace(WorkspaceBase):
     async def begin_create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
                            continuation_token: Optional[str] = None, polling: bool = True,
                            polling_interval: Optional[float] = None) -> "AsyncPoller[Workspace]":
-        """Start get-or-create of the workspace (see :meth:`horovod_batchai.Workspace.begin_create`).
-
-        :param Target target: where the workspace is.
-        :param str resource_group: its resource group (created when missing).
-        :param str name: the workspace's name.
-        :keyword str location: the Azure region of what is created.
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is the :class:`Workspace`.
-        :raises InvalidSpecError: for a bad argument, before anything is sent."""
+        """Start get-or-create of the workspace (see :meth:`horovod_batchai.Workspace.begin_create`)."""
         location = check_workspace_args(resource_group, name, location)
         interval = check_polling(polling, polling_interval)
         backend = target.backend
@@ -90,38 +71,18 @@ class Workspace(WorkspaceBase):
     @classmethod
     async def create(cls, target: "Target", resource_group: str, name: str, *, location: Optional[str] = None,
                      timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> "Workspace":
-        """:meth:`begin_create`, awaited for at most ``timeout`` seconds (None: no limit).
-
-        :param Target target: where to create it.
-        :param str resource_group: its resource group (created when missing).
-        :param str name: the workspace's name.
-        :keyword str location: the Azure region of what is created (Batch AI's default: eastus).
-        :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the :class:`Workspace`.
-        :raises InvalidSpecError: for a bad argument, before anything is sent.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the creation goes on)."""
+        """:meth:`begin_create`, awaited for at most ``timeout`` seconds (None: no limit)."""
         check_timeout(timeout)
         return await (await cls.begin_create(target, resource_group, name, location=location)).result(timeout)
 
     @classmethod
     async def get(cls, target: "Target", resource_group: str, name: str) -> "Workspace":
-        """The existing workspace; :class:`NotFoundError` when there is none.
-
-        :param Target target: where the workspace is.
-        :param str resource_group: its resource group.
-        :param str name: the workspace's name.
-        :returns: the :class:`Workspace`, fetched.
-        :raises NotFoundError: when there is none."""
+        """The existing workspace; :class:`NotFoundError` when there is none."""
         return await cls(target, resource_group, name).refresh()
 
     @classmethod
     async def list(cls, target: "Target", resource_group: Optional[str] = None) -> List["Workspace"]:
-        """Workspaces in ``resource_group``, or in the whole subscription.
-
-        :param Target target: where to list.
-        :param str resource_group: the resource group; None: the whole subscription.
-        :returns: the workspaces, fetched.
-        :raises InvalidSpecError: for a bad resource group name."""
+        """Workspaces in ``resource_group``, or in the whole subscription."""
         if resource_group is not None:
             check_resource_group(resource_group)
         return [cls(target, r.resource_group, r.name, _record=r)
@@ -129,14 +90,7 @@ class Workspace(WorkspaceBase):
 
     async def begin_delete(self, *, delete_resource_group: bool = False, continuation_token: Optional[str] = None,
                            polling: bool = True, polling_interval: Optional[float] = None) -> "AsyncPoller[None]":
-        """Start deleting the workspace -- and, only when asked, its resource group.
-
-        :keyword bool delete_resource_group: delete the resource group too, once the workspace is gone.
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is None.
-        :raises InvalidSpecError: for a bad option or a token of another operation."""
+        """Start deleting the workspace -- and, only when asked, its resource group."""
         interval = check_polling(polling, polling_interval)
         backend, group = self._backend, self.resource_group
         if not delete_resource_group:
@@ -172,18 +126,12 @@ class Workspace(WorkspaceBase):
 
     async def delete(self, *, delete_resource_group: bool = False,
                      timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> None:
-        """:meth:`begin_delete`, awaited for at most ``timeout`` seconds; succeeds when already gone.
-
-        :keyword bool delete_resource_group: also delete the resource group and everything in it.
-        :keyword float timeout: seconds to wait; None: no limit.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the deletion goes on)."""
+        """:meth:`begin_delete`, awaited for at most ``timeout`` seconds; succeeds when already gone."""
         check_timeout(timeout)
         await (await self.begin_delete(delete_resource_group=delete_resource_group)).result(timeout)
 
     async def usages(self) -> List[Usage]:
-        """Quotas and their use in the workspace's region.
-
-        :returns: one :class:`Usage` per quota."""
+        """Quotas and their use in the workspace's region."""
         location = self.location or (await self.refresh()).location
         return await self._backend.usages(str(location))
 
@@ -191,14 +139,7 @@ class Workspace(WorkspaceBase):
     async def begin_create_experiment(self, name: str, *, continuation_token: Optional[str] = None,
                                       polling: bool = True,
                                       polling_interval: Optional[float] = None) -> "AsyncPoller[Experiment]":
-        """Start get-or-create of the experiment ``name``.
-
-        :param str name: the experiment's name.
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is the :class:`Experiment`.
-        :raises InvalidSpecError: for a bad name or option, before anything is sent."""
+        """Start get-or-create of the experiment ``name``."""
         interval = check_polling(polling, polling_interval)
         experiment = Experiment(self, name)
         poller = AsyncMappedPoller(await self._backend.begin_create_experiment(self.resource_group, self.name, name,
@@ -209,12 +150,7 @@ class Workspace(WorkspaceBase):
         return poller if polling else accepted_async(poller, experiment)
 
     async def create_experiment(self, name: str, *, timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> Experiment:
-        """The experiment ``name`` (get-or-create), awaited for at most ``timeout`` seconds.
-
-        :param str name: the experiment's name.
-        :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the :class:`Experiment`.
-        :raises InvalidSpecError: for a bad name, before anything is sent."""
+        """The experiment ``name`` (get-or-create), awaited for at most ``timeout`` seconds."""
         check_timeout(timeout)
         return await (await self.begin_create_experiment(name)).result(timeout)
 
@@ -223,17 +159,11 @@ class Workspace(WorkspaceBase):
         return Experiment(self, name)
 
     async def get_experiment(self, name: str) -> Experiment:
-        """The existing experiment; :class:`NotFoundError` when there is none.
-
-        :param str name: the experiment's name.
-        :returns: the :class:`Experiment`.
-        :raises NotFoundError: when there is none."""
+        """The existing experiment; :class:`NotFoundError` when there is none."""
         return await Experiment(self, name).refresh()
 
     async def list_experiments(self) -> List[Experiment]:
-        """The workspace's experiments (see :meth:`horovod_batchai.Workspace.list_experiments`).
-
-        :returns: the experiments."""
+        """The workspace's experiments (see :meth:`horovod_batchai.Workspace.list_experiments`)."""
         return [Experiment(self, name) for name in await self._backend.list_experiments(self.resource_group, self.name)]
 
     # -- clusters -------------------------------------------------------------------------------
@@ -249,28 +179,7 @@ class Workspace(WorkspaceBase):
                                    polling: bool = True,
                                    polling_interval: Optional[float] = None) -> "AsyncPoller[GpuCluster]":
         """Start creating the cluster ``name`` (get-or-create), from ``spec`` or from the keyword
-        options (see :meth:`horovod_batchai.Workspace.begin_create_cluster`).
-
-        :param str name: the cluster's name.
-        :param ClusterSpec spec: the whole cluster, instead of the keyword options.
-        :keyword str continuation_token: a poller's ``continuation_token()``: resume that call.
-        :keyword bool polling: False: the poller is done once the service has accepted the request.
-        :keyword float polling_interval: seconds between polls (default: the target's).
-        :returns: an ``AsyncLROPoller`` whose result is the :class:`GpuCluster`.
-        :keyword str vm_size: the nodes' VM size.
-        :keyword str vm_priority: ``'dedicated'`` or ``'lowpriority'``.
-        :keyword int target_node_count: a fixed number of nodes (not with ``auto_scale``).
-        :keyword auto_scale: an :class:`AutoScale` or ``(minimum, maximum)`` node counts.
-        :keyword str admin_user_name: the nodes' admin user.
-        :keyword str ssh_public_key: the admin user's public key (OpenSSH text).
-        :keyword str admin_password: the admin user's password.
-        :keyword bool generate_ssh_keys: use (or create) the local key pair when no key or password is given.
-        :keyword ssh_key_path: the private key's path for ``generate_ssh_keys`` (default ``~/.ssh/id_rsa``).
-        :keyword ImageReference image: the nodes' VM image.
-        :keyword SetupTask setup_task: a command run on each node as it starts.
-        :keyword mounts: the file systems mounted on every node.
-        :raises InvalidSpecError: for a bad argument, before anything is sent.
-        :raises ConflictError: when the cluster exists with other settings."""
+        options (see :meth:`horovod_batchai.Workspace.begin_create_cluster`)."""
         check_batchai_name(name, "cluster")
         interval = check_polling(polling, polling_interval)
         backend = self._backend
@@ -307,27 +216,7 @@ class Workspace(WorkspaceBase):
                              setup_task: Optional[SetupTask] = None, mounts: Sequence[Mount] = (),
                              timeout: Optional[float] = DEFAULT_LRO_TIMEOUT) -> GpuCluster:
         """:meth:`begin_create_cluster`, awaited for at most ``timeout`` seconds for the service to
-        accept the cluster.
-
-        :param str name: the cluster's name.
-        :param ClusterSpec spec: the whole cluster, instead of the keyword options.
-        :keyword str vm_size: the nodes' VM size.
-        :keyword str vm_priority: ``'dedicated'`` or ``'lowpriority'``.
-        :keyword int target_node_count: a fixed number of nodes (not with ``auto_scale``).
-        :keyword auto_scale: an :class:`AutoScale` or ``(minimum, maximum)`` node counts.
-        :keyword str admin_user_name: the nodes' admin user.
-        :keyword str ssh_public_key: the admin user's public key (OpenSSH text).
-        :keyword str admin_password: the admin user's password.
-        :keyword bool generate_ssh_keys: use (or create) the local key pair when no key or password is given.
-        :keyword ssh_key_path: the private key's path for ``generate_ssh_keys`` (default ``~/.ssh/id_rsa``).
-        :keyword ImageReference image: the nodes' VM image.
-        :keyword SetupTask setup_task: a command run on each node as it starts.
-        :keyword mounts: the file systems mounted on every node.
-        :keyword float timeout: seconds to wait; None: no limit.
-        :returns: the :class:`GpuCluster`.
-        :raises InvalidSpecError: for a bad argument, before anything is sent.
-        :raises ConflictError: when the cluster exists with other settings.
-        :raises WaitTimeoutError: when ``timeout`` is spent (the creation goes on)."""
+        accept the cluster."""
         check_timeout(timeout)
         poller = await self.begin_create_cluster(
             name, spec, vm_size=vm_size, vm_priority=vm_priority, target_node_count=target_node_count,
@@ -337,17 +226,11 @@ class Workspace(WorkspaceBase):
         return await poller.result(timeout)
 
     async def get_cluster(self, name: str) -> GpuCluster:
-        """The existing cluster; :class:`NotFoundError` when there is none.
-
-        :param str name: the cluster's name.
-        :returns: the :class:`GpuCluster`, fetched.
-        :raises NotFoundError: when there is none."""
+        """The existing cluster; :class:`NotFoundError` when there is none."""
         return await GpuCluster(self, name).refresh()
 
     async def list_clusters(self) -> List[GpuCluster]:
-        """The workspace's clusters (see :meth:`horovod_batchai.Workspace.list_clusters`).
-
-        :returns: the clusters, fetched."""
+        """The workspace's clusters (see :meth:`horovod_batchai.Workspace.list_clusters`)."""
         return [GpuCluster(self, r.name, _record=r)
                 for r in await self._backend.list_clusters(self.resource_group, self.name)]
 

@@ -81,7 +81,7 @@ def _check_log_whole(state: Path) -> str:
     text = (state / "service.log").read_text()
     torn = [line for line in text.splitlines() if line and not LOG_LINE.match(line)
             and not line.startswith(("  ", "Traceback", "Management endpoint", "Files endpoint", "CA certificate",
-                                     "State directory", "Blob endpoint", "Node runtime"))]
+                                     "State directory", "Blob endpoint", "Node runtime", "MLflow tracking"))]
     assert not torn, torn
     return text
 

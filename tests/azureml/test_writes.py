@@ -19,7 +19,7 @@ import pytest
 from horovod_batchai import AzureBlobMount, HorovodJob, InvalidSpecError, ResourceError, Target, Workspace
 
 import scenario as S
-from replay import ReplayTransport, recording
+from replay import FakeCredential, ReplayTransport, recording
 
 JOB_JSON = Path(__file__).resolve().parents[2] / "examples" / "job.json"
 DATA, DATA_ACCOUNT = "cifar-data", "cifardatasets"
@@ -137,7 +137,9 @@ def test_a_datastore_registered_for_a_job_the_service_refuses_is_removed(target:
 
 
 def test_a_job_that_exists_registers_nothing(target: Target, transport: ReplayTransport) -> None:
-    """The same job submitted again: the datastore is not registered for a job that is not sent."""
+    """The same job submitted again from another process (a target of its own, nothing known),
+    its data's datastore gone meanwhile: the container is read and the job found with these
+    settings, so nothing is registered -- the datastore is for a job that is sent."""
     spec = _spec()
     submitted = S.SubmittedJob()
     transport.add(S.datastore_get(), S.datastore_missing(DATA_STORE),
@@ -147,10 +149,12 @@ def test_a_job_that_exists_registers_nothing(target: Target, transport: ReplayTr
     _submit(target, spec)
     transport.verify()
     first = len(transport.requests)
-    transport.add(S.job_get(submitted, "Running"))  # the datastore is known now: only the job is read
-    _submit(target, spec)
+    transport.add(S.datastore_get(), S.datastore_missing(DATA_STORE),
+                  S.container_properties(DATA_ACCOUNT, DATA, signed="bearer"), S.job_get(submitted, "Running"))
+    with Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=transport) as other:
+        _submit(other, spec)
     transport.verify()
-    assert [r.split(" ")[0] for r in transport.requests[first:]] == ["GET"]
+    assert [r.split(" ")[0] for r in transport.requests[first:]] == ["GET"] * 4
 
 
 # -- 2. an environment version the workspace has is read, not written -------------------------------
@@ -239,3 +243,53 @@ def test_a_build_context_submit_prints_nothing(target: Target, transport: Replay
     # the buffer does see what azure-ai-ml logs outside this package's calls: the check above can fail
     logging.getLogger("azure.ai.ml._schema.assets.environment").warning("the caller's own message")
     assert "the caller's own message" in azure_ai_ml_handlers.getvalue()
+
+
+SUBMIT_IN_A_FRESH_PROCESS = '''
+import logging, socket, sys
+def refused(*args, **kwargs):
+    raise AssertionError("a request left the replay transport")
+socket.getaddrinfo = socket.create_connection = refused
+if "--log" in sys.argv:
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("LOG %(name)s %(levelname)s %(message)s"))
+    logging.getLogger("horovod_batchai").addHandler(handler)
+    logging.getLogger("horovod_batchai").setLevel(logging.INFO)
+import scenario as S
+from replay import FakeCredential, ReplayTransport
+from horovod_batchai import Target, Workspace
+from test_writes import _package_spec
+from test_tutorial_replay import _context_files
+transport = ReplayTransport()
+submitted, upload = S.SubmittedJob(), S.ContextUpload()
+transport.add(S.datastore_get(), *S.job_submit_built(submitted, upload, list(_context_files())))
+with Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=transport) as target:
+    Workspace(target, S.RG, S.WS).create_experiment(S.EXPERIMENT).submit(
+        S.JOB, _package_spec(), cluster=S.steady_cluster(target))
+transport.verify()
+print("SUBMITTED")
+'''
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["no-logging-configured", "package-logger-on-stdout"])
+def test_a_build_context_submit_in_a_fresh_process_writes_nothing_to_stderr(logged: bool) -> None:
+    """A process of its own, where azure-ai-ml is first imported and its schemas first loaded by
+    the submit, and no test harness holds a handler: stderr stays empty (with no logging
+    configured, Python itself would print a WARNING there), and azure-ai-ml's messages (the
+    anonymous-registration warning twice, its experimental-class notes) reach this package's
+    logger at INFO."""
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(Path(__file__).parent)])}
+    done = subprocess.run([sys.executable, "-c", SUBMIT_IN_A_FRESH_PROCESS, *(["--log"] if logged else [])],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "SUBMITTED" in done.stdout, done.stderr
+    assert done.stderr == ""
+    if not logged:
+        return
+    anonymous = [line for line in done.stdout.splitlines() if "will not be used for anonymous registration" in line]
+    assert len(anonymous) == 2 and all(
+        line.startswith("LOG horovod_batchai._places.azureml.library_log INFO azure-ai-ml: Warning: the provided "
+                        "asset name 'horovod-batchai-environment'") for line in anonymous), done.stdout

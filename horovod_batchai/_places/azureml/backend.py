@@ -396,7 +396,8 @@ class AzureMLOperations(StorageAccountOperations):
         spec.check_resolved()
         spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
         self._check_job_spec(spec, cluster)
-        self._check_job_storage(spec)
+        with routed():  # azure-ai-ml's messages on this package's logger, not on stderr
+            self._check_job_storage(spec)
 
     def _check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
         # The name is checked with the spec: Azure ML's rule is stricter than Batch AI's.

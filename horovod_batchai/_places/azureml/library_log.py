@@ -19,12 +19,17 @@ __all__ = ["INFO_ONLY", "log", "routed"]
 #: where azure-ai-ml's messages go while this package calls it
 log = logging.getLogger(__name__)
 
-#: Messages passed on at INFO whatever their level. azure-ai-ml warns that "the provided asset
-#: name ... will not be used for anonymous registration" while it validates a job whose
-#: environment is named (the package's build context): the warning is about its job schema, not
-#: about what it registers -- the environment version is PUT under its name -- so nothing is
-#: wrong and there is nothing for the user to do; it is worth a line in a debug session only.
-INFO_ONLY = ("will not be used for anonymous registration",)
+#: Messages passed on at INFO whatever their level: none says anything the caller can act on,
+#: and at WARNING Python would print them when the application has configured no logging.
+#: - "the provided asset name ... will not be used for anonymous registration" (twice per
+#:   build-context submit): azure-ai-ml says it while it validates a job whose environment is
+#:   named; it is about its job schema, not about what it registers -- the environment version
+#:   is PUT under its name;
+#: - "Class ...Schema: This is an experimental class, and may change at any time" (once per
+#:   process): about azure-ai-ml's own schemas, which this package does not use;
+#: - "Proceeding with no tenant id appended to studio URL": about a link this package never shows.
+INFO_ONLY = ("will not be used for anonymous registration", "This is an experimental class",
+             "Proceeding with no tenant id appended to studio URL")
 
 _calls = threading.local()
 _lock = threading.Lock()
@@ -35,11 +40,13 @@ class _ToThisPackage(logging.Filter):
     :data:`log` instead, and the handler drops it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not getattr(_calls, "depth", 0) or record.name == log.name:  # (a handler both loggers reach)
+        if not getattr(_calls, "depth", 0) or not record.name.startswith("azure.ai.ml"):
             return True
-        message = record.getMessage()
-        level = logging.INFO if any(text in message for text in INFO_ONLY) else record.levelno
-        log.log(min(level, record.levelno), "azure-ai-ml: %s", message)
+        if not getattr(record, "horovod_batchai_routed", False):  # once, whatever the handlers
+            record.horovod_batchai_routed = True
+            message = record.getMessage().strip()
+            level = logging.INFO if any(text in message for text in INFO_ONLY) else record.levelno
+            log.log(min(level, record.levelno), "azure-ai-ml: %s", message)
         return False
 
 
@@ -47,8 +54,8 @@ _FILTER = _ToThisPackage()
 
 
 def _install() -> None:
-    """Put the filter on every handler of azure-ai-ml's logger (its stderr handler, made when
-    azure.ai.ml is imported), once."""
+    """Put the filter on the handlers of azure-ai-ml's logger (its stderr handler, made when
+    azure.ai.ml is imported; another one there may be the application's), once."""
     import azure.ai.ml  # noqa: F401  -- makes the handler
     with _lock:
         for handler in logging.getLogger("azure.ai.ml").handlers:

@@ -295,7 +295,8 @@ def environment_put() -> Exchange:
 
 TUTORIAL_IMAGE = "tensorflow/tensorflow:1.8.0-gpu"
 ENV_WHY = ("no recording reads one environment version (recording 4 lists versions, recording 6 PUTs one "
-           "twice): a GET of a version answers what its PUT answered, as ARM resources do")
+           "twice): a GET of a version answers what its PUT answered, as ARM resources do -- recording 4's "
+           "list GET holds its versions in exactly the shape of its PUT's answer")
 
 
 def environment_missing(name: str, version: str = ANY_SEGMENT) -> Exchange:

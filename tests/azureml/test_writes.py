@@ -45,13 +45,18 @@ def _new_job() -> S.Exchange:
 
 
 # -- 1. a blob container is read before its datastore is registered --------------------------------
-def test_a_missing_container_is_refused_before_anything_is_registered(target: Target,
-                                                                      transport: ReplayTransport) -> None:
+def test_a_missing_container_is_refused_before_anything_is_registered(transport: ReplayTransport) -> None:
+    """The container is read through the target's own pipeline: its transport (the replay) and
+    its proxy, like every other request."""
+    proxy = "http://proxy.example.com:3128"
     transport.add(S.datastore_get(), S.datastore_missing(DATA_STORE),
                   S.container_missing(DATA_ACCOUNT, DATA, signed="bearer"))
-    with pytest.raises(InvalidSpecError) as caught:
-        _submit(target, _spec())
+    with Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=transport,
+                        proxies={"https": proxy}) as target:
+        with pytest.raises(InvalidSpecError) as caught:
+            _submit(target, _spec())
     transport.verify()
+    assert len(transport.proxies) == 3 and all(p.get("https") == proxy for p in transport.proxies)
     err = caught.value
     assert err.field == "mounts[1]"
     assert f"blob container {DATA!r} does not exist in storage account {DATA_ACCOUNT!r}" in str(err)
@@ -167,6 +172,22 @@ def test_the_images_environment_is_read_not_put_again(target: Target, transport:
     transport.verify()
     assert [r.split(" ")[0] for r in transport.requests] == ["GET", "GET", "GET", "PUT"]
     assert submitted.sent is not None and submitted.sent["properties"]["environmentId"] == found.path
+
+
+def test_a_recorded_read_of_an_environment_version_has_the_shape_the_replay_answers_with() -> None:
+    """What the found-version answers rest on: recording 4 reads its versions back (its list GET,
+    #14) in exactly the shape of its PUT's answer (#0); the answers served here for a GET have
+    that shape (the build context's: with ``build`` in place of ``image``)."""
+    from replay import shape, shape_differences
+    entries = recording(S.CANCEL_FILE)
+    read_back = entries[14]["ResponseBody"]["value"][0]
+    assert shape(entries[0]["ResponseBody"]) == shape(read_back)
+    # null where an anonymous image environment has no description or conda file
+    assert shape_differences(S.environment_image_get().response, read_back) == []
+    build = shape(S.environment_build_get("1", "https://a.blob.core.windows.net/c/LocalUpload/h/x/").response)
+    differences = set(build.items()) ^ set(shape(read_back).items())
+    assert {path for path, _ in differences} == {"properties.image", "properties.build", "properties.build.contextUri",
+                                                 "properties.build.dockerfilePath", "properties.tags.test"}
 
 
 def _package_spec() -> HorovodJob:

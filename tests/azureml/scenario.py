@@ -850,7 +850,9 @@ def image_environment() -> list[Exchange]:
 CONTAINER_WHY = ("no recording reads a blob container (Azure ML registers datastores with skipValidation=true); "
                  "shaped as the Blob REST API documents Get Container Properties (GET <container>?restype=container: "
                  "200 with ETag, Last-Modified, x-ms-lease-*, x-ms-has-*; 404 with x-ms-error-code "
-                 "ContainerNotFound and an XML Error body), which azure-storage-blob parses")
+                 "ContainerNotFound and an XML Error body; Azurite, the local service's blob plane, answers "
+                 "'ContainerNotFound', 'The specified container does not exist.' too), which azure-storage-blob "
+                 "parses")
 #: the storage service version of Blob answers (azure-storage-blob reads none of it)
 BLOB_VERSION = "2025-01-05"
 

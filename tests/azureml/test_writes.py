@@ -4,7 +4,18 @@ version the workspace has is read, not PUT again; azure-ai-ml's messages reach t
 logger, not stderr.
 
 No recording reads a blob container or one environment version: those answers are built (each
-exchange's ``source`` says from what), see scenario.CONTAINER_WHY and scenario.ENV_WHY.
+exchange's ``source`` says from what). What the tests assume there:
+
+- the container read is Get Container Properties, ``GET https://<account>.blob.core.windows.net/
+  <container>?restype=container`` (the request azure-storage-blob sends, checked by the replay:
+  method, host, path, query, and how it is signed), answered as the Blob REST API documents it --
+  200 with ETag, Last-Modified and the lease/immutability headers; 404 with ``x-ms-error-code:
+  ContainerNotFound`` and an XML ``Error`` body; 403 ``AuthorizationPermissionMismatch`` -- not
+  as recorded traffic (scenario.CONTAINER_WHY);
+- a GET of an environment version answers what its PUT answered (recording 4's list GET holds
+  its versions in exactly that shape, which a test checks), and a missing one answers 404 in the
+  envelope recording 10 shows for a missing datastore (scenario.ENV_WHY); the request (path,
+  api-version 2023-04-01-preview) is azure-ai-ml 1.35.2's own, checked by the replay.
 """
 from __future__ import annotations
 

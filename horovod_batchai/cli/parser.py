@@ -199,6 +199,8 @@ def job_spec_from_args(ctx: Context) -> HorovodJob:
     if not args.config_file.is_file():
         raise InvalidSpecError("--config-file", f"{str(args.config_file)!r} is not a file", "the path of a job.json")
     spec = HorovodJob.from_file(args.config_file)
+    if args.package_environment:
+        _check_package_environment(spec, args.config_file)
     account = args.storage_account_name or os.environ.get(STORAGE_ACCOUNT_ENV)
     if spec.needs_storage:
         if not account:
@@ -212,9 +214,6 @@ def job_spec_from_args(ctx: Context) -> HorovodJob:
     changes: dict[str, Any] = {}
     if args.append_args:
         changes["arguments"] = f"{spec.arguments} {args.append_args}".strip()
-    if args.package_environment:
-        # job.json's TensorFlow 1.8 image cannot run the training package, nor does its preparation apply
-        changes.update(container_image=None, job_preparation=None)
     if args.node_count is not None:
         changes["node_count"] = args.node_count
         if spec.process_count is not None:
@@ -222,6 +221,20 @@ def job_spec_from_args(ctx: Context) -> HorovodJob:
             per_node = spec.process_count // spec.node_count if spec.process_count % spec.node_count == 0 else None
             changes["process_count"] = per_node * args.node_count if per_node else None
     return spec.replace(**changes) if changes else spec
+
+
+def _check_package_environment(spec: HorovodJob, path: Path) -> None:
+    """The package's environment replaces the file's image and its preparation: a file that names
+    either asks for something the job would not run, so the combination is refused, not dropped."""
+    named = []
+    if spec.container_image:
+        named.append(f"an image (containerSettings.imageSourceRegistry.image {spec.container_image!r})")
+    if spec.job_preparation:
+        named.append("a jobPreparation")
+    if named:
+        raise UsageError(f"--package-environment: {path} names {' and '.join(named)}, which the package's "
+                         "environment would replace; remove them from the file to run in the package's "
+                         "environment, or drop --package-environment")
 
 
 def _job_file(p: argparse.ArgumentParser) -> None:
@@ -235,9 +248,9 @@ def _job_file(p: argparse.ArgumentParser) -> None:
     p.add_argument("--node-count", type=_positive, default=None, help="override the file's nodeCount")
     p.add_argument("--package-environment", action="store_true",
                    help="Azure ML only: run in the image built from the package's Dockerfile (TensorFlow 2.15.1, "
-                        "Horovod 0.28.1) instead of the file's containerSettings and jobPreparation (the "
-                        "tutorial's TensorFlow 1.8 image cannot run its training package); the build context is "
-                        "uploaded through the same client options as every other request")
+                        "Horovod 0.28.1); the file must name no containerSettings image and no jobPreparation (the "
+                        "tutorial's TensorFlow 1.8 image cannot run its training package: remove both); the build "
+                        "context is uploaded through the same client options as every other request")
     p.add_argument("--append-args", default=None, metavar="ARGS",
                    help="arguments appended to the file's commandLineArgs, e.g. '--epochs=3' "
                         "(the node expands $AZ_BATCHAI_* variables in them)")

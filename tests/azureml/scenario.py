@@ -294,6 +294,53 @@ def environment_put() -> Exchange:
 
 
 TUTORIAL_IMAGE = "tensorflow/tensorflow:1.8.0-gpu"
+ENV_WHY = ("no recording reads one environment version (recording 4 lists versions, recording 6 PUTs one "
+           "twice): a GET of a version answers what its PUT answered, as ARM resources do -- recording 4's "
+           "list GET holds its versions in exactly the shape of its PUT's answer")
+
+
+def environment_missing(name: str, version: str = ANY_SEGMENT) -> Exchange:
+    """GET of an environment version the workspace does not have: 404 in the envelope Azure ML
+    answered a missing datastore with (recording 10's last GET), its message about the version."""
+    exchange = datastore_missing("x")
+    exchange.path = f"{WS_PATH}/environments/{name}/versions/{version}"
+    exchange.api_version = ENVIRONMENTS
+    exchange.response = patched(exchange.response, {"error.message": f"Could not find asset with ID {name}:{version}."})
+    exchange.source = (f"built:the environment version does not exist yet ({ENV_WHY}; the 404 envelope of "
+                       f"{exchange.source})")
+    return exchange
+
+
+def anonymous_image_version(image: str = TUTORIAL_IMAGE) -> str:
+    """The version azure-ai-ml gives the anonymous environment of an image (a hash of it)."""
+    from azure.ai.ml.entities import Environment
+    return str(Environment(image=image).version)
+
+
+def environment_image_get(image: str = TUTORIAL_IMAGE) -> Exchange:
+    """GET of the anonymous environment of ``image``, which the workspace has: what
+    :func:`environment_put` answers, as a GET's answer."""
+    exchange = environment_put()
+    version = anonymous_image_version(image)
+    exchange.method, exchange.body, exchange.check, exchange.status = "GET", None, None, 200
+    exchange.path = f"{WS_PATH}/environments/CliV2AnonymousEnvironment/versions/{version}"
+    exchange.response = patched(exchange.response, {"properties.image": image, "name": version})
+    exchange.response["id"] = exchange.path
+    exchange.source = f"built:{ENV_WHY} ({exchange.source}'s answer, image {image})"
+    return exchange
+
+
+def environment_build_get(version: str, context_uri: str, dockerfile: str = "Dockerfile") -> Exchange:
+    """GET of the package's environment version, which the workspace has: recording 6's answer
+    to its PUT, at this version, naming ``context_uri`` and ``dockerfile``."""
+    entries = recording(ENVIRONMENT_FILE)
+    path = f"{WS_PATH}/environments/horovod-batchai-environment/versions/{version}"
+    exchange = recorded(entries, 8, ENVIRONMENT_FILE, names=SCOPE, api_version=ENVIRONMENTS, body=None)
+    exchange.method, exchange.path, exchange.status, exchange.headers = "GET", path, 200, {}
+    exchange.response = patched(exchange.response, {"id": path, "name": version, "properties.build": {
+        "contextUri": context_uri, "dockerfilePath": dockerfile}})
+    exchange.source = f"built:{ENV_WHY} (recording:{ENVIRONMENT_FILE}#8's answer to its PUT)"
+    return exchange
 
 
 def _environment_image(request: Any, body: Any) -> Optional[str]:
@@ -657,13 +704,15 @@ def cluster_delete() -> list[Exchange]:
 def job_submit(submitted: SubmittedJob, name: str = JOB) -> list[Exchange]:
     """Submitting a job: is the name free (404), the image's environment, the job."""
     return [not_found(f"{WS_PATH}/jobs/{name}", JOB_GET, "UserError", "the job does not exist yet"),
-            environment_put(), job_put(submitted, name)]
+            environment_missing("CliV2AnonymousEnvironment", anonymous_image_version()), environment_put(),
+            job_put(submitted, name)]
 
 
 def job_submit_built(submitted: SubmittedJob, upload: ContextUpload, files: list[str], name: str = JOB) -> list[Exchange]:
     """Submitting a job whose spec names no image: is the name free (404), the default datastore
     and its secret, the build context's upload, the environment built from it, the job."""
     return [not_found(f"{WS_PATH}/jobs/{name}", JOB_GET, "UserError", "the job does not exist yet"),
+            environment_missing("horovod-batchai-environment"),
             *context_datastore(), *context_upload(upload, files), environment_build_put(upload.uri),
             job_put(submitted, name)]
 
@@ -789,3 +838,62 @@ def stdouterr(files: Optional[dict[str, int]] = None, directories: tuple[str, ..
     path = "/".join(p for p in (STDOUTERR_PATH, directory) if p)
     listing = share_directory_missing(path) if files is None else share_listing(path, files, directories)
     return [datastore_get(), datastore_secret(), listing]
+
+
+def image_environment() -> list[Exchange]:
+    """The job image's anonymous environment, which the workspace does not have yet: read (404),
+    then registered by azure-ai-ml with the job."""
+    return [environment_missing("CliV2AnonymousEnvironment", anonymous_image_version()), environment_put()]
+
+
+# -- a blob container, read before its datastore is registered (no recording has one) ---------------
+CONTAINER_WHY = ("no recording reads a blob container (Azure ML registers datastores with skipValidation=true); "
+                 "shaped as the Blob REST API documents Get Container Properties (GET <container>?restype=container: "
+                 "200 with ETag, Last-Modified, x-ms-lease-*, x-ms-has-*; 404 with x-ms-error-code "
+                 "ContainerNotFound and an XML Error body; Azurite, the local service's blob plane, answers "
+                 "'ContainerNotFound', 'The specified container does not exist.' too), which azure-storage-blob "
+                 "parses")
+#: the storage service version of Blob answers (azure-storage-blob reads none of it)
+BLOB_VERSION = "2025-01-05"
+
+
+def container_properties(account: str, container: str, *, signed: str) -> Exchange:
+    """Get Container Properties of a container that exists; ``signed``: how the request must be
+    authorised ('bearer': the caller's token, for an identity-based mount; 'key': SharedKey with
+    the account key; 'sas': the mount's SAS token and no Authorization header)."""
+    return Exchange("GET", f"/{container}", f"built:{CONTAINER_WHY} (200)", host=f"{account}.blob.core.windows.net",
+                    query={"restype": "container"}, check=_container_signed(account, signed),
+                    headers={"ETag": '"0x8DCB1"', "Last-Modified": "Mon, 23 Nov 2026 06:00:00 GMT",
+                             "x-ms-lease-status": "unlocked", "x-ms-lease-state": "available",
+                             "x-ms-has-immutability-policy": "false", "x-ms-has-legal-hold": "false",
+                             "x-ms-version": BLOB_VERSION})
+
+
+def container_missing(account: str, container: str, *, signed: str) -> Exchange:
+    """Get Container Properties of a container the account does not have: 404 ContainerNotFound."""
+    xml = ('<?xml version="1.0" encoding="utf-8"?><Error><Code>ContainerNotFound</Code>'
+           "<Message>The specified container does not exist.</Message></Error>")
+    return Exchange("GET", f"/{container}", f"built:{CONTAINER_WHY} (404)", host=f"{account}.blob.core.windows.net",
+                    query={"restype": "container"}, status=404, content=xml.encode("utf-8"),
+                    check=_container_signed(account, signed),
+                    headers={"Content-Type": "application/xml", "x-ms-error-code": "ContainerNotFound",
+                             "x-ms-version": BLOB_VERSION})
+
+
+def _container_signed(account: str, how: str) -> Any:
+    def check(request: Any, body: Any) -> Optional[str]:
+        auth = request.headers.get("Authorization", "")
+        if how == "bearer":
+            return None if auth == "Bearer replay-token" else f"Authorization {auth[:20]!r}, expected the caller's token"
+        if how == "key":
+            return None if auth.startswith(f"SharedKey {account}:") else f"Authorization {auth[:20]!r}, expected SharedKey"
+        if auth:
+            return "a request signed with the mount's SAS also carried an Authorization header"
+        return None if "sig=" in (request.url or "") else "the mount's SAS is missing from the request"
+    return check
+
+
+def datastore_delete(name: str) -> Exchange:
+    """Removing a datastore (recording 10's DELETE: 200, empty body)."""
+    entries = recording(BLOB_STORE_FILE)
+    return recorded(entries, 3, BLOB_STORE_FILE, names={**SCOPE, RECORDED_BLOB_STORE: name}, api_version=DATASTORES)

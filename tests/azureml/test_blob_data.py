@@ -55,13 +55,16 @@ def test_job_json_blob_mounts_become_datastores_inputs_and_outputs(target: Targe
                                                                    transport: ReplayTransport) -> None:
     spec = _job_json_with_blobs()
     submitted = S.SubmittedJob()
-    # Every datastore is read first; the two missing ones are registered once all are known
-    # not to be other storage (recording 10: a 404, then a PUT).
+    # Every datastore is read first; the containers of the two missing ones are read (with the
+    # caller's identity, and with the account key); they are registered once the job's name is
+    # known to be free (recording 10: a 404, then a PUT).
     transport.add(S.datastore_get(), S.datastore_missing(DATA_STORE), S.datastore_missing(RESULTS_STORE),
+                  S.container_properties(DATA_ACCOUNT, DATA, signed="bearer"),
+                  S.container_properties(S.ACCOUNT, RESULTS, signed="key"),
+                  S.not_found(f"{S.WS_PATH}/jobs/{S.JOB}", S.JOB_GET, "UserError", "the job does not exist yet"),
                   S.blob_datastore_put(DATA_STORE, DATA_ACCOUNT, DATA, "None"),
                   S.blob_datastore_put(RESULTS_STORE, S.ACCOUNT, RESULTS, "AccountKey"),
-                  S.not_found(f"{S.WS_PATH}/jobs/{S.JOB}", S.JOB_GET, "UserError", "the job does not exist yet"),
-                  S.environment_put(), S.blob_job_put(submitted, _mounted_as_data_and_results))
+                  *S.image_environment(), S.blob_job_put(submitted, _mounted_as_data_and_results))
     job = Workspace(target, S.RG, S.WS).create_experiment(S.EXPERIMENT).submit(
         S.JOB, spec, cluster=S.steady_cluster(target))
     transport.verify()
@@ -94,7 +97,7 @@ def test_a_blob_datastore_that_is_the_container_is_reused(target: Target, transp
     transport.add(S.datastore_get(), S.blob_datastore_get(DATA_STORE, storage={"Sanitized": DATA_ACCOUNT,
                                                                                "testblob": DATA}),
                   S.not_found(f"{S.WS_PATH}/jobs/{S.JOB}", S.JOB_GET, "UserError", "the job does not exist yet"),
-                  S.environment_put(), S.blob_job_put(submitted, lambda request, body: None))
+                  *S.image_environment(), S.blob_job_put(submitted, lambda request, body: None))
     Workspace(target, S.RG, S.WS).create_experiment(S.EXPERIMENT).submit(S.JOB, spec,
                                                                          cluster=S.steady_cluster(target))
     transport.verify()

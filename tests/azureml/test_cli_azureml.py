@@ -96,8 +96,19 @@ def test_azure_ml_needs_its_workspace(capsys: pytest.CaptureFixture[str], monkey
     assert "--subscription" in capsys.readouterr().err
 
 
+def _job_json_without_image(tmp_path: Path) -> Path:
+    """The tutorial's job.json with its TensorFlow 1.8 image and its preparation removed: what
+    ``--package-environment`` runs."""
+    document = json.loads(JOB_JSON.read_text(encoding="utf-8"))
+    del document["properties"]["containerSettings"], document["properties"]["jobPreparation"]
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
 def test_the_tutorials_job_in_the_package_environment_from_the_cli(cli_targets: list, transport: ReplayTransport,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+                                                                   capsys: pytest.CaptureFixture[str],
+                                                                   tmp_path: Path) -> None:
     """``job create --package-environment``: job.json without its TensorFlow 1.8 image and its
     preparation; the package's build context is uploaded through the proxy like everything else."""
     from test_tutorial_replay import _context_files
@@ -106,8 +117,8 @@ def test_the_tutorials_job_in_the_package_environment_from_the_cli(cli_targets: 
     files = _context_files()
     transport.add(keys, S.compute_get(3), S.datastore_get(), *S.job_submit_built(submitted, upload, list(files)))
     code = _main("job", "create", "-g", S.RG, "-w", S.WS, "-e", S.EXPERIMENT, "-n", S.JOB, "-c", S.CLUSTER,
-                 "-f", str(JOB_JSON), "--storage-account-name", S.ACCOUNT, "--node-count", "2",
-                 "--package-environment", "--json")
+                 "-f", str(_job_json_without_image(tmp_path)), "--storage-account-name", S.ACCOUNT,
+                 "--node-count", "2", "--package-environment", "--json")
     out = capsys.readouterr()
     assert code == 0, out.err
     assert upload.blobs == files and submitted.sent is not None and S.TUTORIAL_IMAGE not in str(submitted.sent)
@@ -121,3 +132,31 @@ def test_the_package_environment_is_azure_mls_only(capsys: pytest.CaptureFixture
     code = main(["--target", "local", "job", "create", "-g", S.RG, "-w", S.WS, "-e", S.EXPERIMENT, "-n", S.JOB,
                  "-c", S.CLUSTER, "-f", str(JOB_JSON), "--package-environment"])
     assert code == 2 and "only Azure ML builds the package's Docker environment" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("drop, named", [
+    ((), ("containerSettings.imageSourceRegistry.image 'tensorflow/tensorflow:1.8.0-gpu'", "a jobPreparation")),
+    (("jobPreparation",), ("containerSettings.imageSourceRegistry.image 'tensorflow/tensorflow:1.8.0-gpu'",)),
+    (("containerSettings",), ("a jobPreparation",)),
+])
+def test_the_package_environment_refuses_a_file_that_names_an_image_or_a_preparation(
+        cli_targets: list, transport: ReplayTransport, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        drop: tuple, named: tuple) -> None:
+    """The package's environment would replace the file's image and its preparation: the
+    combination is a usage error naming the option and what the file names, on one line, and
+    nothing is sent (the replay expects no request)."""
+    document = json.loads(JOB_JSON.read_text(encoding="utf-8"))
+    for key in drop:
+        del document["properties"][key]
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    code = _main("job", "create", "-g", S.RG, "-w", S.WS, "-e", S.EXPERIMENT, "-n", S.JOB, "-c", S.CLUSTER,
+                 "-f", str(path), "--storage-account-name", S.ACCOUNT, "--package-environment")
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "--package-environment" in lines[0] and str(path) in lines[0], err
+    assert all(name in lines[0] for name in named), err
+    assert ("image" in lines[0]) == ("containerSettings" not in drop)
+    assert transport.requests == []
+    transport.verify()

@@ -64,7 +64,7 @@ def test_a_submission_the_service_refuses_carries_its_code_and_details(target: T
     put.response = recording(REJECTED_FILE)[0]["ResponseBody"]
     put.source = f"recording:{REJECTED_FILE}#0's response, to recording 3's request shape"
     transport.add(S.datastore_get(), S.not_found(f"{S.WS_PATH}/jobs/{S.JOB}", S.JOB_GET, "UserError", "a new job"),
-                  S.environment_put(), put)
+                  *S.image_environment(), put)
     spec = HorovodJob.from_file(JOB_JSON).with_storage(account_name=S.ACCOUNT, account_key=S.ACCOUNT_KEY)
     with pytest.raises(ResourceError) as caught:
         Workspace(target, S.RG, S.WS).create_experiment(S.EXPERIMENT).submit(

@@ -173,7 +173,8 @@ def test_a_build_context_uploaded_earlier_is_not_uploaded_again(target: Target, 
     uploaded[2].check = lambda request, body: (digest.__setitem__(0, request.path_url.split("/")[3])
                                                or S._sas_only(request, body))
     transport.add(S.datastore_get(), S.not_found(f"{S.WS_PATH}/jobs/{S.JOB}", S.JOB_GET, "UserError", "a new job"),
-                  *uploaded, S.environment_build_put(context_uri), S.job_put(submitted))
+                  S.environment_missing("horovod-batchai-environment"), *uploaded,
+                  S.environment_build_put(context_uri), S.job_put(submitted))
     Experiment(Workspace(target, S.RG, S.WS), S.EXPERIMENT).submit(S.JOB, spec, cluster=S.steady_cluster(target))
     transport.verify()
     assert [r.split(" ")[0] for r in transport.requests].count("PUT") == 2  # the environment and the job

@@ -39,6 +39,7 @@ from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec,
                           command_job_entity, compute_entity, datastore_entity, datastore_identity,
                           job_status_from_entity, mount_datastore, node_field, read_spec_property)
 from .datastore_storage import account_url, datastore_secret
+from .library_log import routed
 from .states import execution_state
 from .stdouterr import StdOutErrPlace, list_share_directory, stdouterr_place
 
@@ -383,7 +384,8 @@ class AzureMLOperations(StorageAccountOperations):
         spec.check_resolved()
         spec.check_cluster(cluster.id, cluster.name, cluster.maximum_node_count)
         self._check_job_spec(spec, cluster)
-        self._check_job_storage(spec)
+        with routed():  # azure-ai-ml's messages on this package's logger, not on stderr
+            self._check_job_storage(spec)
 
     def _check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
         # The name is checked with the spec: Azure ML's rule is stricter than Batch AI's.
@@ -392,9 +394,9 @@ class AzureMLOperations(StorageAccountOperations):
     def _check_job_storage(self, spec: HorovodJob) -> None:
         """Every mount's datastore must be the storage the job names (type, account, share or
         container), read before anything changes. A share's datastore must exist
-        (FileShare.create registers it); a blob container's is registered here when missing,
-        with the mount's credential, once every mount has been checked."""
-        missing: list[AzureBlobMount] = []
+        (FileShare.create registers it); a blob container's may be missing, when the container
+        exists: it is registered by begin_submit_job, with the mount's credential."""
+        missing: list[tuple[int, AzureBlobMount]] = []
         for i, mount in enumerate(spec.mounts):
             if not isinstance(mount, (AzureFileShareMount, AzureBlobMount)):
                 continue
@@ -408,8 +410,8 @@ class AzureMLOperations(StorageAccountOperations):
                                            f"{mount.account_name!r} is not registered in workspace "
                                            f"{self._connection.workspace!r} (no datastore {name!r})",
                                            "a share from FileShare.create(...), which registers it")
-                if name not in {mount_datastore(m)[0] for m in missing}:  # two mounts of one container
-                    missing.append(mount)
+                if name not in {mount_datastore(m)[0] for _, m in missing}:  # two mounts of one container
+                    missing.append((i, mount))
                 continue
             problem = self._identity_problem(name, found, wanted)
             if problem:
@@ -417,9 +419,81 @@ class AzureMLOperations(StorageAccountOperations):
                 raise ConflictError(f"{field}: {problem}; the job was not submitted",
                                     resource=self._datastore_id(name))
             self._registered[name] = wanted
-        for mount in missing:
-            assert isinstance(mount, AzureBlobMount)
-            self._create_datastore(mount)
+        for i, mount in missing:
+            self._check_container(spec, i, mount)
+            self._absent.add(mount_datastore(mount)[0])
+
+    def _check_container(self, spec: HorovodJob, index: int, mount: AzureBlobMount) -> None:
+        """The container must exist before a datastore names it: Azure ML registers one with
+        ``skipValidation=true`` and the job would fail at its mount. Read with the mount's
+        credential (the caller's identity when it has none) through the target's blob client.
+        A refusal (403) does not say the container is missing, and the job's identity may read
+        what the caller's cannot: that is logged, and the job goes ahead."""
+        from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential
+        from azure.storage.blob import ContainerClient
+        field = f"mounts[{index}]"
+        endpoint = account_url(datastore_entity(mount, description=""), "blob")  # where its datastore points
+        self._connection.check_data_url(endpoint, f"the blob endpoint of storage account {mount.account_name!r}")
+        credential: Any
+        if mount.account_key:
+            credential = AzureNamedKeyCredential(mount.account_name, mount.account_key)
+        elif mount.sas_token:
+            credential = AzureSasCredential(mount.sas_token.lstrip("?"))
+        else:
+            credential = self._connection.credential()
+        where = f"{mount.account_name}/{mount.container_name}"
+        try:
+            with azure_errors("reading blob container", where):
+                try:
+                    with ContainerClient(endpoint, mount.container_name, credential=credential,
+                                         **self._connection.data_plane_options()) as container:
+                        container.get_container_properties()
+                except HttpResponseError as err:
+                    if err.status_code != 403:
+                        raise
+                    log.warning("blob container %s (%s): reading it was refused (403, %s), so whether it exists "
+                                "is not known here; the job's own identity may read it", where,
+                                spec.field_error(field, "").field,
+                                getattr(err, "error_code", None) or "no code")
+        except NotFoundError:
+            raise spec.field_error(field, f"blob container {mount.container_name!r} does not exist in storage "
+                                   f"account {mount.account_name!r}; nothing was registered",
+                                   "an existing container of that account (create it first, e.g. "
+                                   "ContainerClient.create_container() or az storage container create)") from None
+
+    def _register_missing_blob_datastores(self, spec: HorovodJob) -> list[str]:
+        """Register the datastores of the blob mounts that check_submission found missing (their
+        containers exist); return their names. A mount it did not see is checked first."""
+        blobs = [m for m in spec.mounts if isinstance(m, AzureBlobMount)]
+        if any(self._registered.get(mount_datastore(m)[0]) != mount_datastore(m)[1]
+               and mount_datastore(m)[0] not in self._absent for m in blobs):
+            self._check_job_storage(spec)
+        registered: list[str] = []
+        for mount in blobs:
+            name, wanted = mount_datastore(mount)
+            if name in self._absent and self._registered.get(name) != wanted:
+                try:
+                    self._create_datastore(mount)
+                except Exception:
+                    self._remove_datastores(registered, None)
+                    raise
+                self._absent.discard(name)
+                registered.append(name)
+        return registered
+
+    def _remove_datastores(self, names: list[str], ref: Optional[JobRef]) -> None:
+        """Delete the datastores this submission registered (its job was not created); a failure
+        is logged, and the submission's own error is what the caller sees."""
+        for name in names:
+            try:
+                with azure_errors("removing datastore", self._datastore_id(name)):
+                    self.ml.datastores.delete(name)
+                log.info("removed datastore %s, registered for job %s, which was not created", name,
+                         ref.name if ref else "(none)")
+            except Exception as err:  # noqa: BLE001 -- the submission's error matters more
+                log.warning("datastore %s, registered for a job that was not created, is left: removing it "
+                            "failed (%s)", name, err)
+            self._registered.pop(name, None)
 
     def _datastore_id(self, name: str) -> str:
         return f"{self.workspace_id(str(self._connection.resource_group), str(self._connection.workspace))}/datastores/{name}"
@@ -522,30 +596,80 @@ class AzureMLOperations(StorageAccountOperations):
             check_same_job(existing, spec, cluster.id)
             log.info("job %s exists with these settings; returning it instead of submitting again", existing.id)
             return DonePoller(existing, action=action, resource=resource)
-        environment = self._environment(spec)
-        entity = command_job_entity(spec, job_name=ref.name, experiment=ref.experiment, compute=cluster.name,
-                                    environment=environment)
-        log.info("submitting Azure ML job %s to %s (%d node(s) x %d process(es))", ref.name, cluster.name,
-                 spec.node_count, (spec.process_count or spec.node_count) // spec.node_count)
-        with azure_errors("submitting job", self.job_id(ref)):
-            created = self.ml.jobs.create_or_update(entity)
+        with routed():  # azure-ai-ml's messages on this package's logger, not on stderr
+            created = self._create_job(ref, spec, cluster)
         return DonePoller(self._job_record(ref, created), action=action, resource=resource)
 
+    def _create_job(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord) -> Any:
+        """Register the datastores check_submission found missing, then the environment (unless
+        the workspace has it) and the job. When the service refuses either, or something fails
+        before the job is sent, the datastores registered here are removed again."""
+        registered = self._register_missing_blob_datastores(spec)
+        sent = False
+        try:
+            environment = self._environment(spec)
+            entity = command_job_entity(spec, job_name=ref.name, experiment=ref.experiment, compute=cluster.name,
+                                        environment=environment)
+            log.info("submitting Azure ML job %s to %s (%d node(s) x %d process(es))", ref.name, cluster.name,
+                     spec.node_count, (spec.process_count or spec.node_count) // spec.node_count)
+            with azure_errors("submitting job", self.job_id(ref)):
+                try:
+                    sent = True
+                    return self.ml.jobs.create_or_update(entity)
+                except HttpResponseError as err:
+                    # a 4xx is a refusal: nothing was created; otherwise the job may exist
+                    sent = not (err.status_code is not None and 400 <= err.status_code < 500)
+                    raise
+        except Exception:
+            if registered and not sent:
+                self._remove_datastores(registered, ref)
+            elif registered:
+                log.warning("job %s: the datastores registered for it (%s) are kept: the job may have been "
+                            "created", ref.name, ", ".join(registered))
+            raise
+
     def _environment(self, spec: HorovodJob) -> Any:
-        """The job's image, or the package's Docker build context: uploaded here, through the
-        target's blob client, and handed to azure-ai-ml as a URI (which it does not upload)."""
+        """The job's environment: the ARM id of the version the workspace has, when it is the one
+        the job needs (read, not written again); else the entity, which azure-ai-ml registers with
+        the job -- for the job's image (anonymous, versioned by azure-ai-ml's hash of the image),
+        or for the package's Docker build context, uploaded here through the target's blob client
+        and handed to azure-ai-ml as a URI (which it does not upload)."""
         from azure.ai.ml.entities import BuildContext, Environment
         if spec.container_image:
-            return Environment(image=spec.container_image)
+            wanted = Environment(image=spec.container_image)  # names itself: CliV2AnonymousEnvironment, hash
+            found = self._read_environment(str(wanted.name), str(wanted.version))
+            if found is not None and found.image == spec.container_image:
+                return self._known_environment(found)
+            return wanted
         from .environment import CONTEXT_NAME, DOCKERFILE, ENVIRONMENT_VERSION_LENGTH, content_hash, context_files
         from .upload import upload_context
         files = context_files()
         digest = content_hash(files)
-        uri = upload_context(self.ml, self._connection, files, name=CONTEXT_NAME, digest=digest)
         # One environment version per content: the same package registers (and builds) the same
         # environment run after run. The Dockerfile is named although it is the service's default.
-        return Environment(name=CONTEXT_NAME, version=digest[:ENVIRONMENT_VERSION_LENGTH],
+        version = digest[:ENVIRONMENT_VERSION_LENGTH]
+        found = self._read_environment(CONTEXT_NAME, version)
+        build = getattr(found, "build", None)
+        if (found is not None and build is not None and build.dockerfile_path == DOCKERFILE.name
+                and str(build.path or "").rstrip("/").endswith(f"/{digest}/{CONTEXT_NAME}")):
+            return self._known_environment(found)  # its context was uploaded whole before it was registered
+        uri = upload_context(self.ml, self._connection, files, name=CONTEXT_NAME, digest=digest)
+        return Environment(name=CONTEXT_NAME, version=version,
                            build=BuildContext(path=uri, dockerfile_path=DOCKERFILE.name))
+
+    def _read_environment(self, name: str, version: str) -> Any:
+        """Environment version ``name``/``version`` of the workspace; None when it has none."""
+        workspace = self.workspace_id(str(self._connection.resource_group), str(self._connection.workspace))
+        resource = f"{workspace}/environments/{name}/versions/{version}"
+        try:
+            with azure_errors("reading environment", resource):
+                return self.ml.environments.get(name, version=version)
+        except NotFoundError:
+            return None
+
+    def _known_environment(self, found: Any) -> str:
+        log.info("environment %s:%s is in the workspace already; using it", found.name, found.version)
+        return str(found.id)  # an ARM id: azure-ai-ml hands it to the job as it is, registering nothing
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> List[JobRecord]:
         self._check_scope(resource_group, workspace)

@@ -41,11 +41,22 @@ async def setup_jobs(target: Target, tmp_path: Path, scripts: dict[str, str], *,
     return ws, cluster, share
 
 
+#: poller threads some earlier test of the same process left (a sync ``--no-wait`` of the CLI's
+#: polls on, in its own thread, until its operation ends): only the ones started since count
+_EARLIER: set[threading.Thread] = set()
+
+
+def forget_earlier_polling_threads() -> None:
+    _EARLIER.clear()
+    _EARLIER.update(t for t in threading.enumerate() if t.name.startswith("LROPoller"))
+
+
 def polling_threads() -> list[str]:
-    """azure-core's poller threads alive (a sync poller polls on one). The loop's executor threads
-    are not counted: they idle between calls (aiohttp resolves names there); whether anything
-    still polls is seen in the requests the service gets (the tests count them)."""
-    return sorted(t.name for t in threading.enumerate() if t.name.startswith("LROPoller"))
+    """azure-core's poller threads alive (a sync poller polls on one), but those alive before the
+    test began. The loop's executor threads are not counted: they idle between calls (aiohttp
+    resolves names there); whether anything still polls is seen in the requests the service gets
+    (the tests count them)."""
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("LROPoller") and t not in _EARLIER)
 
 
 def other_tasks() -> set["asyncio.Task[Any]"]:

@@ -13,7 +13,7 @@ import pytest
 from horovod_batchai import ExecutionState, HorovodJob, JobFailedError
 from horovod_batchai.aio import Job, Target
 
-from aio_support import other_tasks, polling_threads, run, setup_jobs
+from aio_support import forget_earlier_polling_threads, other_tasks, polling_threads, run, setup_jobs
 from test_aio_resources import CountRequests
 
 pytestmark = pytest.mark.slow
@@ -88,6 +88,7 @@ def test_submit_stream_wait_download(service: Any, tmp_path: Path) -> None:
 
 @pytest.mark.serial
 def test_cancelling_a_wait_stops_polling_and_leaves_the_job_running(service: Any, tmp_path: Path) -> None:
+    forget_earlier_polling_threads()
     counter = CountRequests()
 
     async def scenario() -> None:

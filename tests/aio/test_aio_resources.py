@@ -16,7 +16,8 @@ from horovod_batchai import (AllocationState, ClusterStatus, HorovodJob, Invalid
 from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Job, Target, Workspace
 from horovod_batchai.local import ServiceInfo
 
-from aio_support import ACCOUNT, RG, SSH_KEY, cancel_after, other_tasks, polling_threads, run
+from aio_support import (ACCOUNT, RG, SSH_KEY, cancel_after, forget_earlier_polling_threads, other_tasks,
+                         polling_threads, run)
 
 
 class CountRequests(SansIOHTTPPolicy):  # type: ignore[type-arg]
@@ -58,6 +59,8 @@ def test_workspaces_and_experiments_create_get_list_delete(service: Any) -> None
 
 
 def test_clusters_create_wait_resize_and_delete(service: Any) -> None:
+    forget_earlier_polling_threads()
+
     async def scenario(target: Target) -> None:
         ws = await Workspace.create(target, RG, "batchaidev", location="eastus")
         poller = await ws.begin_create_cluster("nc6cluster", vm_size="Standard_NC6", target_node_count=1,
@@ -140,6 +143,7 @@ def test_polling_false_and_a_share_deleted_through_its_poller(service: Any) -> N
 
 
 def test_cancelling_a_poller_stops_its_requests(service: Any) -> None:
+    forget_earlier_polling_threads()
     counter = CountRequests()
 
     async def scenario() -> None:

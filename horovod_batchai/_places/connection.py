@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Union, cast
 from urllib.parse import urlparse
 
 from azure.core.credentials import TokenCredential
@@ -148,35 +148,41 @@ class Connection:
     def local_info(self) -> "ServiceInfo":
         """The local service this connection sends to: the one given, or the daemon of its state
         directory, found or started now (and again, should it have stopped since)."""
-        from ..local.service import process_exited
+        from ..local.daemon import ensure_running, process_exited
         with self._lock:
             if self._info is not None and self.service is None and process_exited(self._info.pid):
                 # The daemon this connection found or started is gone: find the one running now for
                 # the same state directory, or start it again. Requests follow (FollowLocalService).
                 log.info("the local service at %s stopped; finding or starting it again", self._info.endpoint)
                 self._info = None
-            from ..local import LocalService
-            if isinstance(self.service, LocalService) and self.service.running:
+            in_process = self._in_process()
+            if in_process is not None and in_process.running:
                 # a service in this process, perhaps started again on another port: follow it
-                self._info = self.service.info
+                self._info = in_process.info
             if self._info is None:
-                from ..local import ensure_running
-                if isinstance(self.service, LocalService):
-                    self._info = self.service.info
+                if in_process is not None:
+                    self._info = in_process.info
                 elif self.service is not None:
-                    self._info = self.service
+                    self._info = cast("ServiceInfo", self.service)
                 else:
                     log.info("finding or starting the local service")
                     try:
                         self._info = ensure_running(self.state_dir, node_runtime=self.node_runtime)
                     except OSError as err:  # the state directory cannot be made or used
-                        from ..local import default_state_dir
+                        from ..local.core.context import default_state_dir
                         where = self.state_dir or default_state_dir()
                         raise TargetError(f"the local service's state directory {where} cannot be used: "
                                           f"{err.strerror or err}" + (f" ({err.filename})" if err.filename else "")
                                           ) from err
                 log.debug("using the local service at %s", self._info.endpoint)
-            return self._info
+            info: "ServiceInfo" = self._info
+            return info
+
+    def _in_process(self) -> Optional["LocalService"]:
+        """The service given when it is a ``LocalService`` (running in this process), not a
+        ``ServiceInfo``; told apart without importing the service's planes."""
+        from ..local.daemon import ServiceInfo
+        return None if self.service is None or isinstance(self.service, ServiceInfo) else self.service
 
     def local_state_dir(self) -> Path:
         """The state directory of the local service this connection uses (or will use)."""
@@ -185,7 +191,7 @@ class Connection:
             return Path(service.state_dir).absolute()
         if self.state_dir is not None:
             return self.state_dir.absolute()
-        from ..local import default_state_dir  # resolved here: the other process may have another environment
+        from ..local.core.context import default_state_dir  # here: the other process may have another environment
         return default_state_dir().absolute()
 
     def endpoint_text(self) -> str:
@@ -279,8 +285,7 @@ class Connection:
 
     def _down_message(self, reason: str) -> str:
         """What a :class:`LocalServiceDownError` says: what happened, and how to start the service."""
-        from ..local import LocalService
-        if isinstance(self.service, LocalService):
+        if self._in_process() is not None:
             return (f"the local service this target was given is down: {reason}; start it again "
                     "(service.start()) and try again: this target follows it, on whatever port it gets")
         if self.service is not None:

@@ -19,7 +19,8 @@ from typing import Optional, Sequence
 from .core.context import ServiceSettings, default_state_dir
 from .core.disk import WholeLineLogHandler
 from .runner.node_runtime import NODE_RUNTIME_ENV
-from .service import LocalService, ServiceAlreadyRunning, ensure_running, find_running, is_loopback, stop_daemon
+from .service import LocalService
+from .daemon import ServiceAlreadyRunning, ensure_running, find_running, is_loopback, stop_daemon
 
 RUNTIME_HELP = ("the Python environment jobs run with: its interpreter or its directory (default $" + NODE_RUNTIME_ENV
                 + ", else this Python); it needs TensorFlow 2.15, Keras 2.15 and Horovod 0.28.1")

@@ -46,7 +46,7 @@ from .core.identity import TOKEN_PATH, ensure_identity_header
 from .core.tokens import LocalCredential, ensure_secret
 from .resources.cloud_metadata import CLOUD_NAME
 from .resources.subscriptions import DEFAULT_SUBSCRIPTION_ID
-from .service import ServiceInfo
+from .daemon import ServiceInfo
 from .storage.keys import initial_key1
 
 __all__ = ["az_env_lines", "CONFIG_DIR", "CONNECTION_STRING_FILE", "TUTORIAL_ACCOUNT", "VERSION_CHECK_FILE"]

@@ -347,7 +347,8 @@ class Job(JobBase):
         check_tail_bytes(max_bytes)
         directory, _, name = wanted.rpartition("/")
         try:
-            match = next((f for f in self.list_output_files(output_directory_id=STDOUTERR, directory=directory or ".") if f.name == name), None)
+            files = self.list_output_files(output_directory_id=STDOUTERR, directory=directory or ".")
+            match = next((f for f in files if f.name == name), None)
             if match is None or not match.download_url or match.size == 0:
                 return ""
             remote = self._backend.open_output(match.download_url)

@@ -38,7 +38,8 @@ def ensure_resource_group(connection: "Connection", resource_group: str, locatio
 
 
 def begin_delete_resource_group(connection: "Connection", resource_group: str, *,
-                                continuation_token: Optional[str] = None, polling_interval: Optional[float] = None) -> "Steps[Any]":
+                                continuation_token: Optional[str] = None,
+                                polling_interval: Optional[float] = None) -> "Steps[Any]":
     """Start deleting ``resource_group`` with everything in it; finished at once when it is gone."""
     client = yield connection.resources()
     return (yield from begin_delete("deleting resource group",

@@ -50,7 +50,8 @@ class StorageAccountOperations:
         return file_endpoint(account) or self._connection.default_file_endpoint(account_name)
 
     def begin_create_storage_account(self, resource_group: str, account_name: str, location: str, sku: str, *,
-                                     continuation_token: Optional[str] = None, polling_interval: Optional[float] = None) -> "Steps[Any]":
+                                     continuation_token: Optional[str] = None,
+                                     polling_interval: Optional[float] = None) -> "Steps[Any]":
         """Get-or-create of a StorageV2 account; the poller's result is its file endpoint."""
         action, resource = "creating storage account", self._account_id(resource_group, account_name)
         client = yield self._connection.storage()

@@ -17,7 +17,8 @@ from ..._models.states import AllocationState, ClusterStatus, ExecutionState, Jo
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models
 
-__all__ = ["cluster_to_rest", "scale_to_rest", "cluster_status_from_rest", "cluster_maximum_nodes", "job_status_from_rest", "errors_from_rest", "conflict_from_service", "CLUSTER_SECRET_FIELDS", "cluster_differences"]
+__all__ = ["cluster_to_rest", "scale_to_rest", "cluster_status_from_rest", "cluster_maximum_nodes", "job_status_from_rest",
+           "errors_from_rest", "conflict_from_service", "CLUSTER_SECRET_FIELDS", "cluster_differences"]
 
 
 CLUSTER_SECRET_FIELDS = {"adminUserPassword": "admin_password", "setupTaskSecrets": "setup_task.secrets (values)",

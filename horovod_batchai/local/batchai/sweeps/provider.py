@@ -18,7 +18,7 @@ from ..provider import BatchAIProvider
 from ..records import Experiment, Slot
 from ..validation import check_name, split_secrets
 from .errors import SweepAlreadyExists
-from .records import LIVE, SWEEP_TYPE, Sweep, SweepStatus, move_sweep
+from .records import LIVE, SWEEP_TYPE, Sweep, SweepStatus, TrialStatus, move_sweep, move_trial
 from .spec import MAX_NAME, parse_sweep_create, stored_properties
 
 __all__ = ["SweepProvider", "SweepDriving", "sweep_private_trial"]
@@ -107,10 +107,16 @@ class SweepProvider:
         return Sweep(doc), True
 
     def cancel(self, sweep: Sweep) -> Sweep:
-        """Cancel a running sweep (its trials are stopped by the driver); an ended one stays as it is."""
+        """Cancel a running sweep; an ended one stays as it is. Its live trials are cancelled in the
+        same change, so that what the cancel answers, and every read after it, says so; the driver
+        then stops their jobs (``stopping`` until each has ended)."""
         def change(body: dict[str, Any]) -> None:
             if body["properties"]["status"] == SweepStatus.RUNNING.value:
                 move_sweep(body["properties"], SweepStatus.CANCELLED, CANCELLED_BY_USER)
+                for trial in body["properties"]["trials"]:
+                    if trial["status"] in LIVE:
+                        move_trial(trial, TrialStatus.CANCELLED, CANCELLED_BY_USER)
+                        trial["stopping"] = True
         updated = self.store.update(sweep.id, change)
         if updated is None:
             raise Sweep.missing.named(Sweep.what, sweep.name)

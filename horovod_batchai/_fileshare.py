@@ -569,11 +569,12 @@ class FileShare(FileShareBase):
             try:
                 run_parallel([task(local, remote) for local, remote in files], workers=DEFAULT_FILE_CONCURRENCY,
                              caller_stop=stop)
-            except BaseException:
+            except BaseException as err:
                 # A task still busy after the stop grace (a slow range under load) is abandoned, and
                 # the process may exit under it: its temporary file is deleted from here, all of
                 # them at once (one after another, each delete would add its round trip to Ctrl-C).
-                deleting = [threading.Thread(target=self._discard, args=(self._file_client(temp), temp), daemon=True)
+                deleting = [threading.Thread(target=self._discard, args=(self._file_client(temp), temp, err),
+                                             daemon=True)
                             for temp in set(in_flight)]
                 for thread in deleting:
                     thread.start()

@@ -9,12 +9,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from horovod_batchai import FileShare
+from horovod_batchai import FileShare, StoppedError
 from horovod_batchai._shared.fileshare import UPLOAD_TEMP_MARK
 from horovod_batchai.local import LocalService
 from sdk_support import ACCOUNT, RG
@@ -102,6 +103,33 @@ def test_upload_directory_keeps_to_its_tree(service: LocalService, share: FileSh
     root = service.context.files_root / ACCOUNT / share.share_name  # type: ignore[union-attr]
     assert (root / "up" / "latest.h5").read_bytes() == b"weights"
     assert not any(b"never upload me" in p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def test_a_stop_deletes_the_temporary_files_of_uploads_still_busy_after_the_grace(service: LocalService,
+                                                                                    share: FileShare,
+                                                                                    tmp_path: Path) -> None:
+    """The caller's thread gives up on a task the stop grace did not see finish (a slow range on a
+    loaded machine) and must delete its temporary file itself: the process may exit under it."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(2):
+        (tree / f"part-{i}.bin").write_bytes(os.urandom(8 * MIB))
+    stop, release = threading.Event(), threading.Event()
+
+    def busy(done: int, total: int) -> None:  # a range is in: stop, and stay busy past the grace
+        if done:
+            stop.set()
+            release.wait(10)
+
+    before = set(threading.enumerate())
+    with pytest.raises(StoppedError):
+        share.upload_directory(tree, "big", progress=busy, max_concurrency=1, stop=stop)
+    assert not [p for p in _share_files(service, share) if UPLOAD_TEMP_MARK in p]  # deleted before the raise
+    release.set()
+    for thread in set(threading.enumerate()) - before:
+        if thread.name.startswith("transfer-"):
+            thread.join(30)
+    assert _share_files(service, share) == {}
 
 
 _CHILD = """

@@ -33,6 +33,8 @@ from ._models.job_parts import ContainerRegistry, InputDirectory, OutputDirector
 from ._models.job_spec import HorovodJob
 from ._models.mounts import AzureBlobMount, AzureFileShareMount, FileServerMount, UnmanagedMount
 from ._models.states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
+from ._models.sweep_job import (BanditPolicy, Choice, LogNormal, MedianStoppingPolicy, Normal, QLogNormal, QLogUniform,
+                                QNormal, QUniform, Randint, TruncationSelectionPolicy)
 from ._models.sweep_spec import LogUniform, MedianStopping, Uniform
 from ._models.values import OutputFile, RemoteLogin, Usage
 from ._shared.fileshare import ShareItem
@@ -40,7 +42,7 @@ from ._shared.metrics import EpochMetrics, MetricsTable
 from ._shared.redaction import install_redaction as _install_redaction
 from ._shared.sweep import SweepResults, SweepState, Trial, TrialResult
 from ._stream import OutputStream
-from ._sweep import Sweep
+from ._sweep import ClientSweep, Sweep
 from ._target import Target
 from ._tensorboard import TensorBoard
 from ._workspace import Workspace
@@ -52,7 +54,9 @@ __all__ = [
     "Workspace", "Usage", "Experiment", "GpuCluster", "RemoteLogin", "FileShare", "ShareItem", "Job", "OutputFile",
     "OutputStream", "MetricsTable", "EpochMetrics", "TensorBoard",
     # sweeps
-    "Sweep", "SweepResults", "SweepState", "Trial", "TrialResult", "Uniform", "LogUniform", "MedianStopping",
+    "Sweep", "ClientSweep", "SweepResults", "SweepState", "Trial", "TrialResult", "Choice", "Uniform", "LogUniform",
+    "Normal", "LogNormal", "QUniform", "QLogUniform", "QNormal", "QLogNormal", "Randint", "BanditPolicy",
+    "MedianStoppingPolicy", "TruncationSelectionPolicy", "MedianStopping",
     # specs
     "HorovodJob", "InputDirectory", "OutputDirectory", "ContainerRegistry", "ClusterSpec", "AutoScale",
     "ImageReference", "SetupTask", "AzureFileShareMount", "AzureBlobMount", "FileServerMount", "UnmanagedMount",

@@ -11,21 +11,26 @@ from ._job import Job
 from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.job_spec import HorovodJob
 from ._models.names import check_batchai_name
-from ._models.records import JobRecord
+from ._models.records import JobRecord, JobRef
+from ._models.sweep_job import Policy, Seconds
 from ._models.sweep_spec import MedianStopping
 from ._shared.deprecation import deprecated
-from ._shared.experiment import ExperimentBase, no_sweep, plan_sweep, require_cluster, require_spec
+from ._shared.experiment import (ExperimentBase, client_sweep_options, no_sweep, plan_held_sweep, plan_sweep,
+                                 require_cluster, require_spec)
 from ._shared.lro import MappedPoller, accepted, check_polling, check_timeout
 from ._shared.resource_ids import names_from_id, parent_workspace
 from ._shared.sweep import sweeps_in
-from ._sweep import Sweep
+from ._sweep import ClientSweep, Sweep
 
 if TYPE_CHECKING:
     from ._places.base import Backend
     from ._target import Target
     from ._workspace import Workspace
 
-__all__ = ["Experiment"]
+__all__ = ["Experiment", "AnySweep"]
+
+#: what Experiment.sweep returns: a sweep the service holds, or one this process drives
+AnySweep = Union[Sweep, ClientSweep]
 
 log = logging.getLogger(__name__)
 
@@ -208,62 +213,95 @@ class Experiment(ExperimentBase):
     def sweep(self, spec: HorovodJob, *, parameters: Mapping[str, Any], cluster: Union[GpuCluster, str],
               name: Optional[str] = None, sampling: str = "grid", num_trials: Optional[int] = None,
               seed: Optional[int] = None, max_concurrent_trials: int = 2, metric: str = "val_accuracy",
-              mode: str = "max", early_stopping: Optional[MedianStopping] = None) -> Sweep:
-        """Start a sweep: one trial job of ``spec`` per configuration of ``parameters``, each
-        configuration passed to the script as ``--<name> <value>`` options after ``spec.arguments``.
+              mode: str = "max", early_stopping: Optional[MedianStopping] = None,
+              early_termination: Optional[Policy] = None, sweep_timeout: Optional[Seconds] = None,
+              trial_timeout: Optional[Seconds] = None) -> AnySweep:
+        """Start a sweep: trial jobs of ``spec``, each with other values of ``parameters`` passed to
+        the script as ``--<name> <value>`` options after ``spec.arguments`` (or where
+        ``spec.arguments`` or a variable names it as ``${{search_space.<name>}}``).
 
-        ``parameters`` maps option names to lists of values (``{"lr": [1e-3, 1e-4], "batch-size":
-        [32, 64]}``); ``sampling='grid'`` runs every combination, ``'random'`` draws ``num_trials``
-        of them with ``seed`` (0 when None), where :class:`Uniform` and :class:`LogUniform` ranges
-        are allowed too. At most ``max_concurrent_trials`` trials run at once; trials are named
-        ``<name>-000``, ``<name>-001``, ... (``name`` defaults to ``sweep-<8 hex digits>``). Trials
-        are judged by ``metric`` (a column of their ``metrics.csv``) and ``mode`` ('max' or 'min');
-        ``early_stopping=MedianStopping()`` stops trials worse than the median (off by default).
+        ``parameters`` maps option names to a list of values or a distribution (:class:`Choice`,
+        :class:`Uniform`, :class:`LogUniform`, :class:`Normal`, :class:`LogNormal`, the ``Q`` forms,
+        :class:`Randint`). ``sampling='grid'`` runs every combination of lists; ``'random'`` draws
+        ``num_trials`` trials with ``seed``; ``'bayesian'`` (Optuna's TPE on the local service)
+        draws each from the results so far. At most ``max_concurrent_trials`` run at once. Trials
+        are judged by ``metric`` (what they record with MLflow, or a column of their
+        ``metrics.csv``) and ``mode``; ``early_termination`` (:class:`BanditPolicy`,
+        :class:`MedianStoppingPolicy`, :class:`TruncationSelectionPolicy`) stops poor trials;
+        ``sweep_timeout`` and ``trial_timeout`` (seconds or a ``timedelta``) bound the sweep and
+        each trial. This is Azure ML's sweep job, and ``early_stopping=MedianStopping(...)`` its
+        earlier spelling.
 
-        Everything is checked before the first trial is submitted; the first trials are submitted
-        now, the others by :meth:`Sweep.wait`. The same call again returns the same sweep.
+        Where the service holds sweeps (the local service), the sweep is created there and this
+        returns at once: the service submits the trials (jobs ``<name>-<n>``) and ends the sweep with
+        no process attached, through restarts; a :class:`Sweep` reads it. Where it does not (Batch
+        AI on Azure), a :class:`ClientSweep` drives it from this process (grid or random sampling
+        and ``MedianStopping`` only); its first trials are submitted now, the others by
+        :meth:`ClientSweep.wait`. Everything is checked before anything is sent. The same call again
+        returns the same sweep; another sweep under the name is a :class:`ConflictError`.
 
         :param HorovodJob spec: the job every trial runs.
-        :keyword parameters: option name to a list of values, a :class:`Uniform` or a :class:`LogUniform`.
+        :keyword parameters: option name to a list of values or a distribution.
         :keyword cluster: the :class:`GpuCluster` (or its name) the trials run on.
-        :keyword str name: the sweep's name, its trials' prefix.
-        :keyword str sampling: ``'grid'`` or ``'random'``.
-        :keyword int num_trials: how many configurations ``'random'`` draws.
-        :keyword int seed: the random draw's seed.
+        :keyword str name: the sweep's name, its trials' prefix (default ``sweep-<8 hex digits>``).
+        :keyword str sampling: ``'grid'``, ``'random'`` or ``'bayesian'``.
+        :keyword int num_trials: how many trials random or Bayesian sampling runs.
+        :keyword int seed: the sampling's seed.
         :keyword int max_concurrent_trials: at most this many trials run at once.
-        :keyword str metric: the ``metrics.csv`` column trials are judged by.
+        :keyword str metric: the objective trials are judged by.
         :keyword str mode: ``'max'`` or ``'min'``: which end of ``metric`` is best.
-        :keyword MedianStopping early_stopping: the rule that stops poor trials early (None: none).
-        :returns: the :class:`Sweep`, its first trials submitted.
-        :raises InvalidSpecError: for a bad argument, before any trial is submitted.
+        :keyword MedianStopping early_stopping: the earlier spelling of a median policy.
+        :keyword early_termination: the policy that stops poor trials early (None: none).
+        :keyword sweep_timeout: seconds (or a ``timedelta``) after which the service cancels the sweep.
+        :keyword trial_timeout: seconds (or a ``timedelta``) each trial job may run.
+        :returns: the :class:`Sweep` (or :class:`ClientSweep`).
+        :raises InvalidSpecError: for a bad argument, before anything is sent.
+        :raises ConflictError: when another sweep has the name.
         """
-        spec, definition = plan_sweep(spec, cluster, GpuCluster, name, parameters=parameters, sampling=sampling,
-                                      num_trials=num_trials, seed=seed, max_concurrent_trials=max_concurrent_trials,
-                                      metric=metric, mode=mode, early_stopping=early_stopping)
-        sweep = Sweep(self, definition, spec=spec)
-        sweep.step()
-        return sweep
+        options = dict(parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
+                       max_concurrent_trials=max_concurrent_trials, metric=metric, mode=mode)
+        backend = self._backend
+        if not backend.holds_sweeps:
+            client_sweep_options(sampling=sampling, early_termination=early_termination,
+                                 sweep_timeout=sweep_timeout, trial_timeout=trial_timeout)
+            spec, definition = plan_sweep(spec, cluster, GpuCluster, name, early_stopping=early_stopping, **options)
+            client_sweep = ClientSweep(self, definition, spec=spec)
+            client_sweep.step()
+            return client_sweep
+        trial, request = plan_held_sweep(spec, cluster, GpuCluster, name, early_stopping=early_stopping,
+                                         early_termination=early_termination, sweep_timeout=sweep_timeout,
+                                         trial_timeout=trial_timeout, **options)
+        gpu_cluster = GpuCluster(self.workspace, request.cluster)
+        record = gpu_cluster.refresh()._known()
+        backend.check_submission(trial, record)
+        ws = self.workspace
+        return Sweep(self, backend.create_sweep(JobRef(ws.resource_group, ws.name, self.name, request.name), request,
+                                                trial, record))
 
-    def get_sweep(self, name: str) -> Sweep:
-        """The sweep ``name``, rebuilt from its trial jobs; :class:`NotFoundError` when no job of
-        this experiment is a trial of it. Call :meth:`Sweep.resume` to submit its remaining trials
-        from this process.
+    def get_sweep(self, name: str) -> AnySweep:
+        """The sweep ``name``, as the service holds it (or, on Batch AI on Azure, rebuilt from its
+        trial jobs: :meth:`ClientSweep.resume` submits its remaining trials from this process).
 
         :param str name: the sweep's name.
-        :returns: the :class:`Sweep`.
+        :returns: the :class:`Sweep` (or :class:`ClientSweep`).
         :raises InvalidSpecError: for a bad name.
-        :raises NotFoundError: when no job is a trial of it."""
+        :raises NotFoundError: when there is no such sweep."""
         check_batchai_name(name, "name")
+        ws = self.workspace
+        if self._backend.holds_sweeps:
+            return Sweep(self, self._backend.get_sweep(JobRef(ws.resource_group, ws.name, self.name, name)))
         found = sweeps_in(self.list_jobs()).get(name)
         if found is None:
             raise no_sweep(self, name)
         definition, jobs = found
-        return Sweep(self, definition, jobs=jobs)
+        return ClientSweep(self, definition, jobs=jobs)
 
-    def list_sweeps(self) -> List[Sweep]:
-        """The sweeps whose trials are jobs of this experiment.
+    def list_sweeps(self) -> List[AnySweep]:
+        """The experiment's sweeps.
 
         :returns: the sweeps."""
-        return [Sweep(self, definition, jobs=jobs) for definition, jobs in sweeps_in(self.list_jobs()).values()]
-
-
+        ws = self.workspace
+        if self._backend.holds_sweeps:
+            return [Sweep(self, r) for r in self._backend.list_sweeps(ws.resource_group, ws.name, self.name)]
+        return [ClientSweep(self, definition, jobs=jobs)
+                for definition, jobs in sweeps_in(self.list_jobs()).values()]

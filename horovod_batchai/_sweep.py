@@ -1,14 +1,15 @@
-"""Sweeps: one ordinary trial job per configuration of hyper-parameters, run a few at a time.
+"""Sweeps: trial jobs of one spec, each with other values of its hyper-parameters.
 
-A sweep has no resource of its own on any of the services: its trials are jobs of the experiment
-named ``<sweep>-000``, ``<sweep>-001``, ..., each carrying the sweep's definition (every trial's
-parameters, the metric and how it is judged) in its environment. So another process finds the
-sweep again from the service alone (:meth:`Experiment.get_sweep`), on every place to run.
+Where the service holds sweeps (the local service; Azure ML's sweep jobs), :class:`Sweep` is a
+view of the service's sweep resource: the service samples the trials, submits them as slots free
+up, applies the early-termination policy and keeps the best trial, with no client attached, and
+through a restart. Creating one returns at once; :meth:`Sweep.wait` only reads.
 
-The process that created the sweep submits trials as others end (at most ``max_concurrent_trials``
-at once) while it waits, and applies the early-stopping rule. Submitting needs the spec with its
-storage keys, which no service gives back, so another process continues a sweep with
-:meth:`Sweep.resume` and the same spec.
+Where it does not (Batch AI on Azure, which had no sweeps), :class:`ClientSweep` drives it from the
+caller's process: its trials are jobs ``<sweep>-000``, ``<sweep>-001``, ... carrying the sweep's
+definition in their environment, so another process finds it again from the jobs alone; the
+process that created it submits trials while it waits, and another continues it with
+:meth:`ClientSweep.resume` and the same spec (the storage keys no service gives back).
 """
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.errors import WaitTimeoutError
+from ._models.records import SweepRecord
 from ._shared.deprecation import positional_options
 from ._shared.lro import background_poller, check_timeout
 from ._shared.metrics import MetricsTable
 from ._shared.polling import Polling
+from ._shared.held_sweep import HeldSweepBase
 from ._shared.sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in
 
 if TYPE_CHECKING:
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
     from ._job import Job
     from ._models.job_spec import HorovodJob
 
-__all__ = ["Sweep"]
+__all__ = ["Sweep", "ClientSweep"]
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +46,13 @@ def _begin_terminate(job: "Job") -> "LROPoller[Any]":
     return background_poller(lambda: job.terminate(timeout=None), action="terminating job", resource=job.id)
 
 
-class Sweep(SweepBase):
-    """A sweep of trial jobs in an :class:`Experiment`; made by :meth:`Experiment.sweep`, found
-    again by :meth:`Experiment.get_sweep`."""
+class ClientSweep(SweepBase):
+    """A sweep driven from the caller's process, on a target whose service holds no sweeps (Batch
+    AI on Azure); made by :meth:`Experiment.sweep`, found again by :meth:`Experiment.get_sweep`."""
 
     experiment: "Experiment"
 
-    def refresh(self) -> "Sweep":
+    def refresh(self) -> "ClientSweep":
         """Fetch the trial jobs' states (one listing of the experiment's jobs).
 
         :returns: the sweep itself."""
@@ -86,7 +89,7 @@ class Sweep(SweepBase):
         return self.state
 
     def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
-             on_step: Optional[Callable[["Sweep"], None]] = None,
+             on_step: Optional[Callable[["ClientSweep"], None]] = None,
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
              stop: Optional[threading.Event] = None) -> "SweepResults":
         """Run the sweep to its end -- submitting trials as others end, when this process drives it --
@@ -118,7 +121,7 @@ class Sweep(SweepBase):
                 raise self._timeout_error(timeout)
             polling.pause()
 
-    def resume(self, spec: "HorovodJob") -> "Sweep":
+    def resume(self, spec: "HorovodJob") -> "ClientSweep":
         """Take over submitting the remaining trials, with the spec the sweep was made from (its
         storage keys are needed, and no service returns them). Then call :meth:`wait`.
 
@@ -173,3 +176,104 @@ class Sweep(SweepBase):
         return self._best_in(self.results(), metric, mode)
 
 
+
+
+class Sweep(HeldSweepBase):
+    """A sweep the service holds and drives (see the module's text); made by
+    :meth:`Experiment.sweep`, found again by :meth:`Experiment.get_sweep` from any process."""
+
+    experiment: "Experiment"
+
+    def __init__(self, experiment: "Experiment", record: SweepRecord) -> None:
+        from ._job import Job
+        super().__init__(experiment, record, lambda name: Job(experiment, name))
+
+    def refresh(self) -> "Sweep":
+        """Read the sweep's state, trials and best trial from the service (one request).
+
+        :returns: the sweep itself."""
+        self._record = self.experiment._backend.get_sweep(self._ref)
+        return self
+
+    def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
+             on_step: Optional[Callable[["Sweep"], None]] = None,
+             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+             stop: Optional[threading.Event] = None) -> SweepResults:
+        """Wait for the sweep to end and return :meth:`results`. The service drives it: waiting
+        only reads, and a wait that ends early (``timeout``, ``stop``, Ctrl-C) changes nothing.
+        :class:`WaitTimeoutError` after ``timeout`` seconds (None: no limit); setting ``stop`` (a
+        ``threading.Event``) from another thread ends the wait within one poll with
+        :class:`StoppedError`.
+
+        :param float timeout: seconds to wait; None: no limit.
+        :keyword float poll_interval: seconds between reads (default: the target's).
+        :keyword on_step: called with the sweep after each read.
+        :keyword clock: the monotonic clock the timeout is measured with (tests give a fake one).
+        :keyword sleep: what waits between reads (tests give a fake one).
+        :keyword stop: a ``threading.Event`` that ends the wait when set.
+        :returns: the sweep's :class:`SweepResults`.
+        :raises WaitTimeoutError: when ``timeout`` is spent.
+        :raises StoppedError: when ``stop`` is set."""
+        interval = poll_interval if poll_interval is not None else self.experiment._backend.default_poll_interval
+        polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop, poll_interval=interval)
+        while True:
+            polling.check_stopped(f"waiting for sweep {self.name!r}")
+            self.refresh()
+            if on_step is not None:
+                on_step(self)
+            if self.state.is_terminal():
+                return self._results()
+            if polling.expired():
+                raise WaitTimeoutError(f"sweep {self.name!r} is still running after {timeout} s "
+                                       f"({sum(t.status == 'running' for t in self.trials)} trial(s) running)",
+                                       resource=self.id, last_state=None)
+            polling.pause()
+
+    def watch(self, *, poll_interval: Optional[float] = None, timeout: Optional[float] = None) -> SweepResults:
+        """Show the trials' table, kept up to date in place in a notebook (printed each time it
+        changes elsewhere), until the sweep ends, ``timeout`` seconds pass, or an interrupt (the
+        notebook's stop button; the sweep goes on). Never raises for a failed sweep.
+
+        :keyword float poll_interval: seconds between reads (default: the target's).
+        :keyword float timeout: seconds to watch; None: until the sweep ends.
+        :returns: the last :class:`SweepResults` read."""
+        from ._watch import results_view
+        show = results_view()
+        try:
+            return self.wait(timeout, poll_interval=poll_interval, on_step=lambda s: show(s._results()))
+        except (KeyboardInterrupt, WaitTimeoutError):
+            return self._results()
+
+    def results(self) -> SweepResults:
+        """One row per trial: parameters, status, reason, epochs, the objective's final and best value.
+
+        :returns: the :class:`SweepResults`."""
+        return self.refresh()._results()
+
+    @positional_options("metric", "mode")
+    def best(self, *, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
+        """The best trial: the service's (the best objective value at a trial's last epoch), or,
+        given another ``metric`` or ``mode``, the trial with the best value of it over its epochs
+        (read from the trials' jobs). :class:`NotFoundError` when there is none yet, with the
+        sweep's reason when it failed.
+
+        :keyword str metric: another metric than the objective.
+        :keyword str mode: ``'max'`` or ``'min'`` (default: the objective's goal).
+        :returns: the best :class:`Trial`.
+        :raises NotFoundError: when no trial is best yet."""
+        self.refresh()
+        if (metric is None or metric == self.metric) and (mode is None or mode == self.mode):
+            return self._best_trial()
+        metric, mode = self._best_arguments(metric, mode)
+        tables = {t.index: t.job.metrics() for t in self.trials if t.job is not None}
+        return self._best_in(self._results_with(tables), metric, mode)
+
+    def cancel(self) -> None:
+        """Cancel the sweep: the service starts no more trials and cancels the live ones (their jobs
+        are terminated); trials that ended keep their results. Cancelling again changes nothing."""
+        self._record = self.experiment._backend.cancel_sweep(self._ref)
+
+    def delete(self) -> None:
+        """Delete the sweep from the service (its live trials are cancelled first); the trials'
+        jobs stay in the experiment, with their outputs."""
+        self.experiment._backend.delete_sweep(self._ref)

@@ -17,7 +17,7 @@ from ._shared.polling import Polling
 if TYPE_CHECKING:
     from ._job import Job
 
-__all__ = ["watch", "NotebookView", "TextView", "in_notebook"]
+__all__ = ["watch", "NotebookView", "TextView", "in_notebook", "results_view"]
 
 
 def in_notebook() -> bool:
@@ -105,3 +105,27 @@ def watch(job: "Job", *, lines: int, curves: bool, poll_interval: Optional[float
             status = job.refresh().status
     except KeyboardInterrupt:
         return status
+
+
+def results_view(write: Callable[[str], Any] = sys.stdout.write) -> Callable[[Any], None]:
+    """What ``Sweep.watch()`` shows a sweep's results with: one display updated in place in a
+    notebook; elsewhere the table printed again each time it changes."""
+    if in_notebook():
+        from IPython.display import HTML, display
+        handle: List[Any] = []
+
+        def show_html(results: Any) -> None:
+            body = HTML(results._repr_html_())
+            if handle:
+                handle[0].update(body)
+            else:
+                handle.append(display(body, display_id=True))
+        return show_html
+    shown: List[str] = []
+
+    def show_text(results: Any) -> None:
+        text = str(results)
+        if not shown or shown[-1] != text:
+            shown.append(text)
+            write(text + "\n")
+    return show_text

@@ -3,13 +3,13 @@ name, and records of what the service last described (no I/O)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from .job_spec import HorovodJob
 from .mounts import Mount
 from .states import ClusterStatus, JobStatus
 
-__all__ = ["ClusterRecord", "ClusterRef", "JobRecord", "JobRef", "WorkspaceRecord"]
+__all__ = ["ClusterRecord", "ClusterRef", "JobRecord", "JobRef", "SweepRecord", "SweepTrialRecord", "WorkspaceRecord"]
 
 
 @dataclass(frozen=True)
@@ -61,5 +61,45 @@ class JobRecord:
     status: JobStatus
     cluster_id: str
     read_spec: Callable[[], HorovodJob] = field(compare=False, repr=False)
+    #: the service's own description, for the backend that read it
+    raw: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class SweepTrialRecord:
+    """One trial of a sweep the service holds, as it described it."""
+
+    index: int
+    #: the trial job's name
+    name: str
+    #: search-space name -> value
+    parameters: Mapping[str, Any]
+    #: pending, queued, running, completed, failed, stopped or cancelled
+    status: str
+    #: why it failed, was stopped or cancelled (None otherwise)
+    reason: Optional[str]
+    epochs: int
+    #: the objective at each recorded epoch
+    values: tuple[Optional[float], ...]
+    #: the objective at its last recorded epoch
+    objective: Optional[float]
+
+
+@dataclass(frozen=True)
+class SweepRecord:
+    """A sweep as the service holding it last described it."""
+
+    name: str
+    id: str
+    #: running, completed, failed or cancelled
+    status: str
+    reason: Optional[str]
+    metric: str
+    #: 'max' or 'min'
+    mode: str
+    #: the trial's arguments, placeholders and all (which option carries which parameter)
+    arguments: str
+    best: Optional[str]
+    trials: tuple[SweepTrialRecord, ...]
     #: the service's own description, for the backend that read it
     raw: Any = field(default=None, compare=False, repr=False)

@@ -21,7 +21,8 @@ from azure.core.polling import LROPoller
 
 from .._models.cluster_spec import AutoScale, ClusterSpec
 from .._models.job_spec import HorovodJob
-from .._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
+from .._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, SweepRecord, WorkspaceRecord
+from .._models.sweep_job import SweepRequest
 from .._models.values import OutputFile, RemoteLogin, Usage
 
 __all__ = ["Backend", "AsyncBackend", "SpecChecks", "RemoteFile", "IDEMPOTENT_POST"]
@@ -178,6 +179,26 @@ class Backend(Protocol):
 
     #: the output file whose tail explains a failure (``stderr.txt`` on Batch AI)
     failure_log_name: str
+
+    # -- sweeps ---------------------------------------------------------------------------------
+    #: whether the service holds and drives sweeps (the methods below); when not, the SDK drives
+    #: one from the caller's process, trial job by trial job
+    holds_sweeps: bool
+
+    def sweep_id(self, ref: JobRef) -> str: ...
+
+    def create_sweep(self, ref: JobRef, request: SweepRequest, spec: HorovodJob,
+                     cluster: ClusterRecord) -> SweepRecord:
+        """Get-or-create: the same sweep again is returned; another under its name is a ConflictError."""
+        ...
+
+    def get_sweep(self, ref: JobRef) -> SweepRecord: ...
+
+    def list_sweeps(self, resource_group: str, workspace: str, experiment: str) -> List[SweepRecord]: ...
+
+    def cancel_sweep(self, ref: JobRef) -> SweepRecord: ...
+
+    def delete_sweep(self, ref: JobRef) -> None: ...
 
     # -- storage --------------------------------------------------------------------------------
     def check_share_datastore(self, account_name: str, share_name: str) -> None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AnyJob", "SweepBase", "SweepResults", "SweepState", "TERMINATE_PATIENCE_S", "Trial", "TrialResult",
+__all__ = ["AnyJob", "BestOf", "SweepBase", "SweepResults", "SweepState", "TERMINATE_PATIENCE_S", "Trial", "TrialResult",
            "sweeps_in", "trial_spec", "check_no_sweep_variables"]
 
 
@@ -45,6 +45,7 @@ class SweepState(str, enum.Enum):
     RUNNING = "running"        #: trials run, or wait for this process to submit them
     STOPPED = "stopped"        #: trials not submitted yet and none running: continue with resume(spec)
     SUCCEEDED = "succeeded"    #: every trial ended, none failed (trials stopped early or terminated count as ended)
+    COMPLETED = "completed"    #: a sweep the service held ended, and a trial recorded the objective
     FAILED = "failed"          #: every trial ended, and at least one failed
     CANCELLED = "cancelled"    #: cancel() ended it
 
@@ -104,6 +105,8 @@ class Trial:
     #: stopped early (by the stopping rule) or cancelled (never submitted, the sweep was cancelled)
     status: str
     job: Optional["JobBase"]
+    #: why it failed, was stopped or cancelled, when the service says (None otherwise)
+    reason: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -120,13 +123,14 @@ class SweepResults:
     best value of the sweep's metric. In Jupyter it shows as a table."""
 
     def __init__(self, sweep: str, metric: str, mode: str, state: SweepState, parameters: Sequence[str],
-                 results: Sequence[TrialResult]) -> None:
+                 results: Sequence[TrialResult], *, best_trial: Optional[str] = None) -> None:
         self.sweep = sweep
         self.metric = metric
         self.mode = mode
         self.state = state
         self.parameters = tuple(parameters)
         self.results = tuple(results)
+        self._best_trial = best_trial  # the service's pick, for a sweep it holds
 
     def __len__(self) -> int:
         return len(self.results)
@@ -136,22 +140,24 @@ class SweepResults:
 
     @property
     def columns(self) -> Tuple[str, ...]:
-        """The table's columns: ``trial``, the parameters, ``status``, ``epochs``, ``final_<metric>``,
-        ``best_<metric>``."""
-        return ("trial", *self.parameters, "status", "epochs", f"final_{self.metric}", f"best_{self.metric}")
+        """The table's columns: ``trial``, the parameters, ``status``, ``reason`` (why a trial failed,
+        was stopped or cancelled), ``epochs``, ``final_<metric>``, ``best_<metric>``."""
+        return ("trial", *self.parameters, "status", "reason", "epochs", f"final_{self.metric}", f"best_{self.metric}")
 
     def to_records(self) -> List[Dict[str, Any]]:
         """One dict per trial, keyed by :attr:`columns`.
 
         :returns: a list of dicts."""
         return [{"trial": r.trial.name, **{p: r.trial.parameters.get(p) for p in self.parameters},
-                 "status": r.trial.status, "epochs": r.epochs, f"final_{self.metric}": r.final,
+                 "status": r.trial.status, "reason": r.trial.reason, "epochs": r.epochs, f"final_{self.metric}": r.final,
                  f"best_{self.metric}": r.best} for r in self.results]
 
     def best(self) -> Optional[TrialResult]:
         """The trial with the best value of the metric (None when no trial recorded it).
 
         :returns: the :class:`TrialResult`, or None."""
+        if self._best_trial is not None:
+            return next((r for r in self.results if r.trial.name == self._best_trial), None)
         scored = [r for r in self.results if r.best is not None]
         if not scored:
             return None
@@ -193,7 +199,7 @@ class SweepResults:
         headers = list(self.columns)
         rows = [[str("" if v is None else format_number(v) if isinstance(v, float) else v) for v in rec.values()]
                 for rec in self.to_records()]
-        numeric = frozenset(i for i, h in enumerate(headers) if h not in ("trial", "status")
+        numeric = frozenset(i for i, h in enumerate(headers) if h not in ("trial", "status", "reason")
                             and all(isinstance(rec[h], (int, float)) or rec[h] is None for rec in self.to_records()))
         return headers, rows, numeric
 
@@ -217,7 +223,47 @@ class SweepResults:
         return caption + "</p>" + html_table(headers, rows, numeric=numeric)
 
 
-class SweepBase:
+class BestOf:
+    """Picking the best trial by any metric from the trials' metrics tables, for every kind of
+    sweep (its ``name``, ``metric``, ``mode`` and ``experiment`` say which)."""
+
+    experiment: Any
+
+    @property
+    def name(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def metric(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def mode(self) -> str:
+        raise NotImplementedError
+
+    def _best_arguments(self, metric: Optional[str], mode: Optional[str]) -> Tuple[str, str]:
+        metric = self.metric if metric is None else metric
+        mode = self.mode if mode is None else check_mode(mode)
+        if not isinstance(metric, str) or not metric:
+            raise InvalidSpecError("metric", f"{metric!r} is not a metric name", "e.g. 'val_accuracy'")
+        return metric, mode
+
+    def _best_in(self, results: SweepResults, metric: str, mode: str) -> Trial:
+        scored: List[Tuple[float, Trial]] = []
+        for row in results:
+            table = row.metrics
+            if table is not None and metric in table.columns:
+                value = best_of(table.column(metric), mode)
+                if value is not None and not math.isnan(value):
+                    scored.append((value, row.trial))
+        if not scored:
+            raise NotFoundError(f"no trial of sweep {self.name!r} has recorded {metric!r} yet",
+                                resource=f"{self.experiment.id}/sweeps/{self.name}")
+        pick = max if mode == "max" else min
+        return pick(scored, key=lambda pair: pair[0])[1]
+
+
+class SweepBase(BestOf):
     """What a sweep decides from what was last fetched, with no request: the sync and the aio
     Sweep share it, and differ only in how they fetch, submit and terminate."""
 
@@ -452,27 +498,6 @@ class SweepBase:
             rows.append(TrialResult(trial, len(table) if table is not None else 0, present[-1] if present else None,
                                     best_of(values, self.mode), table))
         return SweepResults(self.name, self.metric, self.mode, self.state, list(self.definition.space), rows)
-
-    def _best_arguments(self, metric: Optional[str], mode: Optional[str]) -> Tuple[str, str]:
-        metric = self.metric if metric is None else metric
-        mode = self.mode if mode is None else check_mode(mode)
-        if not isinstance(metric, str) or not metric:
-            raise InvalidSpecError("metric", f"{metric!r} is not a metric name", "e.g. 'val_accuracy'")
-        return metric, mode
-
-    def _best_in(self, results: SweepResults, metric: str, mode: str) -> Trial:
-        scored: List[Tuple[float, Trial]] = []
-        for row in results:
-            table = row.metrics
-            if table is not None and metric in table.columns:
-                value = best_of(table.column(metric), mode)
-                if value is not None and not math.isnan(value):
-                    scored.append((value, row.trial))
-        if not scored:
-            raise NotFoundError(f"no trial of sweep {self.name!r} has recorded {metric!r} yet",
-                                resource=f"{self.experiment.id}/sweeps/{self.name}")
-        pick = max if mode == "max" else min
-        return pick(scored, key=lambda pair: pair[0])[1]
 
 
 #: a definition's fields as the caller of Experiment.sweep() names them

@@ -86,6 +86,8 @@ class AzureMLOperations(StorageAccountOperations):
 
     failure_log_name = "stderr.txt"
     default_poll_interval = DEFAULT_POLL_INTERVAL
+    #: sweeps are driven from the caller's process, one Command job per trial
+    holds_sweeps = False
 
     def __init__(self, connection: "Connection") -> None:
         assert connection.resource_group and connection.workspace

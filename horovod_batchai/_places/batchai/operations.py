@@ -23,7 +23,8 @@ from ..._models.job_json import SECRET_FIELDS, job_from_rest, job_to_rest, mount
 from ..._models.job_spec import HorovodJob
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
 from ..._models.names import check_directory_id
-from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
+from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, SweepRecord, WorkspaceRecord
+from ..._models.sweep_job import SweepRequest
 from ..._models.values import OutputFile, RemoteLogin, Usage
 from ..._shared.job import RESUBMIT_HINT, check_same_job
 from ..._shared.lro import poll_options, resume_token
@@ -33,6 +34,7 @@ from ..base import IDEMPOTENT_POST
 from ..storage import StorageAccountOperations
 from .conversions import (CLUSTER_SECRET_FIELDS, cluster_differences, cluster_maximum_nodes, cluster_status_from_rest,
                           cluster_to_rest, conflict_from_service, job_status_from_rest, scale_to_rest)
+from .sweeps import checked_json, sweep_record, sweep_request
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models
@@ -57,6 +59,11 @@ class BatchAIOperations(StorageAccountOperations):
         self.kind = connection.kind
         # Short locally; about what `az batchai job wait` used on Azure.
         self.default_poll_interval = LOCAL_POLL_INTERVAL if connection.is_local else DEFAULT_POLL_INTERVAL
+
+    @property
+    def holds_sweeps(self) -> bool:
+        """The local service holds and drives sweeps; Batch AI on Azure never had them."""
+        return self._connection.is_local
 
     def _client(self) -> Any:  # azure-mgmt-batchai's hints miss the paged results and per-call options
         return self._connection.batchai()
@@ -455,6 +462,58 @@ class BatchAIOperations(StorageAccountOperations):
     def open_output(self, url: str) -> "Steps[Any]":
         """The output file behind ``url`` (a SAS link), for ranged reads."""
         return (yield self._connection.open_output(url))
+
+    # -- sweeps (held by the local service; Batch AI on Azure has none) -------------------------
+    def sweep_id(self, ref: JobRef) -> str:
+        return f"{self.experiment_id(ref.resource_group, ref.workspace, ref.experiment)}/sweeps/{ref.name}"
+
+    def create_sweep(self, ref: JobRef, request: SweepRequest, spec: HorovodJob,
+                     cluster: ClusterRecord) -> "Steps[SweepRecord]":
+        """PUT the sweep (the same sweep again changes nothing; another under its name is a
+        ConflictError). ``spec`` is the trial's job, its arguments naming the parameters."""
+        action, resource = "creating sweep", self.sweep_id(ref)
+        client = yield self._client()
+        trial = client._serialize.body(job_to_rest(spec, cluster_id=cluster.id), "JobCreateParameters")["properties"]
+        body = {"properties": {**request.properties, "trial": trial}}
+        log.info("creating sweep %s on cluster %s", resource, cluster.name)
+        with azure_errors(action, resource), refused_as_conflict(f"sweep {ref.name!r}", resource, SECRET_FIELDS,
+                                                                "delete it or choose another name"):
+            response = yield client._send_request(sweep_request("PUT", resource, body=body), stream=False)
+            return sweep_record(checked_json(response), resource)
+
+    def get_sweep(self, ref: JobRef) -> "Steps[SweepRecord]":
+        resource = self.sweep_id(ref)
+        client = yield self._client()
+        with azure_errors("reading sweep", resource):
+            response = yield client._send_request(sweep_request("GET", resource), stream=False)
+            return sweep_record(checked_json(response, (200,)), resource)
+
+    def list_sweeps(self, resource_group: str, workspace: str, experiment: str) -> "Steps[List[SweepRecord]]":
+        where = f"{self.experiment_id(resource_group, workspace, experiment)}/sweeps"
+        client = yield self._client()
+        with azure_errors("listing sweeps in", where):
+            response = yield client._send_request(sweep_request("GET", where), stream=False)
+            docs = (checked_json(response, (200,)) or {}).get("value") or []
+        return [sweep_record(doc, f"{where}/{doc.get('name')}") for doc in docs]
+
+    def cancel_sweep(self, ref: JobRef) -> "Steps[SweepRecord]":
+        """Cancel: no trial is started again and the live ones are cancelled (idempotent)."""
+        resource = self.sweep_id(ref)
+        client = yield self._client()
+        log.info("cancelling sweep %s", resource)
+        with azure_errors("cancelling sweep", resource):
+            response = yield client._send_request(sweep_request("POST", resource, action="cancel"), stream=False,
+                                                  **IDEMPOTENT_POST)
+            return sweep_record(checked_json(response, (200,)), resource)
+
+    def delete_sweep(self, ref: JobRef) -> "Steps[None]":
+        """Delete the sweep (its live trials are cancelled; the trials' jobs stay); nothing when it is gone."""
+        resource = self.sweep_id(ref)
+        client = yield self._client()
+        with azure_errors("deleting sweep", resource):
+            response = yield client._send_request(sweep_request("DELETE", resource), stream=False)
+            checked_json(response, (200, 202, 204))
+        return None
 
     # -- storage --------------------------------------------------------------------------------
     def check_share_datastore(self, account_name: str, share_name: str) -> "Steps[None]":

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union, cast
 
 from azure.core.polling import LROPoller
 
@@ -258,8 +258,8 @@ class Experiment(ExperimentBase):
         :raises InvalidSpecError: for a bad argument, before anything is sent.
         :raises ConflictError: when another sweep has the name.
         """
-        options = dict(parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
-                       max_concurrent_trials=max_concurrent_trials, metric=metric, mode=mode)
+        options: Dict[str, Any] = dict(parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
+                                       max_concurrent_trials=max_concurrent_trials, metric=metric, mode=mode)
         backend = self._backend
         if not backend.holds_sweeps:
             client_sweep_options(sampling=sampling, early_termination=early_termination,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.errors import WaitTimeoutError
@@ -224,9 +224,7 @@ class Sweep(HeldSweepBase):
             if self.state.is_terminal():
                 return self._results()
             if polling.expired():
-                raise WaitTimeoutError(f"sweep {self.name!r} is still running after {timeout} s "
-                                       f"({sum(t.status == 'running' for t in self.trials)} trial(s) running)",
-                                       resource=self.id, last_state=None)
+                raise self._timeout_error(timeout)
             polling.pause()
 
     def watch(self, *, poll_interval: Optional[float] = None, timeout: Optional[float] = None) -> SweepResults:
@@ -265,7 +263,7 @@ class Sweep(HeldSweepBase):
         if (metric is None or metric == self.metric) and (mode is None or mode == self.mode):
             return self._best_trial()
         metric, mode = self._best_arguments(metric, mode)
-        tables = {t.index: t.job.metrics() for t in self.trials if t.job is not None}
+        tables = {t.index: cast(Any, t.job).metrics() for t in self.trials if t.job is not None}
         return self._best_in(self._results_with(tables), metric, mode)
 
     def cancel(self) -> None:

@@ -1,7 +1,18 @@
 """What the sync and the aio sweep tests share."""
 from __future__ import annotations
 
-__all__ = ["TRIAL"]
+__all__ = ["TRIAL", "CLIENT_DRIVEN", "drive_sweeps_from_the_client"]
+
+#: what a test's child process runs first so that the SDK drives sweeps from the client on the local
+#: service, as it does on a target whose service holds none (Batch AI on Azure)
+CLIENT_DRIVEN = ("from horovod_batchai._places.batchai.operations import BatchAIOperations\n"
+                 "BatchAIOperations.holds_sweeps = False\n")
+
+
+def drive_sweeps_from_the_client(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The same in this process: the local service's Batch AI place reads as holding no sweeps."""
+    from horovod_batchai._places.batchai.operations import BatchAIOperations
+    monkeypatch.setattr(BatchAIOperations, "holds_sweeps", False)
 
 # lr 0.3 and 0.2 record three epochs and end; lr 0.1 records two worse ones, then runs on
 TRIAL = """\

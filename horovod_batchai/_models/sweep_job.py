@@ -73,7 +73,7 @@ class Choice:
             raise InvalidSpecError("values", "holds a value twice", form)
         object.__setattr__(self, "values", items)
 
-    def wire(self) -> List[Any]:
+    def _wire(self) -> List[Any]:
         return ["choice", [list(self.values)]]
 
 
@@ -88,7 +88,7 @@ class Normal:
         _number(self.mu, "mu", f"{type(self).__name__}(mu, sigma), sigma > 0")
         _positive(self.sigma, "sigma", f"{type(self).__name__}(mu, sigma), sigma > 0")
 
-    def wire(self) -> List[Any]:
+    def _wire(self) -> List[Any]:
         return [type(self).__name__.lower(), [self.mu, self.sigma]]
 
 
@@ -111,7 +111,7 @@ class QNormal:
         _positive(self.sigma, "sigma", form)
         _positive(self.q, "q", form)
 
-    def wire(self) -> List[Any]:
+    def _wire(self) -> List[Any]:
         return [type(self).__name__.lower(), [self.mu, self.sigma, self.q]]
 
 
@@ -135,7 +135,7 @@ class QUniform:
             raise InvalidSpecError("high", f"{self.high!r} is not above low ({self.low!r})", form)
         _positive(self.q, "q", form)
 
-    def wire(self) -> List[Any]:
+    def _wire(self) -> List[Any]:
         return ["quniform", [self.low, self.high, self.q]]
 
 
@@ -148,7 +148,7 @@ class QLogUniform(QUniform):
         if self.low <= 0:
             raise InvalidSpecError("low", f"{self.low!r} is not positive", "QLogUniform(low, high, q) with 0 < low < high")
 
-    def wire(self) -> List[Any]:
+    def _wire(self) -> List[Any]:
         return ["qloguniform", [math.log(self.low), math.log(self.high), self.q]]
 
 
@@ -162,7 +162,7 @@ class Randint:
         if isinstance(self.upper, bool) or not isinstance(self.upper, int) or self.upper < 1:
             raise InvalidSpecError("upper", f"{describe_value(self.upper)} is not an integer >= 1", "Randint(upper)")
 
-    def wire(self) -> List[Any]:
+    def _wire(self) -> List[Any]:
         return ["randint", [self.upper]]
 
 
@@ -171,7 +171,7 @@ def _wire_of(value: Any) -> List[Any]:
         return ["uniform", [value.low, value.high]]
     if isinstance(value, LogUniform):
         return ["loguniform", [math.log(value.low), math.log(value.high)]]
-    return value.wire()
+    return value._wire()
 
 
 _DISTRIBUTIONS = (Choice, Uniform, LogUniform, Normal, QNormal, QUniform, Randint)
@@ -207,7 +207,7 @@ class BanditPolicy:
         _check_interval(self.evaluation_interval, "evaluation_interval")
         _check_interval(self.delay_evaluation, "delay_evaluation")
 
-    def wire(self) -> Dict[str, Any]:
+    def _wire(self) -> Dict[str, Any]:
         body: Dict[str, Any] = {"policyType": "Bandit", "evaluationInterval": self.evaluation_interval,
                                 "delayEvaluation": self.delay_evaluation}
         if self.slack_factor is not None:
@@ -229,7 +229,7 @@ class MedianStoppingPolicy:
         _check_interval(self.evaluation_interval, "evaluation_interval")
         _check_interval(self.delay_evaluation, "delay_evaluation")
 
-    def wire(self) -> Dict[str, Any]:
+    def _wire(self) -> Dict[str, Any]:
         return {"policyType": "MedianStopping", "evaluationInterval": self.evaluation_interval,
                 "delayEvaluation": self.delay_evaluation}
 
@@ -250,7 +250,7 @@ class TruncationSelectionPolicy:
         _check_interval(self.evaluation_interval, "evaluation_interval")
         _check_interval(self.delay_evaluation, "delay_evaluation")
 
-    def wire(self) -> Dict[str, Any]:
+    def _wire(self) -> Dict[str, Any]:
         return {"policyType": "TruncationSelection", "evaluationInterval": self.evaluation_interval,
                 "delayEvaluation": self.delay_evaluation, "truncationPercentage": self.truncation_percentage}
 
@@ -393,6 +393,6 @@ def plan_request(name: str, *, cluster: str, arguments: str, variables: Mapping[
         "objective": {"primaryMetric": metric, "goal": "maximize" if mode == "max" else "minimize"},
         "limits": limits}
     if early_termination is not None:
-        properties["earlyTermination"] = early_termination.wire()
+        properties["earlyTermination"] = early_termination._wire()
     return SweepRequest(name=name, cluster=cluster, arguments=f"{arguments} {added}".strip(), properties=properties,
                         metric=metric, mode=mode)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from .._models.errors import NotFoundError
+from .._models.errors import NotFoundError, WaitTimeoutError
 from .._models.records import JobRef, SweepRecord, SweepTrialRecord
 from .._models.sweep_job import caller_names
 from .metrics import MetricsTable, best_of
@@ -98,6 +98,11 @@ class HeldSweepBase(BestOf):
                             tables.get(trial.index)) for trial, record in zip(self.trials, self._record.trials)]
         best = self._record.best
         return SweepResults(self.name, self.metric, self.mode, self.state, parameters, rows, best_trial=best)
+
+    def _timeout_error(self, timeout: Optional[float]) -> WaitTimeoutError:
+        running = sum(t.status == "running" for t in self.trials)
+        return WaitTimeoutError(f"sweep {self.name!r} was still running after {timeout:g}s ({running} trial(s) "
+                                "running; the service goes on driving it)", last_state=self.state.value)
 
     def _best_trial(self) -> Trial:
         found = [t for t in self.trials if t.name == self._record.best] if self._record.best else []

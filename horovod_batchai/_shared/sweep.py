@@ -173,14 +173,24 @@ class SweepResults:
         pandas = import_optional("pandas", "SweepResults.to_pandas()")
         return pandas.DataFrame.from_records(self.to_records(), columns=list(self.columns)).set_index("trial")
 
+    def to_dict(self) -> Dict[str, Any]:
+        """``{"sweep", "state", "metric", "mode", "bestTrial", "trials"}``, each trial ``{"name",
+        "parameters", "status", "reason", "epochs", "final", "best"}`` (the objective's last and best
+        value): camelCase keys, as the CLI's JSON.
+
+        :returns: a dict of JSON values."""
+        best = self.best()
+        trials = [{"name": r.trial.name, "parameters": dict(r.trial.parameters), "status": r.trial.status,
+                   "reason": r.trial.reason, "epochs": r.epochs, "final": r.final, "best": r.best} for r in self.results]
+        return {"sweep": self.sweep, "state": self.state.value, "metric": self.metric, "mode": self.mode,
+                "bestTrial": best.trial.name if best else None, "trials": json_records(trials)}
+
     def to_json(self) -> str:
-        """``{"sweep", "state", "metric", "mode", "best_trial", "trials"}``, ``trials`` being :meth:`to_records`.
+        """:meth:`to_dict` as JSON text.
 
         :returns: the JSON text."""
         import json
-        best = self.best()
-        return json.dumps({"sweep": self.sweep, "state": self.state.value, "metric": self.metric, "mode": self.mode,
-                           "best_trial": best.trial.name if best else None, "trials": json_records(self.to_records())})
+        return json.dumps(self.to_dict())
 
     def to_csv(self) -> str:
         """The table as CSV: a header of :attr:`columns`, then one line per trial.
@@ -331,8 +341,17 @@ class SweepBase(BestOf):
     @property
     def trials(self) -> List[Trial]:
         """Every trial, as last fetched."""
-        return [Trial(i, trial_name(self.name, i), dict(p), self._trial_status(i), self._jobs.get(i))
-                for i, p in enumerate(self.definition.trials)]
+        return [Trial(i, trial_name(self.name, i), dict(p), self._trial_status(i), self._jobs.get(i),
+                      self._trial_reason(i)) for i, p in enumerate(self.definition.trials)]
+
+    def _trial_reason(self, index: int) -> Optional[str]:
+        job = self._jobs.get(index)
+        if job is None:
+            return "the sweep was cancelled before it started" if self._cancelled else None
+        if index in self._stopped_early and job.status.execution_state.is_terminal():
+            return f"its {self.metric} was worse than the median of the other trials"
+        errors = job.status.errors if job.status.execution_state is ExecutionState.FAILED else ()
+        return "; ".join(e.message or e.code for e in errors) or None
 
     def _active(self) -> List[int]:
         return [i for i, job in self._jobs.items() if not job.status.execution_state.is_terminal()]

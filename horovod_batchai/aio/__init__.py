@@ -34,15 +34,16 @@ from ._experiment import Experiment
 from ._fileshare import FileShare
 from ._job import Job
 from ._stream import AsyncOutputStream
-from ._sweep import Sweep
+from ._sweep import ClientSweep, Sweep
 from ._target import Target
 from ._tensorboard import TensorBoard
 from ._workspace import Workspace
 
 __all__ = ["Target", "Workspace", "Experiment", "GpuCluster", "FileShare", "Job", "AsyncOutputStream", "TensorBoard",
-           "Sweep"]
+           "Sweep", "ClientSweep"]
 
 # Each aio method's field list is its sync twin's (written once there).
 _document_twins({Target: _sync.Target, Workspace: _sync.Workspace, Experiment: _sync.Experiment,
                  GpuCluster: _sync.GpuCluster, FileShare: _sync.FileShare, Job: _sync.Job,
-                 AsyncOutputStream: _sync.OutputStream, TensorBoard: _sync.TensorBoard, Sweep: _sync.Sweep})
+                 AsyncOutputStream: _sync.OutputStream, TensorBoard: _sync.TensorBoard, Sweep: _sync.Sweep,
+                 ClientSweep: _sync.ClientSweep})

@@ -1,28 +1,33 @@
 """Experiments, for asyncio: :class:`horovod_batchai.Experiment`'s methods, awaited."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union, cast
 
 from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._models.job_spec import HorovodJob
 from .._models.names import check_batchai_name
-from .._models.records import JobRecord
+from .._models.records import JobRecord, JobRef
+from .._models.sweep_job import Policy, Seconds
 from .._models.sweep_spec import MedianStopping
-from .._shared.experiment import ExperimentBase, no_sweep, plan_sweep, require_cluster, require_spec
+from .._shared.experiment import (ExperimentBase, client_sweep_options, no_sweep, plan_held_sweep, plan_sweep,
+                                  require_cluster, require_spec)
 from .._shared.lro import check_polling, check_timeout
 from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, accepted_async
 from .._shared.resource_ids import names_from_id, parent_workspace
 from .._shared.sweep import sweeps_in
 from ._cluster import GpuCluster
 from ._job import Job
-from ._sweep import Sweep
+from ._sweep import ClientSweep, Sweep
 
 if TYPE_CHECKING:
     from .._places.base import AsyncBackend
     from ._target import Target
     from ._workspace import Workspace
 
-__all__ = ["Experiment"]
+__all__ = ["Experiment", "AnySweep"]
+
+#: what Experiment.sweep returns: a sweep the service holds, or one this process drives
+AnySweep = Union[Sweep, ClientSweep]
 
 
 class Experiment(ExperimentBase):
@@ -116,29 +121,46 @@ class Experiment(ExperimentBase):
     async def sweep(self, spec: HorovodJob, *, parameters: Mapping[str, Any], cluster: Union[GpuCluster, str],
                     name: Optional[str] = None, sampling: str = "grid", num_trials: Optional[int] = None,
                     seed: Optional[int] = None, max_concurrent_trials: int = 2, metric: str = "val_accuracy",
-                    mode: str = "max", early_stopping: Optional[MedianStopping] = None) -> Sweep:
-        """Start a sweep: one trial job of ``spec`` per configuration of ``parameters`` (see
-        :meth:`horovod_batchai.Experiment.sweep`). Everything is checked before the first trial is
-        submitted; the first trials are submitted now, the others by ``await`` :meth:`Sweep.wait`.
-        The same call again returns the same sweep."""
-        spec, definition = plan_sweep(spec, cluster, GpuCluster, name, parameters=parameters, sampling=sampling,
-                                      num_trials=num_trials, seed=seed, max_concurrent_trials=max_concurrent_trials,
-                                      metric=metric, mode=mode, early_stopping=early_stopping)
-        sweep = Sweep(self, definition, spec=spec)
-        await sweep.step()
-        return sweep
+                    mode: str = "max", early_stopping: Optional[MedianStopping] = None,
+                    early_termination: Optional[Policy] = None, sweep_timeout: Optional[Seconds] = None,
+                    trial_timeout: Optional[Seconds] = None) -> AnySweep:
+        """Start a sweep (see :meth:`horovod_batchai.Experiment.sweep`): where the service holds
+        sweeps it is created there and this returns at once; elsewhere a :class:`ClientSweep`
+        submits its first trials now and the others while it is awaited."""
+        options: Dict[str, Any] = dict(parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
+                                       max_concurrent_trials=max_concurrent_trials, metric=metric, mode=mode)
+        backend = self._backend
+        if not backend.holds_sweeps:
+            client_sweep_options(sampling=sampling, early_termination=early_termination,
+                                 sweep_timeout=sweep_timeout, trial_timeout=trial_timeout)
+            spec, definition = plan_sweep(spec, cluster, GpuCluster, name, early_stopping=early_stopping, **options)
+            client_sweep = ClientSweep(self, definition, spec=spec)
+            await client_sweep.step()
+            return client_sweep
+        trial, request = plan_held_sweep(spec, cluster, GpuCluster, name, early_stopping=early_stopping,
+                                         early_termination=early_termination, sweep_timeout=sweep_timeout,
+                                         trial_timeout=trial_timeout, **options)
+        record = (await GpuCluster(self.workspace, request.cluster).refresh())._known()
+        await backend.check_submission(trial, record)
+        ws = self.workspace
+        return Sweep(self, await backend.create_sweep(JobRef(ws.resource_group, ws.name, self.name, request.name),
+                                                      request, trial, record))
 
-    async def get_sweep(self, name: str) -> Sweep:
-        """The sweep ``name``, rebuilt from its trial jobs; :class:`NotFoundError` when no job of
-        this experiment is a trial of it. :meth:`Sweep.resume` submits its remaining trials."""
+    async def get_sweep(self, name: str) -> AnySweep:
+        """The sweep ``name`` (see :meth:`horovod_batchai.Experiment.get_sweep`)."""
         check_batchai_name(name, "name")
+        ws = self.workspace
+        if self._backend.holds_sweeps:
+            return Sweep(self, await self._backend.get_sweep(JobRef(ws.resource_group, ws.name, self.name, name)))
         found = sweeps_in(await self.list_jobs()).get(name)
         if found is None:
             raise no_sweep(self, name)
-        return Sweep(self, found[0], jobs=found[1])
+        return ClientSweep(self, found[0], jobs=found[1])
 
-    async def list_sweeps(self) -> List[Sweep]:
-        """The sweeps whose trials are jobs of this experiment."""
-        return [Sweep(self, definition, jobs=jobs) for definition, jobs in sweeps_in(await self.list_jobs()).values()]
-
-
+    async def list_sweeps(self) -> List[AnySweep]:
+        """The experiment's sweeps."""
+        ws = self.workspace
+        if self._backend.holds_sweeps:
+            return [Sweep(self, r) for r in await self._backend.list_sweeps(ws.resource_group, ws.name, self.name)]
+        return [ClientSweep(self, definition, jobs=jobs)
+                for definition, jobs in sweeps_in(await self.list_jobs()).values()]

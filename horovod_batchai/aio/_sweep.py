@@ -1,4 +1,6 @@
-"""Sweeps, for asyncio: :class:`horovod_batchai.Sweep`'s methods, awaited.
+"""Sweeps, for asyncio: :class:`horovod_batchai.Sweep`'s and :class:`horovod_batchai.ClientSweep`'s
+methods, awaited. A :class:`Sweep` the service holds only reads; the rest of this text is about
+the :class:`ClientSweep` this process drives.
 
 What a sweep decides -- which trials to submit, the stopping rule, its state, results and best
 trial -- is the sync sweep's (:class:`horovod_batchai._sweep.SweepBase`); this class only fetches,
@@ -15,13 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, cast
 
 from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._shared.deprecation import positional_options
 from .._shared.lro import check_timeout
 from .._shared.metrics import MetricsTable
 from .._shared.polling import Polling
+from .._models.records import SweepRecord
+from .._shared.held_sweep import HeldSweepBase
 from .._shared.sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in
 
 if TYPE_CHECKING:
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
     from ._experiment import Experiment
     from ._job import Job
 
-__all__ = ["Sweep"]
+__all__ = ["Sweep", "ClientSweep"]
 
 
 def _terminate(job: "Job") -> "asyncio.Task[Any]":
@@ -61,14 +65,14 @@ class _Termination:
         self._task.cancel()
 
 
-class Sweep(SweepBase):
-    """A sweep of trial jobs in an aio :class:`Experiment` (see :class:`horovod_batchai.Sweep`);
-    made by :meth:`Experiment.sweep`, found again by :meth:`Experiment.get_sweep`. ``state`` and
-    ``trials`` describe it as last fetched."""
+class ClientSweep(SweepBase):
+    """A sweep driven from this process, on a target whose service holds none (see
+    :class:`horovod_batchai.ClientSweep`); made by :meth:`Experiment.sweep`, found again by
+    :meth:`Experiment.get_sweep`. ``state`` and ``trials`` describe it as last fetched."""
 
     experiment: "Experiment"
 
-    async def refresh(self) -> "Sweep":
+    async def refresh(self) -> "ClientSweep":
         """Fetch the trial jobs' states (one listing of the experiment's jobs)."""
         self._adopt(sweeps_in(await self.experiment.list_jobs()).get(self.name))
         return self
@@ -103,9 +107,9 @@ class Sweep(SweepBase):
         return self.state
 
     async def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
-                   on_step: Optional[Callable[["Sweep"], None]] = None) -> SweepResults:
+                   on_step: Optional[Callable[["ClientSweep"], None]] = None) -> SweepResults:
         """Run the sweep to its end -- submitting trials as others end, when this object drives it
-        -- and return :meth:`results` (see :meth:`horovod_batchai.Sweep.wait`).
+        -- and return :meth:`results` (see :meth:`horovod_batchai.ClientSweep.wait`).
         :class:`WaitTimeoutError` after ``timeout`` seconds leaves the trials running; so does
         cancelling the wait, which stops polling at once."""
         polling = Polling(timeout=timeout, poll_interval=self._poll_interval(poll_interval))
@@ -129,7 +133,7 @@ class Sweep(SweepBase):
             self._abandon_termination(termination)
         self._terminating.clear()
 
-    def resume(self, spec: "HorovodJob") -> "Sweep":
+    def resume(self, spec: "HorovodJob") -> "ClientSweep":
         """Take over submitting the remaining trials, with the spec the sweep was made from; then
         await :meth:`wait`. (It makes no request.)"""
         self._take_spec(spec)
@@ -175,6 +179,59 @@ class Sweep(SweepBase):
     @positional_options("metric", "mode")
     async def best(self, *, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
         """The trial with the best value of ``metric`` (default: the sweep's) over its epochs
-        (see :meth:`horovod_batchai.Sweep.best`)."""
+        (see :meth:`horovod_batchai.ClientSweep.best`)."""
         metric, mode = self._best_arguments(metric, mode)
         return self._best_in(await self.results(), metric, mode)
+
+
+class Sweep(HeldSweepBase):
+    """A sweep the service holds and drives (see :class:`horovod_batchai.Sweep`): waiting only
+    reads, so cancelling a wait changes nothing."""
+
+    experiment: "Experiment"
+
+    def __init__(self, experiment: "Experiment", record: SweepRecord) -> None:
+        from ._job import Job
+        super().__init__(experiment, record, lambda name: Job(experiment, name))
+
+    async def refresh(self) -> "Sweep":
+        """Read the sweep's state, trials and best trial from the service (one request)."""
+        self._record = await self.experiment._backend.get_sweep(self._ref)
+        return self
+
+    async def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
+                   on_step: Optional[Callable[["Sweep"], None]] = None) -> SweepResults:
+        """Wait for the sweep to end and return :meth:`results` (see :meth:`horovod_batchai.Sweep.wait`)."""
+        interval = poll_interval if poll_interval is not None else self.experiment._backend.default_poll_interval
+        polling = Polling(timeout=timeout, poll_interval=interval)
+        while True:
+            await self.refresh()
+            if on_step is not None:
+                on_step(self)
+            if self.state.is_terminal():
+                return self._results()
+            if polling.expired():
+                raise self._timeout_error(timeout)
+            await asyncio.sleep(polling.next_pause())
+
+    async def results(self) -> SweepResults:
+        """One row per trial (see :meth:`horovod_batchai.Sweep.results`)."""
+        return (await self.refresh())._results()
+
+    @positional_options("metric", "mode")
+    async def best(self, *, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
+        """The best trial (see :meth:`horovod_batchai.Sweep.best`)."""
+        await self.refresh()
+        if (metric is None or metric == self.metric) and (mode is None or mode == self.mode):
+            return self._best_trial()
+        metric, mode = self._best_arguments(metric, mode)
+        tables = {t.index: await cast(Any, t.job).metrics() for t in self.trials if t.job is not None}
+        return self._best_in(self._results_with(tables), metric, mode)
+
+    async def cancel(self) -> None:
+        """Cancel the sweep (see :meth:`horovod_batchai.Sweep.cancel`)."""
+        self._record = await self.experiment._backend.cancel_sweep(self._ref)
+
+    async def delete(self) -> None:
+        """Delete the sweep from the service (see :meth:`horovod_batchai.Sweep.delete`)."""
+        await self.experiment._backend.delete_sweep(self._ref)

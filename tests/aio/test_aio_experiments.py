@@ -15,9 +15,10 @@ import pytest
 import horovod_batchai
 from horovod_batchai import (ConflictError, ExecutionState, HorovodJob, InvalidSpecError, MedianStopping, MetricsTable,
                              NotFoundError, SweepResults, SweepState)
-from horovod_batchai.aio import Experiment, FileShare, GpuCluster, Job, Sweep, Target, TensorBoard
+from horovod_batchai.aio import ClientSweep, Experiment, FileShare, GpuCluster, Job, Target, TensorBoard
 
 from aio_support import cancel_after, other_tasks, run, setup_jobs
+from sweep_support import drive_sweeps_from_the_client
 from test_aio_resources import CountRequests
 
 pytestmark = pytest.mark.slow
@@ -130,14 +131,17 @@ def test_metrics_and_event_files_are_read_as_the_sync_api_reads_them(service: An
     run(service, scenario)
 
 
-def test_a_sweep_runs_its_trials_stops_the_worst_and_reads_as_the_sync_one(service: Any, tmp_path: Path) -> None:
+def test_a_sweep_runs_its_trials_stops_the_worst_and_reads_as_the_sync_one(service: Any, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    drive_sweeps_from_the_client(monkeypatch)  # as on Batch AI on Azure (held sweeps: test_aio_held_sweeps.py)
+
     async def scenario(target: Target) -> None:
         experiment, cluster, share = await _setup(target, tmp_path, {"trial.py": TRIAL})
         spec = _spec("trial.py", await share.mount(), "--epochs 30 --pause 0.4")
         options: dict = dict(name="median", parameters={"lr": [0.3, 0.2, 0.1]}, cluster=cluster,
                              max_concurrent_trials=2, early_stopping=MedianStopping(min_epochs=1, min_trials=2))
         sweep = await experiment.sweep(spec, **options)
-        assert isinstance(sweep, Sweep) and sweep.state is SweepState.RUNNING
+        assert isinstance(sweep, ClientSweep) and sweep.state is SweepState.RUNNING
         assert [t.status for t in sweep.trials][2] == "pending"  # two submitted at once, one waits for a slot
         steps: list[SweepState] = []
         # lr 0.3 and 0.2 finish first; 0.1 is then below their median from its first epoch on
@@ -148,7 +152,7 @@ def test_a_sweep_runs_its_trials_stops_the_worst_and_reads_as_the_sync_one(servi
         assert (await experiment.get_job("median-002")).execution_state is ExecutionState.FAILED  # terminated
         assert (await sweep.best()).name == "median-000"
         assert (await sweep.best(metric="loss", mode="min")).name.startswith("median")
-        with pytest.warns(DeprecationWarning, match=r"passing metric, mode to Sweep.best\(\) by position .* "
+        with pytest.warns(DeprecationWarning, match=r"passing metric, mode to ClientSweep.best\(\) by position .* "
                                                     r"use metric=\.\.\., mode=\.\.\."):
             assert await sweep.best("loss", "min") == await sweep.best(metric="loss", mode="min")
         again = await experiment.sweep(spec, **options)  # the same sweep again: its trials are found
@@ -171,7 +175,9 @@ def test_a_sweep_runs_its_trials_stops_the_worst_and_reads_as_the_sync_one(servi
     run(service, scenario)
 
 
-def test_a_cancelled_wait_stops_polling_and_leaves_the_trials_running(service: Any, tmp_path: Path) -> None:
+def test_a_cancelled_wait_stops_polling_and_leaves_the_trials_running(service: Any, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    drive_sweeps_from_the_client(monkeypatch)
     counter = CountRequests()
 
     async def scenario() -> None:

@@ -1,6 +1,7 @@
 """Metrics and sweeps through the command line, for pipelines: `job metrics` as a table, JSON and
-CSV; `sweep create` runs a sweep to its end with an exit status saying whether it succeeded;
-`sweep show`, `results` and `cancel` from other invocations; mistakes exit 2 and submit nothing."""
+CSV; `sweep create` creates the service's sweep and waits for its end, with an exit status saying
+whether it found a best trial; `sweep show`, `results` and `cancel` from other invocations;
+mistakes exit 2 and submit nothing."""
 from __future__ import annotations
 
 import json
@@ -64,65 +65,78 @@ def test_a_sweep_runs_to_its_end_and_its_results_and_metrics_read_back(cli: Cli,
     run = _sweep(cli, config, "lr", "-p", "lr=0.01,0.03", "--json")
     assert run.code == 0, run.err
     data = run.json()
-    assert data["state"] == "succeeded" and data["bestTrial"] == "lr-001"
-    assert [(t["trial"], t["lr"], t["status"], t["epochs"]) for t in data["trials"]] == [
-        ("lr-000", 0.01, "succeeded", 2), ("lr-001", 0.03, "succeeded", 2)]
-    assert data["trials"][1]["best_val_accuracy"] == pytest.approx(0.4)
+    assert data["state"] == "completed" and data["bestTrial"] == "lr-1"
+    assert [(t["name"], t["parameters"], t["status"], t["epochs"]) for t in data["trials"]] == [
+        ("lr-0", {"lr": 0.01}, "completed", 2), ("lr-1", {"lr": 0.03}, "completed", 2)]
+    assert data["trials"][1]["best"] == pytest.approx(0.4) and data["trials"][1]["reason"] is None
 
     table = cli("sweep", "results", *EXP, "-n", "lr")
     assert table.code == 0
     lines = table.out.splitlines()
-    assert lines[0].split() == ["trial", "lr", "status", "epochs", "final_val_accuracy", "best_val_accuracy"]
-    assert lines[2].split() == ["lr-000", "0.01", "succeeded", "2", "0.2", "0.2"]
+    assert lines[0].split() == ["trial", "lr", "status", "reason", "epochs", "final_val_accuracy", "best_val_accuracy"]
+    assert lines[2].split() == ["lr-0", "0.01", "completed", "2", "0.2", "0.2"]
     csv = cli("sweep", "results", *EXP, "-n", "lr", "--csv")
-    assert csv.out.splitlines()[0] == "trial,lr,status,epochs,final_val_accuracy,best_val_accuracy"
-    shown = cli("sweep", "show", *EXP, "-n", "lr", "--query", "state")
-    assert (shown.code, shown.out.strip()) == (0, "succeeded")
-    assert cli("sweep", "list", *EXP, "--json").json() == [{"name": "lr", "state": "succeeded", "trials": 2}]
+    assert csv.out.splitlines()[0] == "trial,lr,status,reason,epochs,final_val_accuracy,best_val_accuracy"
+    shown = cli("sweep", "show", *EXP, "-n", "lr", "--query", "bestTrial")
+    assert (shown.code, shown.out.strip()) == (0, "lr-1")
+    assert cli("sweep", "list", *EXP, "--json").json() == [{"name": "lr", "state": "completed", "trials": 2}]
 
-    metrics = cli("job", "metrics", *EXP, "-n", "lr-001")
+    metrics = cli("job", "metrics", *EXP, "-n", "lr-1")
     assert metrics.code == 0
     assert [line.split() for line in metrics.out.splitlines()] == [
         ["epoch", "loss", "val_accuracy"], ["-----", "----", "------------"], ["1", "1", "0.3"], ["2", "0.5", "0.4"]]
-    as_json = cli("job", "metrics", *EXP, "-n", "lr-001", "--json").json()
+    as_json = cli("job", "metrics", *EXP, "-n", "lr-1", "--json").json()
     assert as_json["rows"][1] == {"epoch": 2, "loss": 0.5, "val_accuracy": 0.4}
     assert as_json["executionState"] == "succeeded"
-    assert cli("job", "metrics", *EXP, "-n", "lr-001", "--csv").out == "epoch,loss,val_accuracy\n1,1.0,0.3\n2,0.5,0.4\n"
+    assert cli("job", "metrics", *EXP, "-n", "lr-1", "--csv").out == "epoch,loss,val_accuracy\n1,1.0,0.3\n2,0.5,0.4\n"
 
 
 def test_job_tensorboard_without_starting_it_prints_the_command(cli: Cli, config: Path, tmp_path: Path) -> None:
     assert _sweep(cli, config, "one", "-p", "lr=0.01").code == 0
-    run = cli("job", "tensorboard", *EXP, "-n", "one-000", "--no-start", "--logdir", str(tmp_path / "tb"),
+    run = cli("job", "tensorboard", *EXP, "-n", "one-0", "--no-start", "--logdir", str(tmp_path / "tb"),
               "--port", "6123")
     assert run.code == 0, run.err
-    assert run.out.splitlines() == [f"event files of job one-000 are in {tmp_path / 'tb'}; start TensorBoard with:",
+    assert run.out.splitlines() == [f"event files of job one-0 are in {tmp_path / 'tb'}; start TensorBoard with:",
                                     f"  tensorboard --logdir {tmp_path / 'tb'} --host 127.0.0.1 --port 6123"]
 
 
-def test_a_sweep_with_a_failed_trial_exits_1_and_so_does_its_failed_jobs_metrics(cli: Cli, config: Path) -> None:
-    run = _sweep(cli, config, "bad", "-p", "lr=0.01,0.5")
-    assert run.code == EXIT_FAILED
-    assert "sweep 'bad' is failed" in run.err
-    assert "lr-" not in run.err and "bad-001" in run.out and "failed" in run.out
-    failed = cli("job", "metrics", *EXP, "-n", "bad-001")
+def test_a_failed_trial_has_its_reason_and_a_sweep_without_a_best_trial_exits_non_zero(cli: Cli, config: Path) -> None:
+    run = _sweep(cli, config, "bad", "-p", "lr=0.01,0.5", "--json")
+    assert run.code == 0, run.err  # one trial failed, the other is the best
+    trials = {t["name"]: t for t in run.json()["trials"]}
+    assert trials["bad-1"]["status"] == "failed" and trials["bad-1"]["reason"]
+    failed = cli("job", "metrics", *EXP, "-n", "bad-1")
     assert failed.code == EXIT_FAILED
-    assert failed.out.startswith("no metrics for job bad-001: it ended failed")
-    assert cli("sweep", "show", *EXP, "-n", "bad").code == EXIT_FAILED
+    assert failed.out.startswith("no metrics for job bad-1: it ended failed")
+    none = _sweep(cli, config, "none", "-p", "lr=0.5")
+    assert none.code == EXIT_FAILED and "sweep 'none' is failed" in none.err
+    shown = cli("sweep", "show", *EXP, "-n", "none", "--query", "bestTrial")
+    assert shown.code == EXIT_FAILED and shown.out.strip() == ""
 
 
 def test_cancel_from_another_invocation_stops_a_sweep(cli: Cli, config: Path) -> None:
     started = _sweep(cli, config, "long", "-p", "lr=0.01,0.02,0.03", "--append-args", "--pause 300",
                      "--max-concurrent-trials", "1", "--no-wait", "--json")
     assert started.code == 0, started.err
-    assert [t["status"] for t in started.json()["trials"]][1:] == ["pending", "pending"]
-    refused = cli("sweep", "cancel", *EXP, "-n", "long", "--timeout", "-1")
-    assert refused.code == 2 and "--timeout" in refused.err
-    assert [t["status"] for t in cli("sweep", "show", *EXP, "-n", "long", "--json").json()["trials"]][0] != "terminated"
-    cancelled = cli("sweep", "cancel", *EXP, "-n", "long", "--timeout", "120", "--json")
+    assert started.json()["state"] == "running" and started.json()["bestTrial"] is None
+    waiting = cli("sweep", "show", *EXP, "-n", "long", "--query", "bestTrial")
+    assert waiting.code == EXIT_NOT_FOUND and "no best trial yet" in waiting.err
+    cancelled = cli("sweep", "cancel", *EXP, "-n", "long", "--json")
     assert cancelled.code == 0, cancelled.err
-    assert [t["status"] for t in cancelled.json()["trials"]] == ["terminated", "cancelled", "cancelled"]
+    assert cancelled.json()["state"] == "cancelled"
+    assert all(t["status"] == "cancelled" for t in cancelled.json()["trials"])
     shown = cli("sweep", "show", *EXP, "-n", "long")
-    assert shown.code == EXIT_FAILED and "sweep 'long' is stopped" in shown.err
+    assert shown.code == EXIT_FAILED and "sweep 'long' is cancelled" in shown.err
+
+
+def test_a_service_sweep_with_a_policy_and_bayesian_sampling_from_the_command_line(cli: Cli, config: Path) -> None:
+    run = _sweep(cli, config, "bo", "-p", "lr=uniform:0.01:0.04", "--sampling", "bayesian", "--num-trials", "3",
+                 "--seed", "3", "--max-concurrent-trials", "1", "--early-termination", "bandit", "--slack-factor",
+                 "0.2", "--trial-timeout", "600", "--json")
+    assert run.code == 0, run.err
+    assert len(run.json()["trials"]) == 3 and all(0.01 <= t["parameters"]["lr"] <= 0.04 for t in run.json()["trials"])
+    stray = _sweep(cli, config, "x", "-p", "lr=0.1", "--slack-factor", "0.2")
+    assert stray.code == EXIT_USAGE and "--slack-factor is a setting of --early-termination bandit" in stray.err
 
 
 def test_mistakes_exit_2_and_submit_nothing(cli: Cli, config: Path) -> None:
@@ -131,6 +145,8 @@ def test_mistakes_exit_2_and_submit_nothing(cli: Cli, config: Path) -> None:
     twice = _sweep(cli, config, "x", "-p", "lr=1", "-p", "lr=2")
     assert twice.code == EXIT_USAGE and "'lr' is given twice" in twice.err
     grid = _sweep(cli, config, "x", "-p", "lr=loguniform:1e-4:1e-2")
-    assert grid.code == EXIT_USAGE and "LogUniform cannot be searched by a grid" in grid.err
+    assert grid.code == EXIT_USAGE and "LogUniform cannot be searched by sampling='grid'" in grid.err
+    short = _sweep(cli, config, "x", "-p", "lr=quniform:1:2", "--sampling", "random", "--num-trials", "2")
+    assert short.code == EXIT_USAGE and "lr=quniform:N:N:N" in short.err
     assert cli("job", "list", *EXP, "--json").json() == []
     assert cli("sweep", "show", *EXP, "-n", "nothing").code == EXIT_NOT_FOUND

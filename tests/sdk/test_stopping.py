@@ -17,10 +17,11 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from horovod_batchai import (ExecutionState, Experiment, FileShare, GpuCluster, HorovodBatchAIError, HorovodJob,
-                             InvalidSpecError, Job, StoppedError, Sweep, Target, Workspace)
+from horovod_batchai import (ClientSweep, ExecutionState, Experiment, FileShare, GpuCluster, HorovodBatchAIError,
+                             HorovodJob, InvalidSpecError, Job, StoppedError, Sweep, Target, Workspace)
 from horovod_batchai._shared.fileshare import UPLOAD_TEMP_MARK
 from horovod_batchai._shared.lro import MappedPoller
+from horovod_batchai._models.records import SweepRecord
 from horovod_batchai._models.sweep_spec import SweepDefinition
 from horovod_batchai.local import LocalService, ServiceSettings
 from sdk_support import ACCOUNT, RG, SSH_KEY
@@ -122,6 +123,12 @@ def test_a_stream_stops_when_told(sleeping_job: Job) -> None:
     assert "streaming stdout.txt of job 'sleeper' was stopped" in str(err)
 
 
+def _held(name: str) -> SweepRecord:
+    """A running sweep as a service holding it describes it."""
+    return SweepRecord(name=name, id=f"/sweeps/{name}", status="running", reason=None, metric="val_accuracy", mode="max",
+                       arguments="", best=None, trials=())
+
+
 def test_a_stop_already_set_returns_before_any_request(offline_target: Target) -> None:
     stop = threading.Event()
     stop.set()
@@ -134,7 +141,9 @@ def test_a_stop_already_set_returns_before_any_request(offline_target: Target) -
                                        sampling="grid", num_trials=None, seed=None, metric="val_accuracy", mode="max",
                                        max_concurrent_trials=1, early_stopping=None)
     with pytest.raises(StoppedError, match="waiting for sweep 'sweep' was stopped"):
-        Sweep(job.experiment, definition).wait(stop=stop)
+        ClientSweep(job.experiment, definition).wait(stop=stop)
+    with pytest.raises(StoppedError, match="waiting for sweep 'held' was stopped"):
+        Sweep(job.experiment, _held("held")).wait(stop=stop)
 
 
 def test_waiting_for_a_cluster_stops_when_told(tmp_path: Path) -> None:
@@ -176,10 +185,11 @@ def test_a_long_operation_wait_stops_when_told() -> None:
 
 def test_a_stop_that_is_not_an_event_is_refused(offline_target: Target) -> None:
     job = Job(Experiment(Workspace(offline_target, RG, "ws"), "exp"), "job")
-    sweep = Sweep(job.experiment, SweepDefinition.build(
+    held = Sweep(job.experiment, _held("held"))
+    sweep = ClientSweep(job.experiment, SweepDefinition.build(
         "sweep", cluster="nc6cluster", base_arguments="", parameters={"lr": [0.1]}, sampling="grid", num_trials=None,
         seed=None, metric="val_accuracy", mode="max", max_concurrent_trials=1, early_stopping=None))
-    for call in (lambda: job.wait(stop=True), lambda: job.stream(stop="yes"), lambda: sweep.wait(stop="no"),
+    for call in (lambda: job.wait(stop=True), lambda: job.stream(stop="yes"), lambda: sweep.wait(stop="no"), lambda: held.wait(stop="no"),
                  lambda: MappedPoller(NeverDone(), lambda r: r, action="a", resource="r").result(stop=1)):  # type: ignore[arg-type]
         with pytest.raises(InvalidSpecError) as caught:
             call()

@@ -18,7 +18,14 @@ from horovod_batchai._shared import sweep as _sweep
 from horovod_batchai.local import LocalService
 
 from sdk_support import ACCOUNT, RG, SSH_KEY
-from sweep_support import TRIAL
+from sweep_support import TRIAL, drive_sweeps_from_the_client
+
+@pytest.fixture(autouse=True)
+def _client_driven(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These are the sweeps the SDK drives where the service holds none (Batch AI on Azure): the
+    local service, which holds sweeps, is read as not holding them (tests/sdk/test_held_sweeps.py)."""
+    drive_sweeps_from_the_client(monkeypatch)
+
 
 pytestmark = pytest.mark.slow
 

@@ -1,5 +1,5 @@
-"""Experiment.sweep: trial jobs per configuration (grid, seeded random), at most N at once, their
-parameters as the script's options; results, best, cancel, median stopping; found again from a new
+"""Experiment.sweep driven from the client (ClientSweep, as on Batch AI on Azure): trial jobs per
+configuration (grid, seeded random), at most N at once, their parameters as the script's options; results, best, cancel, median stopping; found again from a new
 process through the service alone. The trials run a tiny script that writes metrics.csv."""
 from __future__ import annotations
 
@@ -16,6 +16,15 @@ from horovod_batchai import (ConflictError, ExecutionState, Experiment, FileShar
 from horovod_batchai.local import LocalService
 
 from sdk_support import RG
+from sweep_support import CLIENT_DRIVEN, drive_sweeps_from_the_client
+
+
+@pytest.fixture(autouse=True)
+def _client_driven(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These are the sweeps the SDK drives where the service holds none (Batch AI on Azure): the
+    local service, which holds sweeps, is read as not holding them (tests/sdk/test_held_sweeps.py)."""
+    drive_sweeps_from_the_client(monkeypatch)
+
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +97,7 @@ def test_a_grid_sweep_runs_every_combination_two_at_a_time(experiment: Experimen
     assert [r.epochs for r in results] == [2, 2, 2, 2]
     assert all(r.trial.status == "succeeded" for r in results)
     assert results.to_records()[0] == {"trial": "grid-000", "lr": 0.001, "batch-size": 32, "status": "succeeded",
-                                       "epochs": 2, "final_val_accuracy": pytest.approx(0.1 + 0.01 + 0.0032),
+                                       "reason": None, "epochs": 2, "final_val_accuracy": pytest.approx(0.1 + 0.01 + 0.0032),
                                        "best_val_accuracy": pytest.approx(0.1 + 0.01 + 0.0032)}
     assert sweep.best().name == "grid-003" and results.best().trial.name == "grid-003"
     assert sweep.best(metric="loss", mode="min").name in {"grid-000", "grid-001", "grid-002", "grid-003"}
@@ -120,7 +129,7 @@ def test_a_new_process_finds_the_sweep_through_the_service(experiment: Experimen
                              num_trials=3, seed=7, parameters={"lr": LogUniform(1e-4, 1e-2), "batch-size": [16, 32]},
                              cluster=cluster, max_concurrent_trials=1)
     sweep.wait(timeout=600)
-    program = textwrap.dedent(f"""
+    program = CLIENT_DRIVEN + textwrap.dedent(f"""
         import json, sys
         from horovod_batchai import Target, Workspace
         with Target.local(state_dir={str(service.state_dir)!r}) as target:

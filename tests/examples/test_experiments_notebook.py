@@ -1,6 +1,7 @@
-"""examples/experiments.ipynb executed in a real Jupyter kernel (nbclient + ipykernel) against a
-fresh local service: a 4-trial sweep of the training package on generated data, its results table,
-the best trial's metrics table and a PNG of its curves."""
+"""examples/experiments.ipynb executed in real Jupyter kernels (nbclient + ipykernel) against a
+fresh local service: a first kernel creates a 4-trial sweep of the training package on generated
+data and is shut down mid-sweep; a new kernel finds the sweep on the service, finished, with its
+results table, the best trial's metrics table and a PNG of its curves."""
 from __future__ import annotations
 
 import base64
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from horovod_batchai import SweepState, Target, Workspace
 from horovod_batchai.local import stop_daemon
 from examples_support import REPO, tutorial_environment
 
@@ -39,10 +41,25 @@ def test_the_experiments_notebook_runs_a_sweep_and_shows_the_best_trials_curves(
     env = {**tutorial_environment(home), "HOROVOD_BATCHAI_STATE_DIR": str(state)}
 
     notebook = nbformat.read(examples / "experiments.ipynb", as_version=4)
-    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=3600,
-                                     resources={"metadata": {"path": str(examples)}})
+    created = notebook["cells"].index(_cell(notebook, "sweep = experiment.sweep("))
     try:
-        client.execute(env=env)
+        first = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=3600,
+                                        resources={"metadata": {"path": str(examples)}})
+        with first.setup_kernel(env=env):
+            for index, cell in enumerate(notebook["cells"][:created + 1]):
+                first.execute_cell(cell, index)
+            kernel = first.km
+        assert kernel is not None and not kernel.has_kernel  # the first kernel is gone
+        with Target.local(state_dir=state) as target:  # and the sweep goes on without it
+            held = Workspace.get(target, "batchai.horovod", "batchaidev").get_experiment("sweeps").get_sweep("lr-bs")
+            assert held.state is SweepState.RUNNING, held.trials
+
+        second = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=3600,
+                                         resources={"metadata": {"path": str(examples)}})
+        with second.setup_kernel(env=env):
+            for index, cell in enumerate(notebook["cells"]):
+                if index > created:
+                    second.execute_cell(cell, index)
     finally:
         stop_daemon(state)
 
@@ -51,9 +68,9 @@ def test_the_experiments_notebook_runs_a_sweep_and_shows_the_best_trials_curves(
     assert len(rows) == 5, results  # the header and four trials
     for index, (lr, batch) in enumerate([("0.003", "16"), ("0.003", "32"), ("0.0003", "16"), ("0.0003", "32")]):
         cells = re.findall(r"<td[^>]*>(.*?)</td>", rows[index + 1])
-        assert cells[:5] == [f"lr-bs-00{index}", lr, batch, "succeeded", "2"], cells
-        assert 0.0 <= float(cells[5]) <= 1.0 and 0.0 <= float(cells[6]) <= 1.0
-    best_name = re.search(r"best trial <code>(lr-bs-00\d)</code>", results).group(1)
+        assert cells[:6] == [f"lr-bs-{index}", lr, batch, "completed", "", "2"], cells
+        assert 0.0 <= float(cells[6]) <= 1.0 and 0.0 <= float(cells[7]) <= 1.0
+    best_name = re.search(r"best trial <code>(lr-bs-\d)</code>", results).group(1)
 
     best_cell = _cell(notebook, "best = sweep.best()")
     printed = "".join(out.get("text", "") for out in best_cell["outputs"] if out["output_type"] == "stream")

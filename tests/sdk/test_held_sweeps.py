@@ -89,6 +89,17 @@ def test_a_grid_sweep_is_held_and_driven_by_the_service(experiment: Experiment, 
     assert sweep.best(metric="loss", mode="min").name in {t.name for t in sweep.trials}
 
 
+def test_watch_prints_the_table_as_it_changes_until_the_sweep_ends(experiment: Experiment, cluster: GpuCluster,
+                                                                   trial_spec: HorovodJob,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    sweep = experiment.sweep(trial_spec, name="watched", parameters={"lr": [0.001, 0.002]}, cluster=cluster)
+    results = sweep.watch(poll_interval=0.2)
+    printed = capsys.readouterr().out
+    assert results.state is SweepState.COMPLETED
+    assert printed.count("sweep watched: ") >= 2  # printed again as it changed
+    assert printed.rstrip().endswith(str(results).rstrip())  # the last table is the final one
+
+
 def test_the_creating_process_may_exit_at_once(experiment: Experiment, cluster: GpuCluster, trial_spec: HorovodJob,
                                                service: LocalService) -> None:
     """A process creates the sweep and exits at once; a later one finds it completed with its best trial."""

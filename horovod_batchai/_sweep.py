@@ -172,4 +172,35 @@ class Sweep(SweepBase):
         metric, mode = self._best_arguments(metric, mode)
         return self._best_in(self.results(), metric, mode)
 
+    # -- every trial in one TensorBoard, with HParams (the block ends the class: see _tensorboard.py) --
+    if TYPE_CHECKING:
+        from pathlib import Path as _Path
 
+        from ._tensorboard import SweepTensorBoard as _SweepTensorBoard
+
+    def tensorboard(self, *, logdir: "str | _Path | None" = None, port: Optional[int] = None, start: bool = True,
+                    keep_alive: bool = False) -> "_SweepTensorBoard":
+        """Sync every trial's TensorBoard event files to ``logdir/<trial>`` (default
+        ``./tensorboard/<sweep>``), write each trial's parameters and the final value of the sweep's
+        metric as HParams, and start one TensorBoard on them (on ``port``, default one the system
+        chooses): each trial is a run, and the HPARAMS tab compares them. TensorBoard ends when this
+        interpreter ends unless ``keep_alive``. Where TensorBoard is not installed nothing is
+        started and ``command_line`` says what to run (it comes with TensorFlow; or ``pip install
+        tensorboard``).
+
+        :keyword logdir: the local directory for the trials' event files (default ``./tensorboard/<sweep>``).
+        :keyword int port: the port TensorBoard listens on (default: one the system chooses).
+        :keyword bool start: False: only sync, do not start TensorBoard.
+        :keyword bool keep_alive: let TensorBoard outlive this interpreter.
+        :returns: a ``TensorBoard`` whose ``sync()`` fetches what the trials wrote since.
+        :raises InvalidSpecError: for a bad port."""
+        from pathlib import Path
+
+        from ._shared.job import check_tensorboard_port
+        from ._shared.tensorboard import SweepRun
+        from ._tensorboard import open_sweep_tensorboard
+        check_tensorboard_port(port)
+        runs = [SweepRun(r.trial.name, r.trial.parameters, r.trial.job, r.final, r.epochs) for r in self.results()]
+        return open_sweep_tensorboard(self.name, self.metric, list(self.definition.space), runs,
+                                      None if logdir is None else Path(logdir), port=port, start=start,
+                                      keep_alive=keep_alive)

@@ -84,6 +84,8 @@ def curves_figure(sweep: str, metric: str, curves: Sequence[TrialCurve], *, best
         drawn += 1
     ax.set_title(f"sweep {sweep}: {metric} per epoch, {drawn} of {len(curves)} trial(s)")
     if drawn:
+        from matplotlib.ticker import MaxNLocator
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
         ax.set_xlabel("epoch")
         ax.set_ylabel(metric)
         ax.grid(True, alpha=0.3)
@@ -151,9 +153,9 @@ def parallel_coordinates_figure(sweep: str, parameters: Sequence[str], metric: s
     for i in order:
         ys = [column[0][i] for column in columns]
         ax.plot(range(len(names)), ys, color=colours(shade(values[i])), linewidth=1.6,  # type: ignore[arg-type]
-                alpha=0.9, marker="o", markersize=3)
+                alpha=0.9, marker="o", markersize=3, label=scored[i].trial)
     for x, (name, (_, ticks, labels)) in enumerate(zip(names, columns)):
-        ax.axvline(x, color="0.3", linewidth=0.8)
+        ax.axvline(x, color="0.3", linewidth=0.8, label=f"_axis {name}")  # "_": not a trial
         for y, label in zip(ticks, labels):
             ax.text(x + 0.03, y, label, fontsize="x-small", va="center", ha="left", color="0.2")
     ax.set_xticks(range(len(names)))

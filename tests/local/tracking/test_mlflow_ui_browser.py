@@ -16,7 +16,6 @@ import shutil
 import struct
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Iterator, List
 from urllib.parse import urlencode

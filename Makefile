@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 HOROVOD_BUILD_ENV := HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 \
                      HOROVOD_WITHOUT_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1
 
-.PHONY: install client-venvs chroot-tools python313 tutorial test docs benchmarks clean
+.PHONY: install client-venvs chroot-tools browser-tools python313 tutorial test docs benchmarks clean
 
 # The stamp makes repeated runs cheap; it is rebuilt whenever setup.py or this file changes.
 $(VENV)/.installed: setup.py Makefile
@@ -56,6 +56,18 @@ chroot-tools:
 	    echo "the Python 3.13 test (tests/python313) will be skipped."; \
 	fi
 
+# Chromium (Debian's package) for the test that looks at MLflow's UI in a real headless browser
+# (tests/local/tracking/test_mlflow_ui_browser.py); it needs root and apt-get, and without them the
+# test is skipped, except in CI (CI=true), where it fails.
+browser-tools:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+	    echo "chromium is missing and cannot be installed here (needs root and apt-get):"; \
+	    echo "the MLflow UI browser test will be skipped (and fail in CI)."; \
+	fi
+
 python313: install chroot-tools
 	$(PY) tests/python313/trixie.py
 
@@ -67,7 +79,7 @@ python313: install chroot-tools
 # for a build still under way (each holds a lock), or build it themselves if it failed. Tests are
 # handed out one at a time (--maxschedchunk 1), the long ones first, so the workers end together.
 TEST_WORKERS ?= auto
-test: install chroot-tools
+test: install chroot-tools browser-tools
 	($(PY) tests/client_venvs.py && $(PY) tests/python313/trixie.py) >.test-builds.log 2>&1 & builds=$$!; \
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --maxschedchunk 1 -m "not serial"; parallel=$$?; \
 	wait $$builds || { echo "== building the test clients failed:"; cat .test-builds.log; }; \

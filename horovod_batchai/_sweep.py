@@ -29,11 +29,14 @@ from ._shared.held_sweep import HeldSweepBase
 from ._shared.sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in
 
 if TYPE_CHECKING:
+    from pathlib import Path as _Path
+
     from azure.core.polling import LROPoller
 
     from ._experiment import Experiment
     from ._job import Job
     from ._models.job_spec import HorovodJob
+    from ._tensorboard import SweepTensorBoard as _SweepTensorBoard
 
 __all__ = ["Sweep", "ClientSweep"]
 
@@ -175,7 +178,23 @@ class ClientSweep(SweepBase):
         metric, mode = self._best_arguments(metric, mode)
         return self._best_in(self.results(), metric, mode)
 
+    def tensorboard(self, *, logdir: "str | _Path | None" = None, port: Optional[int] = None, start: bool = True,
+                    keep_alive: bool = False) -> "_SweepTensorBoard":
+        """Sync every trial's TensorBoard event files to ``logdir/<trial>`` (default
+        ``./tensorboard/<sweep>``), write each trial's parameters and the final value of the sweep's
+        metric as HParams, and start one TensorBoard on them (on ``port``, default one the system
+        chooses): each trial is a run, and the HPARAMS tab compares them. TensorBoard ends when this
+        interpreter ends unless ``keep_alive``. Where TensorBoard is not installed nothing is
+        started and ``command_line`` says what to run (it comes with TensorFlow; or ``pip install
+        tensorboard``).
 
+        :keyword logdir: the local directory for the trials' event files (default ``./tensorboard/<sweep>``).
+        :keyword int port: the port TensorBoard listens on (default: one the system chooses).
+        :keyword bool start: False: only sync, do not start TensorBoard.
+        :keyword bool keep_alive: let TensorBoard outlive this interpreter.
+        :returns: a ``TensorBoard`` whose ``sync()`` fetches what the trials wrote since.
+        :raises InvalidSpecError: for a bad port."""
+        return _open_tensorboard(self.name, self.metric, self.results(), logdir, port, start, keep_alive)
 
 
 class Sweep(HeldSweepBase):
@@ -275,3 +294,30 @@ class Sweep(HeldSweepBase):
         """Delete the sweep from the service (its live trials are cancelled first); the trials'
         jobs stay in the experiment, with their outputs."""
         self.experiment._backend.delete_sweep(self._ref)
+
+    def tensorboard(self, *, logdir: "str | _Path | None" = None, port: Optional[int] = None, start: bool = True,
+                    keep_alive: bool = False) -> "_SweepTensorBoard":
+        """Every trial's event files in one TensorBoard, with HParams (see :meth:`ClientSweep.tensorboard`).
+
+        :keyword logdir: the local directory for the trials' event files (default ``./tensorboard/<sweep>``).
+        :keyword int port: the port TensorBoard listens on (default: one the system chooses).
+        :keyword bool start: False: only sync, do not start TensorBoard.
+        :keyword bool keep_alive: let TensorBoard outlive this interpreter.
+        :returns: a ``TensorBoard`` whose ``sync()`` fetches what the trials wrote since.
+        :raises InvalidSpecError: for a bad port."""
+        return _open_tensorboard(self.name, self.metric, self.results(), logdir, port, start, keep_alive)
+
+
+def _open_tensorboard(name: str, metric: str, results: SweepResults, logdir: Any, port: Optional[int], start: bool,
+                      keep_alive: bool) -> Any:
+    """One TensorBoard over a sweep's trials, each a run with its parameters as HParams."""
+    from pathlib import Path
+
+    from ._shared.job import check_tensorboard_port
+    from ._shared.tensorboard import SweepRun
+    from ._tensorboard import open_sweep_tensorboard
+    check_tensorboard_port(port)
+    runs = [SweepRun(r.trial.name, r.trial.parameters, r.trial.job, r.final, r.epochs) for r in results]
+    return open_sweep_tensorboard(name, metric, list(results.parameters), runs,
+                                  None if logdir is None else Path(logdir), port=port, start=start,
+                                  keep_alive=keep_alive)

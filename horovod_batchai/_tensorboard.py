@@ -3,20 +3,27 @@
 The event files are under ``tensorboard/`` in the job's output directory (``stdouterr``), where the
 ``training`` package writes them on rank 0. A sync fetches the files that are new or have grown
 since the last one, so it can be repeated while the job runs. TensorBoard ships with TensorFlow;
-where it is not installed, the command to run is given instead of starting it.
+where it is not installed, the command to run is given instead of starting it. A TensorBoard
+started here ends when this interpreter ends, unless started with ``keep_alive=True``.
+
+A sweep's TensorBoard (:meth:`Sweep.tensorboard`) holds every trial's event files, each trial a
+run, with its parameters and the final value of the sweep's metric written as HParams, so that
+TensorBoard's HPARAMS tab compares them.
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
-from ._shared.tensorboard import EVENTS_DIR, TensorBoardBase, event_files_to_fetch, has_event_files, tensorboard_folder
+from ._shared.paths import local_path_under
+from ._shared.tensorboard import (EVENTS_DIR, HParamsWriter, SweepRun, TensorBoardBase, event_files_to_fetch,
+                                  has_event_files, sweep_tensorboard_folder, tensorboard_folder, tensorboard_installed)
 
 if TYPE_CHECKING:
     from ._job import Job
 
-__all__ = ["TensorBoard", "sync_event_files"]
+__all__ = ["TensorBoard", "SweepTensorBoard", "sync_event_files", "open_tensorboard", "open_sweep_tensorboard"]
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +60,16 @@ class TensorBoard(TensorBoardBase):
         :returns: the number of files fetched."""
         return sync_event_files(self.job, self.logdir)
 
-    def start(self, *, timeout: float = 120.0) -> "TensorBoard":
+    def start(self, *, timeout: float = 120.0, keep_alive: bool = False) -> "TensorBoard":
         """Start TensorBoard on :attr:`logdir` and wait until it says where it listens; when
         TensorBoard is not installed, log the command and return without starting anything.
+        TensorBoard ends when this interpreter ends (a notebook's kernel too, however it ends),
+        unless ``keep_alive`` is True: then it serves on until :meth:`stop` or killed by hand.
 
         :keyword float timeout: seconds to wait for TensorBoard to say where it listens.
+        :keyword bool keep_alive: let TensorBoard outlive this interpreter.
         :returns: the TensorBoard itself."""
-        self._start(timeout)
+        self._start(timeout, keep_alive)
         return self
 
     def stop(self) -> None:
@@ -78,4 +88,52 @@ def open_tensorboard(job: "Job", logdir: Optional[Path], *, port: Optional[int],
     board.sync()
     if start:
         board.start()
+    return board
+
+
+class SweepTensorBoard(TensorBoard):
+    """A sweep's TensorBoard: every trial's event files under ``logdir/<trial>``, each trial a
+    run, and its parameters and the final value of the sweep's metric as HParams (the HPARAMS tab
+    compares the trials). Made by :meth:`Sweep.tensorboard`; :meth:`sync` fetches what the trials
+    wrote since and updates their HParams. :attr:`job` is None."""
+
+    def __init__(self, sweep: str, metric: str, parameters: Sequence[str], runs: Sequence[SweepRun], logdir: Path,
+                 port: Optional[int]) -> None:
+        super().__init__(None, logdir, port)  # type: ignore[arg-type]
+        self.sweep = sweep
+        self.runs = tuple(runs)
+        self._hparams = HParamsWriter(logdir, metric, parameters)
+
+    def __repr__(self) -> str:
+        return (f"TensorBoard(sweep={self.sweep!r}, trials={len(self.runs)}, logdir={str(self.logdir)!r}, "
+                f"url={self.url!r})")
+
+    def _subject(self) -> Tuple[str, str]:
+        return "sweep", self.sweep
+
+    def sync(self) -> int:
+        """Fetch the event files the trials wrote since the last sync, and write the HParams of the
+        trials whose values changed; returns how many event files were fetched.
+
+        :returns: the number of files fetched."""
+        fetched = 0
+        for run in self.runs:
+            if run.job is not None:
+                fetched += sync_event_files(run.job, local_path_under(self.logdir, run.name))
+        if tensorboard_installed():
+            self._hparams.write(self.runs)
+        else:
+            log.warning("HParams of sweep %s not written: the tensorboard package is not installed (it comes with "
+                        "TensorFlow; or pip install tensorboard)", self.sweep)
+        return fetched
+
+
+def open_sweep_tensorboard(sweep: str, metric: str, parameters: Sequence[str], runs: Sequence[SweepRun],
+                           logdir: Optional[Path], *, port: Optional[int], start: bool,
+                           keep_alive: bool) -> SweepTensorBoard:
+    """The TensorBoard of a sweep's ``runs`` (its trials), synced, and started when ``start``."""
+    board = SweepTensorBoard(sweep, metric, parameters, runs, sweep_tensorboard_folder(sweep, logdir), port)
+    board.sync()
+    if start:
+        board.start(keep_alive=keep_alive)
     return board

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from .._models.errors import NotFoundError, WaitTimeoutError
 from .._models.records import JobRef, SweepRecord, SweepTrialRecord
 from .._models.sweep_job import caller_names
-from .metrics import MetricsTable, best_of
+from .metrics import EpochMetrics, MetricsTable, best_of
 from .sweep import BestOf, SweepResults, SweepState, Trial, TrialResult
 
 __all__ = ["HeldSweepBase", "HELD_STATES"]
@@ -95,9 +95,17 @@ class HeldSweepBase(BestOf):
         for trial in self.trials:
             parameters += [p for p in trial.parameters if p not in parameters]
         rows = [TrialResult(trial, record.epochs, record.objective, best_of(list(record.values), self.mode),
-                            tables.get(trial.index)) for trial, record in zip(self.trials, self._record.trials)]
+                            tables.get(trial.index) or self._objective_table(record))
+                for trial, record in zip(self.trials, self._record.trials)]
         best = self._record.best
         return SweepResults(self.name, self.metric, self.mode, self.state, parameters, rows, best_trial=best)
+
+    def _objective_table(self, record: SweepTrialRecord) -> MetricsTable:
+        """The objective epoch by epoch, as the service recorded it: what the results' curves draw
+        without reading every trial's job."""
+        rows = tuple(EpochMetrics(epoch, {self.metric: value}) for epoch, value in enumerate(record.values, 1))
+        return MetricsTable(job=record.name, columns=(self.metric,), rows=rows,
+                            reason="" if rows else "no epoch recorded yet", execution_state=record.status)
 
     def _timeout_error(self, timeout: Optional[float]) -> WaitTimeoutError:
         running = sum(t.status == "running" for t in self.trials)

@@ -232,6 +232,44 @@ class SweepResults:
                         f"({html.escape(self.metric)} {html.escape(format_number(best.best))})")
         return caption + "</p>" + html_table(headers, rows, numeric=numeric)
 
+    # -- comparing the trials: charts drawn by _shared/sweep_plots.py (matplotlib: the notebook extra) --
+    def _metric_of(self, metric: Optional[str]) -> str:
+        from .sweep_plots import check_metric
+        known = sorted({c for r in self.results if r.metrics is not None for c in r.metrics.columns})
+        return check_metric(self.metric if metric is None else metric, known)
+
+    def plot(self, metric: Optional[str] = None) -> Any:
+        """Every trial's curve of ``metric`` (default: the sweep's) per epoch on one chart, the
+        best trial's drawn thicker, as a matplotlib ``Figure`` (matplotlib: the ``notebook`` extra).
+
+        :param str metric: the metric to draw (default: the sweep's).
+        :returns: a matplotlib ``Figure``.
+        :raises MissingDependencyError: when matplotlib is not installed."""
+        from .sweep_plots import TrialCurve, curves_figure
+        metric = self._metric_of(metric)
+        curves = [TrialCurve(r.trial.name, r.metrics.epochs, r.metrics.column(metric))
+                  if r.metrics is not None and metric in r.metrics.columns else TrialCurve(r.trial.name, (), ())
+                  for r in self.results]
+        best = self.best() if metric == self.metric else None
+        return curves_figure(self.sweep, metric, curves, best=best.trial.name if best is not None else None)
+
+    def plot_parallel_coordinates(self, metric: Optional[str] = None) -> Any:
+        """Parallel coordinates: an axis per parameter and one for the final value of ``metric``
+        (default: the sweep's), a line per trial coloured by that value, as a matplotlib ``Figure``
+        (matplotlib: the ``notebook`` extra).
+
+        :param str metric: the metric whose final value is the last axis (default: the sweep's).
+        :returns: a matplotlib ``Figure``.
+        :raises MissingDependencyError: when matplotlib is not installed."""
+        from .sweep_plots import TrialPoint, parallel_coordinates_figure
+        metric = self._metric_of(metric)
+        points = []
+        for r in self.results:
+            values = r.metrics.column(metric) if r.metrics is not None and metric in r.metrics.columns else []
+            present = [v for v in values if v is not None]
+            points.append(TrialPoint(r.trial.name, r.trial.parameters, present[-1] if present else None))
+        return parallel_coordinates_figure(self.sweep, self.parameters, metric, self.mode, points)
+
 
 class BestOf:
     """Picking the best trial by any metric from the trials' metrics tables, for every kind of

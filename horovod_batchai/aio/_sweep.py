@@ -29,9 +29,12 @@ from .._shared.held_sweep import HeldSweepBase
 from .._shared.sweep import SweepBase, SweepResults, SweepState, Trial, sweeps_in
 
 if TYPE_CHECKING:
+    from pathlib import Path as _Path
+
     from .._models.job_spec import HorovodJob
     from ._experiment import Experiment
     from ._job import Job
+    from ._tensorboard import SweepTensorBoard as _SweepTensorBoard
 
 __all__ = ["Sweep", "ClientSweep"]
 
@@ -183,6 +186,12 @@ class ClientSweep(SweepBase):
         metric, mode = self._best_arguments(metric, mode)
         return self._best_in(await self.results(), metric, mode)
 
+    async def tensorboard(self, *, logdir: "str | _Path | None" = None, port: Optional[int] = None,
+                          start: bool = True, keep_alive: bool = False) -> "_SweepTensorBoard":
+        """Every trial's event files in one TensorBoard, with HParams (see
+        :meth:`horovod_batchai.ClientSweep.tensorboard`)."""
+        return await _open_tensorboard(self.name, self.metric, await self.results(), logdir, port, start, keep_alive)
+
 
 class Sweep(HeldSweepBase):
     """A sweep the service holds and drives (see :class:`horovod_batchai.Sweep`): waiting only
@@ -235,3 +244,24 @@ class Sweep(HeldSweepBase):
     async def delete(self) -> None:
         """Delete the sweep from the service (see :meth:`horovod_batchai.Sweep.delete`)."""
         await self.experiment._backend.delete_sweep(self._ref)
+
+    async def tensorboard(self, *, logdir: "str | _Path | None" = None, port: Optional[int] = None,
+                          start: bool = True, keep_alive: bool = False) -> "_SweepTensorBoard":
+        """Every trial's event files in one TensorBoard, with HParams (see
+        :meth:`horovod_batchai.ClientSweep.tensorboard`)."""
+        return await _open_tensorboard(self.name, self.metric, await self.results(), logdir, port, start, keep_alive)
+
+
+async def _open_tensorboard(name: str, metric: str, results: SweepResults, logdir: Any, port: Optional[int],
+                            start: bool, keep_alive: bool) -> Any:
+    """One TensorBoard over a sweep's trials, each a run with its parameters as HParams."""
+    from pathlib import Path
+
+    from .._shared.job import check_tensorboard_port
+    from .._shared.tensorboard import SweepRun
+    from ._tensorboard import open_sweep_tensorboard
+    check_tensorboard_port(port)
+    runs = [SweepRun(r.trial.name, r.trial.parameters, r.trial.job, r.final, r.epochs) for r in results]
+    return await open_sweep_tensorboard(name, metric, list(results.parameters), runs,
+                                        None if logdir is None else Path(logdir), port=port, start=start,
+                                        keep_alive=keep_alive)

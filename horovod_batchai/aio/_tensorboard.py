@@ -1,17 +1,23 @@
 """A job's TensorBoard event files, for asyncio: fetched through the aio clients, and TensorBoard
-started on them by the sync API's own process handling (see :mod:`horovod_batchai._tensorboard`)."""
+started on them by the sync API's own process handling (see :mod:`horovod_batchai._tensorboard`), and
+a sweep's TensorBoard with its trials' HParams."""
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+import logging
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
-from .._shared.tensorboard import EVENTS_DIR, TensorBoardBase, event_files_to_fetch, has_event_files, tensorboard_folder
+from .._shared.paths import local_path_under
+from .._shared.tensorboard import (EVENTS_DIR, HParamsWriter, SweepRun, TensorBoardBase, event_files_to_fetch,
+                                   has_event_files, sweep_tensorboard_folder, tensorboard_folder, tensorboard_installed)
 
 if TYPE_CHECKING:
     from ._job import Job
 
-__all__ = ["TensorBoard", "sync_event_files", "open_tensorboard"]
+__all__ = ["TensorBoard", "SweepTensorBoard", "sync_event_files", "open_tensorboard", "open_sweep_tensorboard"]
+
+log = logging.getLogger(__name__)
 
 
 async def sync_event_files(job: "Job", logdir: Path) -> int:
@@ -41,10 +47,11 @@ class TensorBoard(TensorBoardBase):
         """Fetch the event files the job wrote since the last sync; returns how many."""
         return await sync_event_files(self.job, self.logdir)
 
-    async def start(self, *, timeout: float = 120.0) -> "TensorBoard":
+    async def start(self, *, timeout: float = 120.0, keep_alive: bool = False) -> "TensorBoard":
         """Start TensorBoard on :attr:`logdir` and wait (at most ``timeout`` seconds) until it
-        says where it listens; when TensorBoard is not installed, log the command and start nothing."""
-        await asyncio.to_thread(self._start, timeout)
+        says where it listens; when TensorBoard is not installed, log the command and start nothing.
+        It ends when this interpreter ends, unless ``keep_alive`` is True."""
+        await asyncio.to_thread(self._start, timeout, keep_alive)
         return self
 
     async def stop(self) -> None:
@@ -63,4 +70,48 @@ async def open_tensorboard(job: "Job", logdir: Optional[Path], *, port: Optional
     await board.sync()
     if start:
         await board.start()
+    return board
+
+
+class SweepTensorBoard(TensorBoard):
+    """A sweep's TensorBoard (see :class:`horovod_batchai._tensorboard.SweepTensorBoard`):
+    ``await board.sync()`` fetches the trials' event files and writes their HParams."""
+
+    def __init__(self, sweep: str, metric: str, parameters: Sequence[str], runs: Sequence[SweepRun], logdir: Path,
+                 port: Optional[int]) -> None:
+        super().__init__(None, logdir, port)  # type: ignore[arg-type]
+        self.sweep = sweep
+        self.runs = tuple(runs)
+        self._hparams = HParamsWriter(logdir, metric, parameters)
+
+    def __repr__(self) -> str:
+        return (f"TensorBoard(sweep={self.sweep!r}, trials={len(self.runs)}, logdir={str(self.logdir)!r}, "
+                f"url={self.url!r})")
+
+    def _subject(self) -> Tuple[str, str]:
+        return "sweep", self.sweep
+
+    async def sync(self) -> int:
+        """Fetch the event files the trials wrote since the last sync, and write the HParams of the
+        trials whose values changed; returns how many event files were fetched."""
+        fetched = 0
+        for run in self.runs:
+            if run.job is not None:
+                fetched += await sync_event_files(run.job, local_path_under(self.logdir, run.name))
+        if tensorboard_installed():
+            await asyncio.to_thread(self._hparams.write, self.runs)
+        else:
+            log.warning("HParams of sweep %s not written: the tensorboard package is not installed (it comes with "
+                        "TensorFlow; or pip install tensorboard)", self.sweep)
+        return fetched
+
+
+async def open_sweep_tensorboard(sweep: str, metric: str, parameters: Sequence[str], runs: Sequence[SweepRun],
+                                 logdir: Optional[Path], *, port: Optional[int], start: bool,
+                                 keep_alive: bool) -> SweepTensorBoard:
+    """The TensorBoard of a sweep's ``runs`` (its trials), synced, and started when ``start``."""
+    board = SweepTensorBoard(sweep, metric, parameters, runs, sweep_tensorboard_folder(sweep, logdir), port)
+    await board.sync()
+    if start:
+        await board.start(keep_alive=keep_alive)
     return board

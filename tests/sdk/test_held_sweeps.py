@@ -81,6 +81,10 @@ def test_a_grid_sweep_is_held_and_driven_by_the_service(experiment: Experiment, 
     assert results.best() is not None and results.best().trial.name == best.name
     assert best.job is not None and best.job.metrics().column("val_accuracy")[-1] == pytest.approx(1.0164)
     assert "reason" in results.columns and "grid-" in str(results)
+    # the trials' curves of the objective, as the service recorded them (no request per trial)
+    curves = results.plot().axes[0].get_lines()
+    assert sorted(line.get_label() for line in curves) == ["grid-0", "grid-1", "grid-2", "grid-3 (best)"]
+    assert all(list(line.get_xdata()) == [1, 2] for line in curves)
     # any process finds it through the service
     again = experiment.get_sweep("grid")
     assert again.state is SweepState.COMPLETED and again.best().name == best.name

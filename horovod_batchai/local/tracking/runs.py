@@ -1,7 +1,8 @@
 """Each job an MLflow run: created when the job starts, ended with it.
 
 The experiment is named after the job's Batch AI experiment, the run after the job; tags name
-the job's id, its cluster and its node count. The job's processes get what Azure ML gives its
+the job's id, its cluster and its node count, and for a sweep's trial its sweep, number and
+parameter values (``horovod_batchai.sweep``, ``.trial``, ``.parameter.<name>``). The job's processes get what Azure ML gives its
 jobs: ``MLFLOW_TRACKING_URI``, ``MLFLOW_RUN_ID``, ``MLFLOW_EXPERIMENT_NAME`` and
 ``MLFLOW_EXPERIMENT_ID``, and ``MLFLOW_TRACKING_TOKEN`` (a secret: it travels as the job's own
 secrets do) with ``MLFLOW_TRACKING_SERVER_CERT_PATH`` (the service's CA), so that a script's
@@ -25,7 +26,14 @@ from ..core.context import ServiceContext
 from ..core.store import resource_key
 from .endpoint import PATH_PREFIX, TrackingEndpoint, TrackingRequestFailed
 
-__all__ = ["JobTracking", "JobRuns", "RUN_STATUSES", "job_run_tags", "job_runs"]
+__all__ = ["JobTracking", "JobRuns", "RUN_STATUSES", "job_run_tags", "job_runs", "SWEEP_NAME_VARIABLE",
+           "TRIAL_INDEX_VARIABLE", "TRIAL_PARAMETERS_VARIABLE"]
+
+#: the variables of a sweep's trial job, which the service's sweep driver sets: its sweep, its number,
+#: and its values as a JSON object
+SWEEP_NAME_VARIABLE = "AZ_BATCHAI_SWEEP_NAME"
+TRIAL_INDEX_VARIABLE = "AZ_BATCHAI_TRIAL_INDEX"
+TRIAL_PARAMETERS_VARIABLE = "AZ_BATCHAI_TRIAL_PARAMETERS"
 
 #: how a job's run can end: it succeeded, it failed, the user terminated it (or deleted it running).
 RUN_STATUSES = frozenset({"FINISHED", "FAILED", "KILLED"})
@@ -49,10 +57,23 @@ def _id_part(job_id: str, name: str) -> str:
 
 def job_run_tags(job: Mapping[str, Any]) -> dict[str, str]:
     props = job.get("properties") or {}
-    return {"horovod_batchai.job_id": str(job.get("id", "")),
+    tags = {"horovod_batchai.job_id": str(job.get("id", "")),
             "horovod_batchai.cluster_id": str((props.get("cluster") or {}).get("id") or ""),
             "horovod_batchai.node_count": str(props.get("nodeCount") or 1),
             "horovod_batchai.workspace": _id_part(str(job.get("id", "")), "workspaces")}
+    # a sweep's trial: the variables the service gave it (batchai/sweeps/spec.py) name its sweep and values
+    variables = {str(v.get("name")): str(v.get("value", "")) for v in props.get("environmentVariables") or []
+                 if isinstance(v, dict)}
+    if variables.get(SWEEP_NAME_VARIABLE):
+        tags["horovod_batchai.sweep"] = variables[SWEEP_NAME_VARIABLE]
+        tags["horovod_batchai.trial"] = variables.get(TRIAL_INDEX_VARIABLE, "")
+        try:
+            values = json.loads(variables.get(TRIAL_PARAMETERS_VARIABLE, "{}"))
+        except ValueError:
+            values = {}
+        for name, value in (values.items() if isinstance(values, dict) else ()):
+            tags[f"horovod_batchai.parameter.{name}"] = str(value)
+    return tags
 
 
 class JobRuns:

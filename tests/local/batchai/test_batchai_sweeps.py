@@ -58,7 +58,10 @@ def test_a_grid_sweep_runs_every_point_at_most_max_concurrent_at_once_and_keeps_
     job = lab.job("grid-1")
     assert job.execution_state == "succeeded"
     assert "--x 0.25" in job.custom_toolkit_settings.command_line
-    assert [(v.name, v.value) for v in job.environment_variables] == [("X_VALUE", "0.25")]
+    # its own variables, with the value in place, then the service's: its sweep, number and values
+    assert [(v.name, v.value) for v in job.environment_variables] == [
+        ("X_VALUE", "0.25"), ("AZ_BATCHAI_SWEEP_NAME", "grid"), ("AZ_BATCHAI_TRIAL_INDEX", "1"),
+        ("AZ_BATCHAI_TRIAL_PARAMETERS", '{"x":0.25}')]
     # Each trial has its own output directory (TRIAL), listed like any output directory.
     for trial in trials:
         model = lab.files(trial["name"], "TRIAL")["model.txt"]

@@ -168,7 +168,8 @@ class SweepDriver:
         try:
             slot = self.batchai.job_slot(sub, rg, ws, exp, trial["name"])
             if slot.existing is None:
-                parsed = parse_job_create(trial_job_body(spec, trial["parameters"]))
+                parsed = parse_job_create(trial_job_body(spec, trial["parameters"], sweep=sweep_id.rsplit("/", 1)[-1],
+                                                         index=int(trial["index"])))
                 self.batchai.check_job_cluster(parsed.properties, sub)
                 self.batchai.put_job(slot, parsed)
         except ArmError as err:

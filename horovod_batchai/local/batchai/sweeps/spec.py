@@ -15,6 +15,7 @@ sample of the parameters filled in), so a sweep that is accepted has trials the 
 from __future__ import annotations
 
 import copy
+import json
 import re
 import shlex
 from dataclasses import dataclass
@@ -22,16 +23,20 @@ from typing import Any, Callable, Optional
 
 from ...core.arm_errors import ArmError, InvalidParameter, InvalidRequestContent, MissingRequiredProperty
 from ...core.durations import format_duration, parse_duration
+from ...tracking.runs import SWEEP_NAME_VARIABLE, TRIAL_INDEX_VARIABLE, TRIAL_PARAMETERS_VARIABLE
 from ..validation import TOOLKITS, Parsed, parse_job_create
 from .policies import BANDIT, POLICIES, TRUNCATION, Policy
 from .sampling import ALGORITHMS, BAYESIAN, BAYESIAN_DISTRIBUTIONS, GRID, GRID_DISTRIBUTIONS, planned_trials
 from .search_space import Parameter, parse_search_space, random_point
 
 __all__ = ["SweepSpec", "parse_sweep_create", "spec_of", "stored_properties", "fill_trial", "trial_job_body",
+           "TRIAL_VARIABLES",
            "TRIAL_OUTPUT_ID", "PLACEHOLDER", "MAX_NAME"]
 
 #: the id of each trial's own output directory: ``$AZ_BATCHAI_OUTPUT_TRIAL`` on its nodes.
 TRIAL_OUTPUT_ID = "TRIAL"
+#: what a trial's job is told of its sweep (the service's: a trial that declares one is refused)
+TRIAL_VARIABLES = (SWEEP_NAME_VARIABLE, TRIAL_INDEX_VARIABLE, TRIAL_PARAMETERS_VARIABLE)
 PLACEHOLDER = re.compile(r"\$\{\{\s*search_space\.([A-Za-z0-9_]+)\s*\}\}")
 #: the longest sweep name: trial jobs are named <sweep>-<index> and a job name is at most 64 long.
 MAX_NAME = 54
@@ -171,10 +176,16 @@ def _check_placeholders(trial: dict[str, Any], names: set[str]) -> None:
     _each_string(trial, "", visit)
 
 
-def trial_job_body(spec: SweepSpec, values: dict[str, Any]) -> dict[str, Any]:
-    """A trial's job PUT body: the trial with ``values`` filled in, its own output directory, and the
-    trial timeout as its wall-clock limit."""
+def trial_job_body(spec: SweepSpec, values: dict[str, Any], *, sweep: str = "", index: int = 0) -> dict[str, Any]:
+    """A trial's job PUT body: the trial with ``values`` filled in, its own output directory, the
+    trial timeout as its wall-clock limit, and variables naming its sweep, its number and its values
+    (which the job's MLflow run carries as tags)."""
     props = fill_trial(spec.trial, values)
+    props["environmentVariables"] = [*(props.get("environmentVariables") or []),
+                                     {"name": SWEEP_NAME_VARIABLE, "value": sweep},
+                                     {"name": TRIAL_INDEX_VARIABLE, "value": str(index)},
+                                     {"name": TRIAL_PARAMETERS_VARIABLE,
+                                      "value": json.dumps(values, separators=(",", ":"), sort_keys=True)}]
     prefix = props.get("stdOutErrPathPrefix") or "$AZ_BATCHAI_SHARED_JOB_TEMP"
     props["outputDirectories"] = [*(props.get("outputDirectories") or []),
                                   {"id": TRIAL_OUTPUT_ID, "pathPrefix": prefix}]
@@ -230,6 +241,11 @@ def spec_of(props: dict[str, Any]) -> SweepSpec:
            for d in trial.get("outputDirectories") or []):
         raise InvalidParameter(f"The output directory id '{TRIAL_OUTPUT_ID}' is the service's: each trial gets it "
                                "as its own output directory.", target="properties.trial.outputDirectories")
+    declared = [v.get("name") for v in trial.get("environmentVariables") or [] if isinstance(v, dict)]
+    taken = [name for name in TRIAL_VARIABLES if name in declared]
+    if taken:
+        raise InvalidParameter(f"The environment variable '{taken[0]}' is the service's: each trial gets it, naming "
+                               "its sweep, its number and its values.", target="properties.trial.environmentVariables")
     _check_placeholders(trial, {p.name for p in space})
     return SweepSpec(algorithm=algorithm, seed=seed, space=space, metric=metric.strip(), maximize=goal == "maximize",
                      max_total=max_total, max_concurrent=max_concurrent or max_total,

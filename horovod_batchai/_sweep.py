@@ -241,7 +241,7 @@ class Sweep(HeldSweepBase):
             if on_step is not None:
                 on_step(self)
             if self.state.is_terminal():
-                return self._results()
+                return self.results()
             if polling.expired():
                 raise self._timeout_error(timeout)
             polling.pause()
@@ -262,10 +262,12 @@ class Sweep(HeldSweepBase):
             return self._results()
 
     def results(self) -> SweepResults:
-        """One row per trial: parameters, status, reason, epochs, the objective's final and best value.
+        """One row per trial: parameters, status, reason, epochs, the objective's final and best
+        value, and each trial's metrics (read from its job: one request per trial).
 
         :returns: the :class:`SweepResults`."""
-        return self.refresh()._results()
+        self.refresh()
+        return self._results_with({t.index: cast(Any, t.job).metrics() for t in self.trials if t.job is not None})
 
     @positional_options("metric", "mode")
     def best(self, *, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
@@ -282,8 +284,7 @@ class Sweep(HeldSweepBase):
         if (metric is None or metric == self.metric) and (mode is None or mode == self.mode):
             return self._best_trial()
         metric, mode = self._best_arguments(metric, mode)
-        tables = {t.index: cast(Any, t.job).metrics() for t in self.trials if t.job is not None}
-        return self._best_in(self._results_with(tables), metric, mode)
+        return self._best_in(self.results(), metric, mode)
 
     def cancel(self) -> None:
         """Cancel the sweep: the service starts no more trials and cancels the live ones (their jobs

@@ -107,7 +107,7 @@ def watch(job: "Job", *, lines: int, curves: bool, poll_interval: Optional[float
         return status
 
 
-def results_view(write: Callable[[str], Any] = sys.stdout.write) -> Callable[[Any], None]:
+def results_view(write: Optional[Callable[[str], Any]] = None) -> Callable[[Any], None]:
     """What ``Sweep.watch()`` shows a sweep's results with: one display updated in place in a
     notebook; elsewhere the table printed again each time it changes."""
     if in_notebook():
@@ -127,5 +127,5 @@ def results_view(write: Callable[[str], Any] = sys.stdout.write) -> Callable[[An
         text = str(results)
         if not shown or shown[-1] != text:
             shown.append(text)
-            write(text + "\n")
+            (write or sys.stdout.write)(text + "\n")  # the stdout of the moment (a notebook's, a test's)
     return show_text

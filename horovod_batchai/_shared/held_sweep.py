@@ -90,7 +90,8 @@ class HeldSweepBase(BestOf):
         return self._results_with({})
 
     def _results_with(self, tables: Mapping[int, Optional[MetricsTable]]) -> SweepResults:
-        """The results; ``tables``: trials' metrics tables by index, read for another metric than the objective."""
+        """The results; ``tables``: the trials' metrics tables read from their jobs, by index (a trial
+        without one, or with an empty one, shows the objective as the service recorded it)."""
         parameters: List[str] = []
         for trial in self.trials:
             parameters += [p for p in trial.parameters if p not in parameters]

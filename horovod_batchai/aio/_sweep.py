@@ -218,14 +218,16 @@ class Sweep(HeldSweepBase):
             if on_step is not None:
                 on_step(self)
             if self.state.is_terminal():
-                return self._results()
+                return await self.results()
             if polling.expired():
                 raise self._timeout_error(timeout)
             await asyncio.sleep(polling.next_pause())
 
     async def results(self) -> SweepResults:
         """One row per trial (see :meth:`horovod_batchai.Sweep.results`)."""
-        return (await self.refresh())._results()
+        await self.refresh()
+        return self._results_with({t.index: await cast(Any, t.job).metrics() for t in self.trials
+                                   if t.job is not None})
 
     @positional_options("metric", "mode")
     async def best(self, *, metric: Optional[str] = None, mode: Optional[str] = None) -> Trial:
@@ -234,8 +236,7 @@ class Sweep(HeldSweepBase):
         if (metric is None or metric == self.metric) and (mode is None or mode == self.mode):
             return self._best_trial()
         metric, mode = self._best_arguments(metric, mode)
-        tables = {t.index: await cast(Any, t.job).metrics() for t in self.trials if t.job is not None}
-        return self._best_in(self._results_with(tables), metric, mode)
+        return self._best_in(await self.results(), metric, mode)
 
     async def cancel(self) -> None:
         """Cancel the sweep (see :meth:`horovod_batchai.Sweep.cancel`)."""

@@ -55,19 +55,19 @@ def test_a_sweeps_trials_in_one_tensorboard_from_asyncio(service: Any, tmp_path:
         spec = HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/scripts/trial.py", mounts=[await share.mount()])
         sweep = await experiment.sweep(spec, name="tb", parameters={"lr": [0.1, 0.4]}, cluster=cluster)
         results = await sweep.wait(timeout=600, poll_interval=0.5)
-        assert results.state is SweepState.SUCCEEDED, str(results)
+        assert results.state is SweepState.COMPLETED, str(results)
 
         board = await sweep.tensorboard(logdir=tmp_path / "tb")
         async with board:
             assert isinstance(board, TensorBoard) and board.url is not None and board.sweep == "tb"
             runs = await asyncio.to_thread(lambda: json.load(urllib.request.urlopen(board.url + "data/runs",
                                                                                     timeout=60)))
-            assert set(runs) >= {"tb-000", "tb-001", "tb-000/validation", "tb-001/validation"}
+            assert set(runs) >= {"tb-0", "tb-1", "tb-0/validation", "tb-1/validation"}
             groups = await asyncio.to_thread(_post, board.url + "data/plugin/hparams/session_groups", {
                 "experimentName": "", "allowedStatuses": ["STATUS_UNKNOWN"], "startIndex": 0, "sliceSize": 10,
                 "colParams": [{"hparam": "lr"}, {"metric": {"tag": "final_val_accuracy"}}]})
             shown = {g["name"]: (g["hparams"], g["metricValues"][0]["value"]) for g in groups["sessionGroups"]}
-            assert shown == {"tb-000": ({"lr": 0.1}, pytest.approx(0.11)), "tb-001": ({"lr": 0.4}, pytest.approx(0.41))}
+            assert shown == {"tb-0": ({"lr": 0.1}, pytest.approx(0.11)), "tb-1": ({"lr": 0.4}, pytest.approx(0.41))}
             assert await board.sync() == 0
         assert board.url is None and board.process is None
 

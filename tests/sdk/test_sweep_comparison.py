@@ -57,7 +57,7 @@ def finished(workspace: Workspace, cluster: GpuCluster, share: FileShare, tmp_pa
     experiment: Experiment = workspace.create_experiment("comparing")
     sweep = experiment.sweep(spec, name="cmp", parameters=PARAMETERS, cluster=cluster, max_concurrent_trials=2)
     results = sweep.wait(timeout=600)
-    assert results.state is SweepState.SUCCEEDED, str(results)
+    assert results.state is SweepState.COMPLETED, str(results)
     return sweep, results
 
 
@@ -71,14 +71,14 @@ def test_a_sweeps_trials_compared_on_charts_and_in_one_tensorboard(finished: Any
     import matplotlib
     matplotlib.use("Agg")
     sweep, results = finished
-    names = ["cmp-000", "cmp-001", "cmp-002", "cmp-003"]
+    names = ["cmp-0", "cmp-1", "cmp-2", "cmp-3"]
     finals = {r.trial.name: r.final for r in results}
-    assert finals == pytest.approx({"cmp-000": 0.12, "cmp-001": 0.17, "cmp-002": 0.32, "cmp-003": 0.37})
+    assert finals == pytest.approx({"cmp-0": 0.12, "cmp-1": 0.17, "cmp-2": 0.32, "cmp-3": 0.37})
 
     # Every trial's curve of the sweep's metric on one chart, the best one thicker.
     figure = results.plot()
     (ax,) = figure.axes
-    assert [line.get_label() for line in ax.lines] == ["cmp-000", "cmp-001", "cmp-002", "cmp-003 (best)"]
+    assert [line.get_label() for line in ax.lines] == ["cmp-0", "cmp-1", "cmp-2", "cmp-3 (best)"]
     assert [list(line.get_ydata()) for line in ax.lines][2] == pytest.approx([0.3, 0.31, 0.32])
     assert ax.lines[3].get_linewidth() > ax.lines[0].get_linewidth()
     assert ax.get_ylabel() == "val_accuracy" and "4 of 4 trial(s)" in ax.get_title()
@@ -121,7 +121,7 @@ def test_a_sweeps_trials_compared_on_charts_and_in_one_tensorboard(finished: Any
         runs = json.load(urllib.request.urlopen(board.url + "data/runs", timeout=60))
         assert set(runs) >= {*names, *(f"{n}/validation" for n in names)}
         tags = json.load(urllib.request.urlopen(board.url + "data/plugin/scalars/tags", timeout=60))
-        assert "epoch_accuracy" in tags["cmp-002/validation"]
+        assert "epoch_accuracy" in tags["cmp-2/validation"]
         experiment = _post(board.url + "data/plugin/hparams/experiment", {"experimentName": ""})
         assert [h["name"] for h in experiment["hparamInfos"]] == ["lr", "optimizer"]
         assert [m["name"]["tag"] for m in experiment["metricInfos"]] == ["final_val_accuracy"]
@@ -136,7 +136,7 @@ def test_a_sweeps_trials_compared_on_charts_and_in_one_tensorboard(finished: Any
             assert hparams == dict(result.trial.parameters)
             assert value == pytest.approx(result.final) and step == result.epochs == 3
         assert board.sync() == 0  # nothing new: no file fetched, and no HParams written again
-        assert len(list((tmp_path / "tb" / "cmp-000").glob("events.out.tfevents.*"))) == 1
+        assert len(list((tmp_path / "tb" / "cmp-0").glob("events.out.tfevents.*"))) == 1
     assert board.url is None and board.process is None
     with pytest.raises(InvalidSpecError, match="is not a TCP port"):
         sweep.tensorboard(port=0)

@@ -42,7 +42,7 @@ from horovod_batchai._experiment import Experiment
 from horovod_batchai._models.sweep_job import TruncationSelectionPolicy
 
 import scenario as S
-from replay import Exchange, ReplayTransport, patched, recorded, recording, renamed
+from replay import Exchange, FakeCredential, ReplayTransport, patched, recorded, recording, renamed
 
 JOB_JSON = Path(__file__).resolve().parents[2] / "examples" / "job.json"
 SWEEP_FILE = "sweep_job__test_sweep_job.pyTestSweepJobtest_sweep_job_submit"
@@ -354,3 +354,27 @@ def test_a_plain_job_naming_a_sweep_parameter_is_still_refused() -> None:
     check_job_spec(spec, SWEEP, sweep_trial=True)
     with pytest.raises(InvalidSpecError, match=r"\$\{\{"):
         check_job_spec(spec, SWEEP)
+
+
+def test_a_trials_job_reads_its_metrics_from_its_own_directory(target: Target, transport: ReplayTransport) -> None:
+    """A trial is a job of the experiment: ``Job.metrics()`` finds its metrics.csv through its
+    sweep's spec (the child job carries none of its own; built: the child's GET is recording 3's
+    command job GET under the child's name, without this package's spec property)."""
+    sent = SentSweep()
+    _create(target, transport, sent)
+    child = f"{SWEEP}_1"
+    as_child = S.SubmittedJob()
+    as_child.sent = {"properties": {"computeId": S.COMPUTE_PATH, "experimentName": S.EXPERIMENT, "properties": {}}}
+    details = Exchange("GET", CHILDREN_PATH.replace(f"runs/{SWEEP}/children", f"runs/{child}/details"),
+                       f"built:{S.LOG_WHY}", host=S.API_HOST, api_version="v1.0",
+                       response={"runId": child, "status": "Running", "target": S.CLUSTER, "logFiles": {}})
+    transport.verify()
+    # Another process: it knows nothing of the sweep but the trial's name.
+    other = ReplayTransport([S.job_get(as_child, "Running", child)])
+    with Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=other) as elsewhere:
+        job = _experiment(elsewhere).get_job(child)
+        other.add(S.job_get(as_child, "Running", child), *S.discovery(), details, _sweep_get(sent),
+                  *_trial_metrics(1, METRICS))
+        metrics = job.metrics()
+    assert metrics.column("val_accuracy") == [0.3, 0.45] and metrics.job == child
+    other.verify()

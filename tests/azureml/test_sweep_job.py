@@ -42,7 +42,7 @@ from horovod_batchai._experiment import Experiment
 from horovod_batchai._models.sweep_job import TruncationSelectionPolicy
 
 import scenario as S
-from replay import Exchange, FakeCredential, ReplayTransport, patched, recorded, recording, renamed
+from replay import Exchange, FakeCredential, ReplayTransport, recorded, recording, renamed
 
 JOB_JSON = Path(__file__).resolve().parents[2] / "examples" / "job.json"
 SWEEP_FILE = "sweep_job__test_sweep_job.pyTestSweepJobtest_sweep_job_submit"

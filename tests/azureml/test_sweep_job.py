@@ -37,7 +37,9 @@ from typing import Any, Optional
 
 import pytest
 
-from horovod_batchai import ConflictError, HorovodJob, InvalidSpecError, Target, Uniform, Workspace
+from horovod_batchai import (BanditPolicy, ConflictError, HorovodJob, InvalidSpecError, LogNormal, LogUniform,
+                             MedianStoppingPolicy, Normal, QLogNormal, QLogUniform, QNormal, QUniform, Randint, Target,
+                             Uniform, Workspace)
 from horovod_batchai._experiment import Experiment
 from horovod_batchai._models.sweep_job import TruncationSelectionPolicy
 
@@ -204,12 +206,19 @@ def test_the_same_sweep_again_is_returned_and_another_under_its_name_refused(tar
     transport.verify()
 
 
-def test_a_seed_with_bayesian_sampling_is_refused_before_any_request(target: Target,
-                                                                      transport: ReplayTransport) -> None:
-    transport.add(S.compute_get(3), S.datastore_get())
-    with pytest.raises(InvalidSpecError, match="seed"):
-        _experiment(target).sweep(_spec(), parameters={"lr": Uniform(0.001, 0.1)}, cluster=S.CLUSTER, name=SWEEP,
-                                  sampling="bayesian", num_trials=4, seed=7)
+@pytest.mark.parametrize("options, field", [
+    (dict(parameters={"lr": Uniform(0.001, 0.1)}, seed=7), "seed"),
+    (dict(parameters={"learning-rate": LogUniform(0.001, 0.1)}), "parameters['learning-rate']"),
+    (dict(parameters={"lr": Uniform(0.001, 0.1)}, early_termination=MedianStoppingPolicy()), "early_termination")])
+def test_what_azure_ml_bayesian_sampling_does_not_take_is_refused_before_the_sweep_is_sent(
+        target: Target, transport: ReplayTransport, options: dict[str, Any], field: str) -> None:
+    """Azure ML takes a seed for random sampling only; its Bayesian sampling takes choice, uniform
+    and quniform, and no early-termination policy."""
+    transport.add(S.compute_get(3), S.datastore_get())  # Experiment.sweep's own checks read these
+    with pytest.raises(InvalidSpecError) as raised:
+        _experiment(target).sweep(_spec(), cluster=S.CLUSTER, name=SWEEP, sampling="bayesian", num_trials=4,
+                                  **options)
+    assert raised.value.field == field
     assert not any("/jobs/" in r for r in transport.requests)
     transport.verify()
 
@@ -378,3 +387,41 @@ def test_a_trials_job_reads_its_metrics_from_its_own_directory(target: Target, t
         metrics = job.metrics()
     assert metrics.column("val_accuracy") == [0.3, 0.45] and metrics.job == child
     other.verify()
+
+
+@pytest.mark.parametrize("sampling, parameters, policy", [
+    ("grid", {"lr": [0.1, 0.01, 0.001], "batch-size": [32, 64]}, BanditPolicy(slack_amount=0.05)),
+    ("random", {"a": LogUniform(1e-4, 1e-1), "b": Normal(0, 1), "c": LogNormal(0, 1), "d": QUniform(0, 10, 0.5),
+                "e": QLogUniform(1, 100, 1), "f": QNormal(0, 1, 2), "g": QLogNormal(1, 2, 3), "h": Randint(4),
+                "i": ["x", "y"]}, BanditPolicy(slack_factor=0.1, evaluation_interval=2, delay_evaluation=3)),
+    ("bayesian", {"lr": Uniform(0.001, 0.1), "q": QUniform(0, 10, 0.5), "k": [1, 2]}, None),
+    ("random", {"lr": Uniform(0.001, 0.1)}, MedianStoppingPolicy(delay_evaluation=2))])
+def test_the_sweep_job_azure_ai_ml_sends_is_the_request(sampling: str, parameters: dict[str, Any],
+                                                        policy: Any) -> None:
+    """Every distribution and policy reaches the wire as the request has it (azure-ai-ml's own
+    serialiser; Bandit's other slack goes as 0, as azure-ai-ml sends it); a grid's
+    ``maxTotalTrials`` is its number of combinations."""
+    from azure.ai.ml.entities._job.to_rest_functions import to_rest_job_object
+    from horovod_batchai._models.sweep_job import plan_request
+    from horovod_batchai._places.azureml.conversions import command_job_entity
+    from horovod_batchai._places.azureml.sweeps import check_sweep_request, sweep_job_entity
+    spec = _spec()
+    request = plan_request(SWEEP, cluster=S.CLUSTER, arguments=spec.arguments, variables={}, parameters=parameters,
+                           sampling=sampling, num_trials=None if sampling == "grid" else 5, seed=None,
+                           max_concurrent_trials=2, metric="val_loss", mode="min", early_termination=policy,
+                           sweep_timeout=None, trial_timeout=None)
+    check_sweep_request(request)
+    trial = command_job_entity(spec.replace(arguments=request.arguments), job_name=SWEEP, experiment=S.EXPERIMENT,
+                               compute=S.CLUSTER, environment="env", sweep_trial=True)
+    sent = to_rest_job_object(sweep_job_entity(request, trial, name=SWEEP, experiment=S.EXPERIMENT,
+                                               properties={})).as_dict()["properties"]
+    wanted = request.properties
+    assert sent["searchSpace"] == wanted["searchSpace"]
+    assert sent["samplingAlgorithm"] == wanted["samplingAlgorithm"]
+    assert sent["objective"] == {"primaryMetric": "val_loss", "goal": "minimize"}
+    total = 6 if sampling == "grid" else 5
+    assert sent["limits"] == {"jobLimitsType": "Sweep", "maxConcurrentTrials": 2, "maxTotalTrials": total}
+    expected_policy = dict(wanted.get("earlyTermination") or {})
+    if expected_policy.get("policyType") == "Bandit":
+        expected_policy = {"slackFactor": 0, "slackAmount": 0, **expected_policy}
+    assert sent.get("earlyTermination") == (expected_policy or None)

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..._models.errors import InvalidSpecError
 from ..._models.records import SweepRecord, SweepTrialRecord
 from ..._models.states import ExecutionState
-from ..._models.sweep_job import SweepRequest
+from ..._models.sweep_job import SweepRequest, caller_names
 from .states import execution_state
 
 __all__ = ["SWEEP_PROPERTY", "BEST_TRIAL_PROPERTY", "sweep_job_entity", "request_property", "check_sweep_request",
@@ -54,12 +54,30 @@ def _seconds(duration: Optional[str]) -> Optional[int]:
     return int(match.group(1))
 
 
+#: the distributions Azure ML's Bayesian sampling takes (its documentation's rule)
+_BAYESIAN = ("choice", "uniform", "quniform")
+
+
 def check_sweep_request(request: SweepRequest) -> None:
-    """What Azure ML's sweep job cannot express, refused before anything is sent."""
+    """What Azure ML's sweep job cannot express, refused before anything is sent: a seed but for
+    random sampling; with Bayesian sampling, distributions other than choice, uniform and
+    quniform, and an early-termination policy (Azure ML's Bayesian sampling takes none)."""
     sampling = request.properties["samplingAlgorithm"]
-    if "seed" in sampling and sampling["samplingAlgorithmType"] != "Random":
-        raise InvalidSpecError("seed", f"is set with sampling={sampling['samplingAlgorithmType'].lower()!r}; Azure ML "
-                               "takes a seed for random sampling only", "None, or sampling='random'")
+    kind = sampling["samplingAlgorithmType"]
+    if "seed" in sampling and kind != "Random":
+        raise InvalidSpecError("seed", f"is set with sampling={kind.lower()!r}; Azure ML takes a seed for random "
+                               "sampling only", "None, or sampling='random'")
+    if kind != "Bayesian":
+        return
+    options = caller_names(request.arguments)
+    for name, (distribution, _) in request.properties["searchSpace"].items():
+        if distribution not in _BAYESIAN:
+            raise InvalidSpecError(f"parameters[{options.get(name, name)!r}]", f"is a {distribution} distribution, "
+                                   "which Azure ML's Bayesian sampling does not take",
+                                   "a list of values, Uniform or QUniform (or sampling='random')")
+    if "earlyTermination" in request.properties:
+        raise InvalidSpecError("early_termination", "is set with sampling='bayesian'; Azure ML's Bayesian sampling "
+                               "takes no early-termination policy", "None, or sampling='random'")
 
 
 def _grid_size(space: Mapping[str, List[Any]]) -> int:

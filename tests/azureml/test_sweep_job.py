@@ -425,3 +425,20 @@ def test_the_sweep_job_azure_ai_ml_sends_is_the_request(sampling: str, parameter
     if expected_policy.get("policyType") == "Bandit":
         expected_policy = {"slackFactor": 0, "slackAmount": 0, **expected_policy}
     assert sent.get("earlyTermination") == (expected_policy or None)
+
+
+def test_the_experiments_sweeps_are_its_sweep_jobs(target: Target, transport: ReplayTransport) -> None:
+    """``list_sweeps`` keeps the sweep jobs of the experiment from the workspace's job list (the
+    spec's list envelope holding recording 3's command job and recording 7's sweep job; one more
+    sweep job in another experiment)."""
+    sweep_job = renamed(recording(SWEEP_FILE)[3]["ResponseBody"], NAMES)
+    elsewhere = renamed(recording(SWEEP_FILE)[3]["ResponseBody"], {**NAMES, "sdk-cli-v2": "other"})
+    elsewhere["name"] = "other_sweep"
+    listing = S.job_list((S.JOB, S.EXPERIMENT), api_version=S.JOB_LIST)
+    listing.response["value"] += [sweep_job, elsewhere]
+    listing.source += f" + recording:{SWEEP_FILE}#3's sweep job (twice: one in another experiment)"
+    transport.add(listing)
+    sweeps = _experiment(target).list_sweeps()
+    assert [(s.name, s.metric, s.mode, s.state.value, s.trials) for s in sweeps] == [
+        (SWEEP, "accuracy", "max", "running", [])]  # recorded: no trial sampled yet
+    transport.verify()

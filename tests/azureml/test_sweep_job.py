@@ -271,6 +271,8 @@ def test_trials_are_the_sweep_jobs_child_runs_with_their_metrics(target: Target,
     assert trials[3].reason == "it recorded loss but no value of 'val_accuracy'"
     assert trials[0].job is not None and trials[0].job.name == f"{SWEEP}_0"
     assert sweep.state.value == "running"
+    assert sweep.status_reason == (f"the objective 'val_accuracy' is not among the metrics trial {SWEEP}_3 records "
+                                   "(loss); check the metric's name")
 
     # Read again: the trials that ended are not read again; the running one is, and it ended.
     done = dict(status="Completed", tags=tags, properties={"best_child_run_id": f"{SWEEP}_0", "score": "0.45"})

@@ -15,6 +15,8 @@ What the service says, in this package's words (docs/azureml.rst, "Sweeps"):
   the objective is ``failed``.
 - the best trial is the service's ``best_child_run_id`` property when it has one, else the
   completed or stopped trial with the best objective at its last recorded epoch.
+- a trial that records metrics without the objective (a misspelt metric) is the sweep's reason
+  as soon as it is read, while Azure ML runs the sweep on.
 """
 from __future__ import annotations
 
@@ -242,6 +244,10 @@ def sweep_record(*, name: str, id: str, status: Any, tags: Mapping[str, Any], pr
                           cancelled)
                    for position, (index, run) in enumerate(indexed))
     best = _best(trials, properties.get(BEST_TRIAL_PROPERTY), mode)
+    # a misspelt objective shows at the first trial that records metrics without it
+    misspelt = next((f"the objective {metric!r} is not among the metrics trial {r.name} records "
+                     f"({', '.join(r.recorded)}); check the metric's name" for r in runs
+                     if r.recorded and metric not in r.recorded), None)
     reason: Optional[str] = None
     if state == "failed":
         reason = error or "the sweep failed on Azure ML (see its logs)"
@@ -249,6 +255,8 @@ def sweep_record(*, name: str, id: str, status: Any, tags: Mapping[str, Any], pr
         reason = "cancelled"
     elif state == "completed" and best is None:
         state = "failed"
-        reason = (f"no trial recorded a value of {metric!r}" if trials else "the service ran no trial")
+        reason = misspelt or (f"no trial recorded a value of {metric!r}" if trials else "the service ran no trial")
+    elif state == "running":
+        reason = misspelt  # Azure ML runs the sweep on: this package only reads it
     return SweepRecord(name=name, id=id, status=state, reason=reason, metric=metric, mode=mode, arguments=arguments,
                        best=best, trials=trials, raw=raw)

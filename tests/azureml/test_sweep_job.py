@@ -444,3 +444,17 @@ def test_the_experiments_sweeps_are_its_sweep_jobs(target: Target, transport: Re
     assert [(s.name, s.metric, s.mode, s.state.value, s.trials) for s in sweeps] == [
         (SWEEP, "accuracy", "max", "running", [])]  # recorded: no trial sampled yet
     transport.verify()
+
+
+def test_a_command_job_is_not_a_sweep(target: Target, transport: ReplayTransport) -> None:
+    from horovod_batchai import NotFoundError
+    submitted = S.SubmittedJob()
+    submitted.sent = {"properties": {"computeId": S.COMPUTE_PATH, "experimentName": S.EXPERIMENT}}
+    transport.add(S.job_get(submitted, "Running"), S.job_get(submitted, "Running"))
+    with pytest.raises(NotFoundError, match="is a command job, not a sweep"):
+        _experiment(target).get_sweep(S.JOB)
+    from horovod_batchai._models.records import JobRef
+    with pytest.raises(NotFoundError, match="not a sweep"):  # what Sweep.cancel calls, for a name that is a job
+        _experiment(target)._backend.cancel_sweep(JobRef(S.RG, S.WS, S.EXPERIMENT, S.JOB))
+    assert not any("/cancel" in r for r in transport.requests)
+    transport.verify()

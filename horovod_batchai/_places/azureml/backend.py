@@ -27,8 +27,8 @@ from ..._models.constants import DEFAULT_POLL_INTERVAL, STDOUTERR
 from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
 from ..._models.job_spec import HorovodJob
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
-from ..._models.states import ExecutionState
 from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, SweepRecord, WorkspaceRecord
+from ..._models.states import ExecutionState
 from ..._models.sweep_job import SweepRequest
 from ..._models.values import OutputFile, RemoteLogin, Usage
 from ..._shared.job import check_same_job
@@ -876,11 +876,14 @@ class AzureMLOperations(StorageAccountOperations):
                                 "or choose another name", resource=self.job_id(ref))
 
     def get_sweep(self, ref: JobRef) -> SweepRecord:
+        return self._sweep_record(ref, self._get_sweep_entity(ref))
+
+    def _get_sweep_entity(self, ref: JobRef) -> Any:
         entity = self._get_entity(ref)
         if not _is_sweep(entity):
             raise NotFoundError(f"job {ref.name!r} of experiment {ref.experiment!r} is a {entity.type} job, not a "
                                 "sweep", resource=self.job_id(ref))
-        return self._sweep_record(ref, entity)
+        return entity
 
     def list_sweeps(self, resource_group: str, workspace: str, experiment: str) -> List[SweepRecord]:
         self._check_scope(resource_group, workspace)
@@ -892,11 +895,11 @@ class AzureMLOperations(StorageAccountOperations):
     def cancel_sweep(self, ref: JobRef) -> SweepRecord:
         """Azure ML's cancel of the sweep job (it starts no more trials and cancels the live
         ones), waited for; a sweep that has ended has nothing to cancel."""
-        entity = self._get_entity(ref)
-        if _is_sweep(entity) and not execution_state(entity.status).is_terminal():
+        entity = self._get_sweep_entity(ref)
+        if not execution_state(entity.status).is_terminal():
             self._cancel(ref)
             entity = self._get_entity(ref)
-        return self.get_sweep(ref) if not _is_sweep(entity) else self._sweep_record(ref, entity)
+        return self._sweep_record(ref, entity)
 
     def delete_sweep(self, ref: JobRef) -> None:
         """Cancel the sweep when it runs, then delete the sweep job (``DELETE jobs/{name}``, as a
@@ -911,6 +914,8 @@ class AzureMLOperations(StorageAccountOperations):
             self._cancel(ref)
         self.begin_delete_job(ref).result(None)
         self._sweep_specs.pop(ref.name, None)
+        for trial in [t for t in self._ended_trials if trial_index(ref.name, t) is not None]:
+            del self._ended_trials[trial]  # a sweep made again under the name has other trials
         return None
 
     def _cancel(self, ref: JobRef) -> None:

@@ -1,7 +1,8 @@
 """Azure Machine Learning through azure-ai-ml: AmlCompute clusters, AzureFile and AzureBlob
 datastores (checked to be the storage their name stands for), command jobs with MPI
 distribution, logs from the run-history service and blob storage, and what a job writes to
-``$AZ_BATCHAI_STDOUTERR_DIR`` from its file share (``stdouterr.py``).
+``$AZ_BATCHAI_STDOUTERR_DIR`` from its file share (``stdouterr.py``), and sweeps as Azure ML's own
+sweep jobs (``sweeps.py``).
 
 Every client is built with the Target's azure-core client options (``transport=`` included):
 azure-ai-ml passes them to each of its generated clients and to the pipeline it reads the
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import quote
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
@@ -26,10 +27,13 @@ from ..._models.constants import DEFAULT_POLL_INTERVAL, STDOUTERR
 from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
 from ..._models.job_spec import HorovodJob
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
-from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, WorkspaceRecord
+from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, SweepRecord, WorkspaceRecord
+from ..._models.states import ExecutionState
+from ..._models.sweep_job import SweepRequest
 from ..._models.values import OutputFile, RemoteLogin, Usage
 from ..._shared.job import check_same_job
 from ..._shared.lro import DonePoller, MappedPoller, background_poller, resume_token
+from ..._shared.metrics import MetricsTable, parse_metrics_csv
 from ..._shared.steps import Sync, begin_delete, run
 from .. import arm
 from ..base import RemoteFile
@@ -37,11 +41,14 @@ from ..connection import ShareFile
 from ..storage import StorageAccountOperations
 from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec, check_scale, cluster_status_from_rest,
                           command_job_entity, compute_entity, datastore_entity, datastore_identity,
-                          job_status_from_entity, mount_datastore, node_field, read_spec_property)
+                          job_status_from_entity, mount_datastore, node_field, read_spec_property,
+                          SPEC_PROPERTY, spec_property)
 from .datastore_storage import account_url, datastore_secret
 from .library_log import routed
 from .states import execution_state
 from .stdouterr import StdOutErrPlace, list_share_directory, stdouterr_place
+from .sweeps import (SWEEP_PROPERTY, TrialRun, check_sweep_request, request_property, sweep_job_entity, sweep_record,
+                     trial_index)
 
 if TYPE_CHECKING:
     from azure.ai.ml import MLClient
@@ -86,8 +93,8 @@ class AzureMLOperations(StorageAccountOperations):
 
     failure_log_name = "stderr.txt"
     default_poll_interval = DEFAULT_POLL_INTERVAL
-    #: sweeps are driven from the caller's process, one Command job per trial
-    holds_sweeps = False
+    #: sweeps are Azure ML's sweep jobs: the service samples, runs and stops the trials (``sweeps.py``)
+    holds_sweeps = True
 
     def __init__(self, connection: "Connection") -> None:
         assert connection.resource_group and connection.workspace
@@ -103,6 +110,10 @@ class AzureMLOperations(StorageAccountOperations):
         self._job_properties: dict[str, dict[str, Any]] = {}
         #: the credential of each share listed last, by the URL prefix of its files
         self._share_credentials: dict[str, str] = {}
+        #: sweep trials that have ended, as last read (an ended run changes no more)
+        self._ended_trials: Dict[str, TrialRun] = {}
+        #: each sweep's trial spec, by sweep name (None: a sweep job this package did not create)
+        self._sweep_specs: Dict[str, Optional[HorovodJob]] = {}
 
     @property
     def ml(self) -> "MLClient":
@@ -390,8 +401,9 @@ class AzureMLOperations(StorageAccountOperations):
             self._check_job_storage(spec)
 
     def _check_job_spec(self, spec: HorovodJob, cluster: ClusterRecord) -> None:
-        # The name is checked with the spec: Azure ML's rule is stricter than Batch AI's.
-        check_job_spec(spec, "job")
+        # The name is checked with the spec: Azure ML's rule is stricter than Batch AI's. A sweep's
+        # trial names its parameters; a plain job that does is refused when it is submitted.
+        check_job_spec(spec, "job", sweep_trial=True)
 
     def _check_job_storage(self, spec: HorovodJob) -> None:
         """Every mount's datastore must be the storage the job names (type, account, share or
@@ -602,18 +614,24 @@ class AzureMLOperations(StorageAccountOperations):
             created = self._create_job(ref, spec, cluster)
         return DonePoller(self._job_record(ref, created), action=action, resource=resource)
 
-    def _create_job(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord) -> Any:
+    def _create_job(self, ref: JobRef, spec: HorovodJob, cluster: ClusterRecord, *,
+                    sweep: Optional[Tuple[SweepRequest, Dict[str, str]]] = None) -> Any:
         """Register the datastores check_submission found missing, then the environment (unless
-        the workspace has it) and the job. When the service refuses either, or something fails
-        before the job is sent, the datastores registered here are removed again."""
+        the workspace has it) and the job -- or, given ``sweep`` (its request and the sweep job's
+        properties), the sweep job whose trials run ``spec``. When the service refuses either, or
+        something fails before the job is sent, the datastores registered here are removed again."""
         registered = self._register_missing_blob_datastores(spec)
         sent = False
         try:
             environment = self._environment(spec)
             entity = command_job_entity(spec, job_name=ref.name, experiment=ref.experiment, compute=cluster.name,
-                                        environment=environment)
-            log.info("submitting Azure ML job %s to %s (%d node(s) x %d process(es))", ref.name, cluster.name,
-                     spec.node_count, (spec.process_count or spec.node_count) // spec.node_count)
+                                        environment=environment, sweep_trial=sweep is not None)
+            if sweep is not None:
+                entity = sweep_job_entity(sweep[0], entity, name=ref.name, experiment=ref.experiment,
+                                          properties=sweep[1])
+            log.info("submitting Azure ML %s %s to %s (%d node(s) x %d process(es)%s)",
+                     "sweep job" if sweep else "job", ref.name, cluster.name, spec.node_count,
+                     (spec.process_count or spec.node_count) // spec.node_count, " per trial" if sweep else "")
             with azure_errors("submitting job", self.job_id(ref)):
                 try:
                     sent = True
@@ -756,16 +774,21 @@ class AzureMLOperations(StorageAccountOperations):
         place = self._stdouterr_place(ref)
         if place is None:
             return []
+        return self._place_files(place, directory, ref.name)
+
+    def _place_files(self, place: StdOutErrPlace, directory: str, job_name: str) -> List[OutputFile]:
+        """``directory`` of the stdouterr directory ``place`` of job ``job_name``, read with its
+        datastore's secret (empty when the job has not made it yet)."""
         resource = self._datastore_id(place.datastore)
         with azure_errors("reading datastore", resource):
             datastore = self.ml.datastores.get(place.datastore)
         problem = self._identity_problem(place.datastore, datastore_identity(datastore), place.identity)
         if problem:
-            raise ConflictError(f"reading the output files of job {ref.name!r}: {problem}", resource=resource)
+            raise ConflictError(f"reading the output files of job {job_name!r}: {problem}", resource=resource)
         with azure_errors("reading the secret of datastore", resource):
             credential = datastore_secret(self.ml, place.datastore)
         if not credential:
-            raise ConflictError(f"reading the output files of job {ref.name!r}: datastore {place.datastore!r} holds "
+            raise ConflictError(f"reading the output files of job {job_name!r}: datastore {place.datastore!r} holds "
                                 "no account key or SAS token for its share", resource=resource)
         endpoint = account_url(datastore, "file")
         path = "/".join(part for part in (place.path, directory) if part)
@@ -779,10 +802,22 @@ class AzureMLOperations(StorageAccountOperations):
         if properties is None:
             properties = dict(getattr(self._get_entity(ref), "properties", None) or {})
         try:
-            spec = read_spec_property(properties, ref.name)
-        except InvalidSpecError:  # not submitted by this package: where its script writes is unknown
+            spec: Optional[HorovodJob] = read_spec_property(properties, ref.name)
+        except InvalidSpecError:  # a sweep's trial runs its sweep's spec; another job's writes are unknown
+            spec = self._trial_spec(ref)
+        return None if spec is None else stdouterr_place(spec, ref.name)
+
+    def _trial_spec(self, ref: JobRef) -> Optional[HorovodJob]:
+        """The spec job ``<sweep>_<index>`` runs when it is a trial of a sweep this package made."""
+        sweep = ref.name.rpartition("_")[0]
+        if not sweep or trial_index(sweep, ref.name) is None:
             return None
-        return stdouterr_place(spec, ref.name)
+        if sweep not in self._sweep_specs:
+            try:
+                self._sweep_spec(self._get_entity(JobRef(ref.resource_group, ref.workspace, ref.experiment, sweep)))
+            except NotFoundError:
+                return None
+        return self._sweep_specs.get(sweep)
 
     def open_output(self, url: str) -> RemoteFile:
         from azure.storage.blob import BlobClient
@@ -794,6 +829,178 @@ class AzureMLOperations(StorageAccountOperations):
                                                            **self._connection.data_plane_options()))
         self._connection.check_data_url(url.split("?", 1)[0], "the log's download URL")
         return _Blob(BlobClient.from_blob_url(url, **self._connection.data_plane_options()))
+
+    # -- sweeps: Azure ML's sweep jobs (sweeps.py) ---------------------------------------------
+    def sweep_id(self, ref: JobRef) -> str:
+        return self.job_id(ref)
+
+    def create_sweep(self, ref: JobRef, request: SweepRequest, spec: HorovodJob,
+                     cluster: ClusterRecord) -> SweepRecord:
+        """Create the sweep job (``jobType: Sweep``) whose trial is the command job ``spec``
+        would be submitted as, after reading its environment (registered with the sweep only
+        when the workspace lacks it: never once per trial). The same sweep again is returned; a
+        job of another kind or definition under the name is a ConflictError."""
+        self._check_scope(ref.resource_group, ref.workspace)
+        check_job_spec(spec, ref.name, sweep_trial=True)
+        check_sweep_request(request)
+        properties = {SPEC_PROPERTY: spec_property(spec), SWEEP_PROPERTY: request_property(request)}
+        existing = self._find_entity(ref)
+        if existing is not None:
+            self._check_same_sweep(ref, existing, properties, cluster)
+            log.info("sweep %s exists with these settings; returning it instead of creating it again", self.job_id(ref))
+            return self._sweep_record(ref, existing)
+        with routed():  # azure-ai-ml's messages on this package's logger, not on stderr
+            created = self._create_job(ref, spec, cluster, sweep=(request, properties))
+        return self._sweep_record(ref, created)
+
+    def _find_entity(self, ref: JobRef) -> Any:
+        """The job ``ref`` names, read; None when the workspace has no job of that name."""
+        try:
+            return self._get_entity(ref)
+        except NotFoundError as err:
+            if err.azure_error is None:  # it exists, in another experiment
+                raise ConflictError(str(err), resource=err.resource) from None
+            return None
+
+    def _check_same_sweep(self, ref: JobRef, entity: Any, properties: Dict[str, str], cluster: ClusterRecord) -> None:
+        found = dict(getattr(entity, "properties", None) or {})
+        differs = [what for what, same in (
+            ("it is not a sweep job", _is_sweep(entity)),
+            ("its trial's job differs", found.get(SPEC_PROPERTY) == properties[SPEC_PROPERTY]),
+            ("its sampling, search space, objective, limits or early termination differ",
+             found.get(SWEEP_PROPERTY) == properties[SWEEP_PROPERTY]),
+            (f"it runs on {str(entity.compute or '').rsplit('/', 1)[-1]!r}",
+             str(entity.compute or "").rsplit("/", 1)[-1].lower() == cluster.name.lower())) if not same]
+        if differs:
+            raise ConflictError(f"job {ref.name!r} exists and is not this sweep ({'; '.join(differs[:2])}); delete it "
+                                "or choose another name", resource=self.job_id(ref))
+
+    def get_sweep(self, ref: JobRef) -> SweepRecord:
+        return self._sweep_record(ref, self._get_sweep_entity(ref))
+
+    def _get_sweep_entity(self, ref: JobRef) -> Any:
+        entity = self._get_entity(ref)
+        if not _is_sweep(entity):
+            raise NotFoundError(f"job {ref.name!r} of experiment {ref.experiment!r} is a {entity.type} job, not a "
+                                "sweep", resource=self.job_id(ref))
+        return entity
+
+    def list_sweeps(self, resource_group: str, workspace: str, experiment: str) -> List[SweepRecord]:
+        self._check_scope(resource_group, workspace)
+        with azure_errors("listing jobs in", self.experiment_id(resource_group, workspace, experiment)):
+            items = [j for j in self.ml.jobs.list()
+                     if getattr(j, "experiment_name", None) == experiment and _is_sweep(j)]
+        return [self._sweep_record(JobRef(resource_group, workspace, experiment, str(j.name)), j) for j in items]
+
+    def cancel_sweep(self, ref: JobRef) -> SweepRecord:
+        """Azure ML's cancel of the sweep job (it starts no more trials and cancels the live
+        ones), waited for; a sweep that has ended has nothing to cancel."""
+        entity = self._get_sweep_entity(ref)
+        if not execution_state(entity.status).is_terminal():
+            self._cancel(ref)
+            entity = self._get_entity(ref)
+        return self._sweep_record(ref, entity)
+
+    def delete_sweep(self, ref: JobRef) -> None:
+        """Cancel the sweep when it runs, then delete the sweep job (``DELETE jobs/{name}``, as a
+        job is deleted); nothing when it is gone."""
+        entity = self._find_entity(ref)
+        if entity is None:
+            return None
+        if not _is_sweep(entity):
+            raise ConflictError(f"job {ref.name!r} is a {entity.type} job, not a sweep: delete it as a job",
+                                resource=self.job_id(ref))
+        if not execution_state(entity.status).is_terminal():
+            self._cancel(ref)
+        self.begin_delete_job(ref).result(None)
+        self._sweep_specs.pop(ref.name, None)
+        for trial in [t for t in self._ended_trials if trial_index(ref.name, t) is not None]:
+            del self._ended_trials[trial]  # a sweep made again under the name has other trials
+        return None
+
+    def _cancel(self, ref: JobRef) -> None:
+        """Cancel job ``ref`` and wait until the service has taken the cancel."""
+        with azure_errors("cancelling sweep", self.job_id(ref)):
+            log.info("cancelling sweep %s", self.job_id(ref))
+            self.ml.jobs.begin_cancel(ref.name).result()
+
+    def _sweep_spec(self, entity: Any) -> Optional[HorovodJob]:
+        """The trial spec of sweep job ``entity`` (None when this package did not create it), kept."""
+        spec: Optional[HorovodJob] = None
+        if _is_sweep(entity):
+            try:
+                spec = read_spec_property(dict(getattr(entity, "properties", None) or {}), str(entity.name))
+            except InvalidSpecError:
+                spec = None
+        self._sweep_specs[str(entity.name)] = spec
+        return spec
+
+    def _sweep_record(self, ref: JobRef, entity: Any) -> SweepRecord:
+        """The sweep job and its trials, each trial's metrics read (an ended trial's once)."""
+        spec = self._sweep_spec(entity)
+        tags = dict(getattr(entity, "tags", None) or {})
+        objective = entity.objective
+        metric = str(objective.primary_metric or "")
+        runs: List[TrialRun] = []
+        # HyperDrive's count of the trials it has sampled: none yet means no child to list
+        if str(tags.get("_aml_system_samples_generated_count", "")) != "0":
+            runs = [self._trial_run(spec, child, metric) for child in self._sweep_children(ref)]
+        status = str(getattr(entity.status, "value", entity.status) or "")
+        errors = self._run_errors(ref.name) if status == "Failed" else ()
+        arguments = spec.arguments if spec is not None else str(getattr(entity.trial, "command", "") or "")
+        return sweep_record(name=ref.name, id=self.job_id(ref), status=status, tags=tags,
+                            properties=dict(getattr(entity, "properties", None) or {}), metric=metric,
+                            goal=str(objective.goal or "maximize"), arguments=arguments, runs=runs,
+                            error="; ".join(e.message for e in errors) or None, raw=entity)
+
+    def _sweep_children(self, ref: JobRef) -> List[Any]:
+        # Below azure-ai-ml's public surface: jobs.list(parent_job_name=...) reads the sweep job
+        # again and then lists its children from run history with this very call.
+        with azure_errors("listing the trials of sweep", self.job_id(ref)):
+            return [c for c in self.ml.jobs._runs_operations.get_run_children(ref.name) if c is not None]
+
+    def _trial_run(self, spec: Optional[HorovodJob], child: Any, metric: str) -> TrialRun:
+        name = str(child.name)
+        ended = self._ended_trials.get(name)
+        if ended is not None:
+            return ended
+        state = execution_state(child.status)
+        table = None
+        if spec is not None and state is not ExecutionState.QUEUED:
+            table = self._trial_metrics(spec, name)
+        error = None
+        if str(getattr(child.status, "value", child.status) or "") == "Failed":
+            error = "; ".join(e.message for e in self._run_errors(name)) or None
+        recorded = tuple(table.columns) if table is not None else ()
+        values = tuple(table.column(metric)) if table is not None and metric in table.columns else ()
+        run = TrialRun(name=name, status=child.status, error=error, values=values, recorded=recorded)
+        if state.is_terminal():
+            self._ended_trials[name] = run
+        return run
+
+    def _trial_metrics(self, spec: HorovodJob, trial: str) -> Optional[MetricsTable]:
+        """What sweep trial ``trial`` recorded, epoch by epoch; None when nothing yet.
+
+        The one place a trial's metrics are read. Today: the ``metrics.csv`` its script wrote to
+        its stdouterr directory on the share (as :meth:`Job.metrics` reads a job's). The MLflow
+        reader (the run's metric history, which Azure ML's own policies judge) plugs in here."""
+        place = stdouterr_place(spec, trial)
+        if place is None:
+            return None
+        try:
+            files = {f.name: f for f in self._place_files(place, "", trial)}
+        except HttpResponseError as err:
+            if err.status_code != 403:
+                raise
+            log.warning("sweep trial %s: its metrics.csv is not read: reading its share's datastore secret was "
+                        "refused (403)", trial)
+            return None
+        found = files.get("metrics.csv")
+        if found is None or found.is_directory or not found.download_url:
+            return None
+        with azure_errors("reading the metrics of", trial):
+            data = b"".join(self.open_output(found.download_url).chunks())
+        return parse_metrics_csv(data.decode("utf-8", "replace"), job=trial)
 
     # -- storage --------------------------------------------------------------------------------
     def check_share_datastore(self, account_name: str, share_name: str) -> None:
@@ -824,6 +1031,10 @@ class AzureMLOperations(StorageAccountOperations):
         if self._registered.get(name) != wanted:
             self._create_datastore(mount)
         self._absent.discard(name)
+
+
+def _is_sweep(entity: Any) -> bool:
+    return str(getattr(entity, "type", "") or "").lower() == "sweep"
 
 
 def _compute_type(resource: Any) -> str:

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["ThreadedBackend", "ThreadedRemoteFile"]
 
 #: the operations that make no request: called as they are
-_LOCAL_CALLS = frozenset({"workspace_id", "experiment_id", "cluster_id", "job_id", "check_cluster_spec"})
-_ATTRIBUTES = frozenset({"kind", "default_poll_interval", "failure_log_name"})
+_LOCAL_CALLS = frozenset({"workspace_id", "experiment_id", "cluster_id", "job_id", "sweep_id", "check_cluster_spec"})
+_ATTRIBUTES = frozenset({"kind", "default_poll_interval", "failure_log_name", "holds_sweeps"})
 #: the operations run with the aio storage clients, not in a thread
 _STORAGE = frozenset(name for name in vars(StorageAccountOperations) if not name.startswith("_"))
 

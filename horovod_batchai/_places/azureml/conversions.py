@@ -17,7 +17,8 @@ from ..._models.job_json import job_from_properties, job_to_properties
 from ..._models.job_spec import HorovodJob
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
 from ..._models.states import ClusterStatus, JobStatus, NodeStateCounts
-from .command import input_placeholder, node_command, output_placeholder
+from ..._models.sweep_job import PLACEHOLDER
+from .command import input_placeholder, node_command, output_placeholder, swept_variables
 from .states import allocation_state, execution_state
 from .vm_sizes import canonical_vm_size, check_amlcompute_vm_size
 
@@ -219,8 +220,9 @@ def _count_nodes(nodes: list[Any]) -> NodeStateCounts:
 
 
 # -- jobs ----------------------------------------------------------------------------------------
-def check_job_spec(spec: HorovodJob, job_name: str) -> None:
-    """Refuse what an Azure ML command job cannot express, naming the field."""
+def check_job_spec(spec: HorovodJob, job_name: str, *, sweep_trial: bool = False) -> None:
+    """Refuse what an Azure ML command job cannot express, naming the field. A sweep's trial
+    (``sweep_trial``) may name its parameters in its arguments, ``${{search_space.<name>}}``."""
     if not _AML_JOB_NAME.match(job_name):
         raise InvalidSpecError("name", f"{job_name!r} is not an Azure ML job name",
                                "a letter or digit, then letters, digits, '_' or '-'")
@@ -254,16 +256,19 @@ def check_job_spec(spec: HorovodJob, job_name: str) -> None:
                                f"a multiple of node_count ({spec.node_count})")
     for name, text in (("script", spec.script), ("arguments", spec.arguments),
                        ("job_preparation", spec.job_preparation or ""), ("interpreter", spec.interpreter or "")):
+        if sweep_trial and name == "arguments":
+            text = PLACEHOLDER.sub("", text)
         if "${{" in text:
             raise spec.field_error(name, "contains '${{', which Azure ML would replace with a job input or output",
                                    "text without '${{'")
 
 
 def command_job_entity(spec: HorovodJob, *, job_name: str, experiment: str, compute: str,
-                       environment: Any) -> Any:
-    """The azure-ai-ml command job for ``spec`` on the AmlCompute ``compute``."""
+                       environment: Any, sweep_trial: bool = False) -> Any:
+    """The azure-ai-ml command job for ``spec`` on the AmlCompute ``compute`` (for a sweep's
+    trial: the command its trials share, see :mod:`.command`)."""
     from azure.ai.ml import Input, MpiDistribution, Output, command
-    check_job_spec(spec, job_name)
+    check_job_spec(spec, job_name, sweep_trial=sweep_trial)
     inputs: dict[str, Any] = {}
     outputs: dict[str, Any] = {}
     places: dict[str, str] = {}
@@ -281,8 +286,10 @@ def command_job_entity(spec: HorovodJob, *, job_name: str, experiment: str, comp
     wall_clock: Optional[timedelta] = spec.max_wall_clock_time
     job = command(
         name=job_name, display_name=job_name, experiment_name=experiment, compute=compute,
-        command=node_command(spec, job_name=job_name, mounts=places), environment=environment,
-        environment_variables=dict(spec.environment_variables) or None, inputs=inputs or None,
+        command=node_command(spec, job_name=job_name, mounts=places, sweep_trial=sweep_trial), environment=environment,
+        environment_variables={k: v for k, v in spec.environment_variables.items()
+                               if not (sweep_trial and k in swept_variables(spec.environment_variables))} or None,
+        inputs=inputs or None,
         outputs=outputs or None,
         instance_count=spec.node_count, distribution=MpiDistribution(process_count_per_instance=per_node),
         shm_size=spec.shm_size, timeout=int(wall_clock.total_seconds()) if wall_clock else None,

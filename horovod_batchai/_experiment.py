@@ -223,20 +223,20 @@ class Experiment(ExperimentBase):
         ``parameters`` maps option names to a list of values or a distribution (:class:`Choice`,
         :class:`Uniform`, :class:`LogUniform`, :class:`Normal`, :class:`LogNormal`, the ``Q`` forms,
         :class:`Randint`). ``sampling='grid'`` runs every combination of lists; ``'random'`` draws
-        ``num_trials`` trials with ``seed``; ``'bayesian'`` (Optuna's TPE on the local service)
-        draws each from the results so far. At most ``max_concurrent_trials`` run at once. Trials
-        are judged by ``metric`` (what they record with MLflow, or a column of their
-        ``metrics.csv``) and ``mode``; ``early_termination`` (:class:`BanditPolicy`,
-        :class:`MedianStoppingPolicy`, :class:`TruncationSelectionPolicy`) stops poor trials;
-        ``sweep_timeout`` and ``trial_timeout`` (seconds or a ``timedelta``) bound the sweep and
-        each trial. This is Azure ML's sweep job, and ``early_stopping=MedianStopping(...)`` its
-        earlier spelling.
+        ``num_trials`` trials with ``seed``; ``'bayesian'`` draws each from the results so far
+        (Optuna's TPE on the local service; Azure ML's own Bayesian sampling there). At most
+        ``max_concurrent_trials`` run at once. Trials are judged by ``metric`` (what they record with
+        MLflow, or a column of their ``metrics.csv``) and ``mode``; ``early_termination``
+        (:class:`BanditPolicy`, :class:`MedianStoppingPolicy`, :class:`TruncationSelectionPolicy`)
+        stops poor trials; ``sweep_timeout`` and ``trial_timeout`` (seconds or a ``timedelta``)
+        bound the sweep and each trial. This is Azure ML's sweep job, and
+        ``early_stopping=MedianStopping(...)`` its earlier spelling.
 
-        Where the service holds sweeps (the local service), the sweep is created there and this
-        returns at once: the service submits the trials (jobs ``<name>-<n>``) and ends the sweep with
-        no process attached, through restarts; a :class:`Sweep` reads it. Where it does not (Batch
-        AI on Azure), a :class:`ClientSweep` drives it from this process (grid or random sampling
-        and ``MedianStopping`` only); its first trials are submitted now, the others by
+        Where the service holds sweeps (the local service; Azure ML's sweep jobs), the sweep is
+        created there and this returns at once: the service submits the trials and ends the sweep
+        with no process attached; a :class:`Sweep` reads it. Where it does not (Batch AI on Azure),
+        a :class:`ClientSweep` drives it from this process (grid or random sampling and
+        ``MedianStopping`` only); its first trials are submitted now, the others by
         :meth:`ClientSweep.wait`. Everything is checked before anything is sent. The same call again
         returns the same sweep; another sweep under the name is a :class:`ConflictError`.
 

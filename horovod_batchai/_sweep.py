@@ -241,7 +241,7 @@ class Sweep(HeldSweepBase):
             if on_step is not None:
                 on_step(self)
             if self.state.is_terminal():
-                return self.results()
+                return self._results()
             if polling.expired():
                 raise self._timeout_error(timeout)
             polling.pause()
@@ -261,12 +261,17 @@ class Sweep(HeldSweepBase):
         except (KeyboardInterrupt, WaitTimeoutError):
             return self._results()
 
-    def results(self) -> SweepResults:
+    def results(self, *, with_metrics: bool = False) -> SweepResults:
         """One row per trial: parameters, status, reason, epochs, the objective's final and best
-        value, and each trial's metrics (read from its job: one request per trial).
+        value, and its curve, as the service keeps them (one request). ``with_metrics=True`` reads
+        every trial's metrics from its job too (a request or more per trial), so that
+        :meth:`SweepResults.plot` draws any metric the trials record.
 
+        :keyword bool with_metrics: read each trial's metrics from its job.
         :returns: the :class:`SweepResults`."""
         self.refresh()
+        if not with_metrics:
+            return self._results()
         return self._results_with({t.index: cast(Any, t.job).metrics() for t in self.trials if t.job is not None})
 
     @positional_options("metric", "mode")
@@ -284,7 +289,7 @@ class Sweep(HeldSweepBase):
         if (metric is None or metric == self.metric) and (mode is None or mode == self.mode):
             return self._best_trial()
         metric, mode = self._best_arguments(metric, mode)
-        return self._best_in(self.results(), metric, mode)
+        return self._best_in(self.results(with_metrics=True), metric, mode)
 
     def cancel(self) -> None:
         """Cancel the sweep: the service starts no more trials and cancels the live ones (their jobs

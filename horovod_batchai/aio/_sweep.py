@@ -218,14 +218,16 @@ class Sweep(HeldSweepBase):
             if on_step is not None:
                 on_step(self)
             if self.state.is_terminal():
-                return await self.results()
+                return self._results()
             if polling.expired():
                 raise self._timeout_error(timeout)
             await asyncio.sleep(polling.next_pause())
 
-    async def results(self) -> SweepResults:
+    async def results(self, *, with_metrics: bool = False) -> SweepResults:
         """One row per trial (see :meth:`horovod_batchai.Sweep.results`)."""
         await self.refresh()
+        if not with_metrics:
+            return self._results()
         return self._results_with({t.index: await cast(Any, t.job).metrics() for t in self.trials
                                    if t.job is not None})
 
@@ -236,7 +238,7 @@ class Sweep(HeldSweepBase):
         if (metric is None or metric == self.metric) and (mode is None or mode == self.mode):
             return self._best_trial()
         metric, mode = self._best_arguments(metric, mode)
-        return self._best_in(await self.results(), metric, mode)
+        return self._best_in(await self.results(with_metrics=True), metric, mode)
 
     async def cancel(self) -> None:
         """Cancel the sweep (see :meth:`horovod_batchai.Sweep.cancel`)."""

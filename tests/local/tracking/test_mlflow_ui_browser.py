@@ -9,7 +9,6 @@ repository's root.
 test is skipped, except in CI (CI=true), where it fails."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -17,19 +16,18 @@ import struct
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import List
 from urllib.parse import urlencode
 
 import pytest
-import requests
 from azure.mgmt.batchai import BatchAI
 
 from horovod_batchai.local import LocalService
 from horovod_batchai.local.tracking.ui import MlflowUiProxy
 
 from jobs_support import EXP, SUBSCRIPTION, make_lab
-from service_support import FAST
 from sweeps_support import Sweeps, sweep_body
+from tracking_support import mlflow_api
 
 pytest.importorskip("mlflow")
 pytestmark = pytest.mark.slow
@@ -89,23 +87,6 @@ def _png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-@pytest.fixture
-def tracked(tmp_path: Path) -> Iterator[LocalService]:
-    svc = LocalService(tmp_path / "state", settings=dataclasses.replace(FAST, mlflow_tracking=True)).start()
-    try:
-        yield svc
-    finally:
-        svc.stop()
-
-
-def _mlflow(svc: LocalService, method: str, path: str, **kwargs: Any) -> Any:
-    token = svc.credential().get_token("https://management.azure.com/.default").token
-    answer = requests.request(method, f"{svc.endpoint}/_mlflow/api/2.0/mlflow/{path}", timeout=300,
-                              headers={"Authorization": f"Bearer {token}"}, verify=str(svc.info.ca_cert), **kwargs)
-    assert answer.status_code == 200, answer.text
-    return answer.json()
-
-
 def test_mlflow_ui_in_a_real_browser_compares_a_sweeps_trials(tracked: LocalService) -> None:
     chromium = _chromium()
     with BatchAI(tracked.credential(), SUBSCRIPTION, base_url=tracked.endpoint,
@@ -126,9 +107,9 @@ def test_mlflow_ui_in_a_real_browser_compares_a_sweeps_trials(tracked: LocalServ
     assert trials == ["ui-0", "ui-1", "ui-2"]
 
     # The trials are MLflow runs of the experiment, named after their jobs, with what they logged.
-    experiment = _mlflow(tracked, "GET", "experiments/get-by-name", params={"experiment_name": EXP})
+    experiment = mlflow_api(tracked, "GET", "experiments/get-by-name", params={"experiment_name": EXP})
     experiment_id = experiment["experiment"]["experiment_id"]
-    runs = _mlflow(tracked, "POST", "runs/search", json={"experiment_ids": [experiment_id]})["runs"]
+    runs = mlflow_api(tracked, "POST", "runs/search", json={"experiment_ids": [experiment_id]})["runs"]
     by_name = {r["info"]["run_name"]: r for r in runs}
     assert set(trials) <= set(by_name)
     for name in trials:

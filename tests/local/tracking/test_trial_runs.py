@@ -3,19 +3,15 @@ as tags (and its job gets them as variables), so MLflow's search and UI compare 
 trial that declares one of those variables itself is refused."""
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-from typing import Any, Iterator
 
 import pytest
-import requests
 from azure.mgmt.batchai import BatchAI
 
 from horovod_batchai.local import LocalService
 
 from jobs_support import EXP, SUBSCRIPTION, make_lab
-from service_support import FAST
 from sweeps_support import Sweeps, sweep_body
+from tracking_support import mlflow_api
 
 pytest.importorskip("mlflow")
 pytestmark = pytest.mark.slow
@@ -29,23 +25,6 @@ assert json.loads(os.environ["AZ_BATCHAI_TRIAL_PARAMETERS"]) == {"x": a.x}, os.e
 with open(os.path.join(os.environ["AZ_BATCHAI_STDOUTERR_DIR"], "metrics.csv"), "w") as fh:
     fh.write(f"epoch,score\\n0,{a.x}\\n")
 """
-
-
-@pytest.fixture
-def tracked(tmp_path: Path) -> Iterator[LocalService]:
-    svc = LocalService(tmp_path / "state", settings=dataclasses.replace(FAST, mlflow_tracking=True)).start()
-    try:
-        yield svc
-    finally:
-        svc.stop()
-
-
-def _mlflow(svc: LocalService, method: str, path: str, **kwargs: Any) -> Any:
-    token = svc.credential().get_token("https://management.azure.com/.default").token
-    answer = requests.request(method, f"{svc.endpoint}/_mlflow/api/2.0/mlflow/{path}", timeout=300,
-                              headers={"Authorization": f"Bearer {token}"}, verify=str(svc.info.ca_cert), **kwargs)
-    assert answer.status_code == 200, answer.text
-    return answer.json()
 
 
 def test_each_trials_run_is_tagged_with_its_sweep_number_and_values(tracked: LocalService) -> None:
@@ -68,8 +47,8 @@ def test_each_trials_run_is_tagged_with_its_sweep_number_and_values(tracked: Loc
     assert done["status"] == "completed", [t.get("reason") for t in done["trials"]]
     assert refused.status_code == 400 and "AZ_BATCHAI_TRIAL_INDEX" in refused.text
 
-    experiment = _mlflow(tracked, "GET", "experiments/get-by-name", params={"experiment_name": EXP})
-    runs = _mlflow(tracked, "POST", "runs/search", json={
+    experiment = mlflow_api(tracked, "GET", "experiments/get-by-name", params={"experiment_name": EXP})
+    runs = mlflow_api(tracked, "POST", "runs/search", json={
         "experiment_ids": [experiment["experiment"]["experiment_id"]],
         "filter": "tags.`horovod_batchai.sweep` = 'tagged'"})["runs"]
     tags = {r["info"]["run_name"]: {t["key"]: t["value"] for t in r["data"]["tags"]} for r in runs}

@@ -280,11 +280,11 @@ LEFT_OUT = {
     "GpuCluster.get", "GpuCluster.list",
     "Job.get", "Job.list",
     # a notebook's display, which holds the cell until the job ends (docs/service.rst says why)
-    "Job.watch",
+    "Job.watch", "Sweep.watch",
 }
 
 #: aio methods that are not coroutines: a stream is iterated with ``async for``; resume() makes no request
-NOT_COROUTINES = {"Job.stream", "Sweep.resume"}
+NOT_COROUTINES = {"Job.stream", "Sweep.resume", "ClientSweep.resume"}
 
 
 def _public(cls: type) -> set[str]:

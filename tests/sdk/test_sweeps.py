@@ -101,7 +101,7 @@ def test_a_grid_sweep_runs_every_combination_two_at_a_time(experiment: Experimen
                                        "best_val_accuracy": pytest.approx(0.1 + 0.01 + 0.0032)}
     assert sweep.best().name == "grid-003" and results.best().trial.name == "grid-003"
     assert sweep.best(metric="loss", mode="min").name in {"grid-000", "grid-001", "grid-002", "grid-003"}
-    with pytest.warns(DeprecationWarning, match=r"passing metric, mode to Sweep.best\(\) by position .* "
+    with pytest.warns(DeprecationWarning, match=r"passing metric, mode to ClientSweep.best\(\) by position .* "
                                                 r"use metric=\.\.\., mode=\.\.\."):
         assert sweep.best("loss", "min") == sweep.best(metric="loss", mode="min")
     html = results._repr_html_()

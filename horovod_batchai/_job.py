@@ -333,6 +333,7 @@ class Job(JobBase):
 
         :param str path: a directory of the run's artifacts, relative to their root.
         :returns: one :class:`~horovod_batchai._models.mlflow_run.Artifact` per file or directory.
+        :raises InvalidSpecError: for a path that is not one (``..``, ``.``).
         :raises HorovodBatchAIError: when the job has no MLflow run.
         :raises TargetError: on Azure ML."""
         path = check_artifact_path(path)

@@ -156,7 +156,8 @@ class MetricsTable:
         epoch counted from 0).
 
         :param str name: the metric, e.g. ``step_loss`` or ``val_accuracy``.
-        :returns: a list of :class:`MetricPoint` (``step``, ``value``, ``timestamp``)."""
+        :returns: a list of :class:`MetricPoint` (``step``, ``value``, ``timestamp``).
+        :raises InvalidSpecError: for a metric the job did not record, naming those it did."""
         if name in self.histories:
             return list(self.histories[name])
         if name not in self.columns:

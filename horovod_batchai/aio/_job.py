@@ -236,7 +236,13 @@ class Job(JobBase):
 
     async def list_artifacts(self, path: str = "") -> List[Artifact]:
         """The artifacts of the job's MLflow run directly in ``path`` (see
-        :meth:`horovod_batchai.Job.list_artifacts`)."""
+        :meth:`horovod_batchai.Job.list_artifacts`).
+
+        :param str path: a directory of the run's artifacts, relative to their root.
+        :returns: one ``Artifact`` per file or directory.
+        :raises InvalidSpecError: for a path that is not one (``..``, ``.``).
+        :raises HorovodBatchAIError: when the job has no MLflow run.
+        :raises TargetError: on Azure ML."""
         path = check_artifact_path(path)
         run_id = await self._mlflow_run_id()
         if run_id is None:

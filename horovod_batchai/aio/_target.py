@@ -130,7 +130,9 @@ class Target:
     async def mlflow_tracking_uri(self) -> Optional[str]:
         """Where this target's jobs are tracked, as MLflow takes it: the sync
         :attr:`horovod_batchai.Target.mlflow_tracking_uri`, awaited (the local service is found,
-        or the Azure ML workspace read, without holding the loop)."""
+        or the Azure ML workspace read, without holding the loop).
+
+        :returns: the tracking URI, or None on Azure Batch AI."""
         uri: Optional[str] = await self.backend.mlflow_tracking_uri()
         return uri
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
+from azure.core.pipeline.policies import SansIOHTTPPolicy
 
 from horovod_batchai import (Experiment, FileShare, GpuCluster, HorovodBatchAIError, HorovodJob, InvalidSpecError,
                              Target, Workspace)
@@ -139,20 +140,35 @@ def test_a_script_logging_only_with_mlflow_drives_metrics_and_its_artifacts(trac
     asyncio.run(read())
 
 
-def test_without_tracking_metrics_fall_back_to_the_csv_at_once(target: Target, workspace: Workspace,
+class _Attempts(SansIOHTTPPolicy):  # type: ignore[type-arg]
+    """Every attempt sent to the tracking front (a per-retry policy: retries count)."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def on_request(self, request: Any) -> None:
+        if "/_mlflow/" in request.http_request.url:
+            self.sent.append(request.http_request.url.split("?")[0].rsplit("/_mlflow", 1)[1])
+
+
+def test_without_tracking_metrics_fall_back_to_the_csv_at_once(service: LocalService, workspace: Workspace,
                                                                share: FileShare, cluster: GpuCluster,
                                                                tmp_path: Path) -> None:
-    """The suite's services run with tracking off: the front answers 501 FEATURE_DISABLED and the
-    table is the CSV's; there is no run, so artifacts say so."""
+    """The suite's services run with tracking off: the front answers 501 FEATURE_DISABLED, which
+    azure-core does not retry (one attempt), and the table is the CSV's; there is no run, so
+    artifacts say so."""
     local = tmp_path / "csv.py"
     local.write_text("import os\nopen(os.path.join(os.environ['AZ_BATCHAI_STDOUTERR_DIR'], 'metrics.csv'), 'w')"
                      ".write('epoch,loss\\n0,2.0\\n1,1.0\\n')\n")
     share.upload_file(local, "scripts/csv.py", progress=False)
-    job = workspace.create_experiment("untracked").submit(
+    workspace.create_experiment("untracked").submit(
         "csvonly", HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/scripts/csv.py", mounts=[share.mount()]),
-        cluster=cluster)
-    job.wait(timeout=300)
-    table = job.metrics()
+        cluster=cluster).wait(timeout=300)
+    attempts = _Attempts()
+    with Target.local(service=service, per_retry_policies=[attempts]) as counted:
+        job = Workspace(counted, "batchai.horovod", "batchaidev").get_experiment("untracked").get_job("csvonly")
+        table = job.metrics()
+    assert attempts.sent == ["/api/2.0/mlflow/experiments/get-by-name"]  # once: 501 is not retried
     assert table.source == "metrics.csv" and table.column("loss") == [2.0, 1.0] and table.run_id is None
     assert table.history("loss")[1].step == 1 and job.mlflow_run_id is None
     with pytest.raises(HorovodBatchAIError, match="has no MLflow run"):

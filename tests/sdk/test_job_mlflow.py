@@ -173,3 +173,40 @@ def test_without_tracking_metrics_fall_back_to_the_csv_at_once(service: LocalSer
     assert table.history("loss")[1].step == 1 and job.mlflow_run_id is None
     with pytest.raises(HorovodBatchAIError, match="has no MLflow run"):
         job.list_artifacts()
+
+
+# The training package of this checkout, run as a job's script (the node runtime's own copy may be another's).
+TRAINING = """\
+import runpy, sys
+sys.path.insert(0, {repo!r})
+sys.argv = ["training", "--dir", {out!r}, "--data-dir", {data!r}, "--epochs", "2", "--steps-per-epoch", "3",
+            "--log-every-steps", "2", "--warmup-epochs", "0", "--seed", "0"]
+runpy.run_module("training", run_name="__main__")
+"""
+
+
+def test_the_training_packages_run_is_its_table(tracked_target: Target, tmp_path: Path) -> None:
+    """The training package logs to the job's run on rank 0 (and still writes metrics.csv): the
+    table is the run's, with the CSV's epoch numbers, its step metrics, settings and model."""
+    from training.synthetic import write_synthetic_cifar10
+    data = write_synthetic_cifar10(tmp_path / "cifar-10-batches-py", num_train=400, num_test=100, seed=0)
+    experiment, cluster, share = _setup(tracked_target, tmp_path)
+    script = tmp_path / "train.py"
+    script.write_text(TRAINING.format(repo=str(Path(__file__).resolve().parents[2]), out=str(tmp_path / "out"),
+                                      data=str(data)))
+    share.upload_file(script, "scripts/train.py", progress=False)
+    job = experiment.submit("trained", HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/scripts/train.py",
+                                                  mounts=[share.mount()]), cluster=cluster)
+    job.wait(timeout=600)
+    table = job.metrics()
+    assert table.source == "mlflow" and table.epochs == [1, 2]
+    assert {"loss", "accuracy", "val_loss", "val_accuracy"} <= set(table.columns)
+    csv = job.download("metrics.csv", tmp_path / "metrics.csv").read_text().splitlines()
+    header = csv[0].split(",")
+    for column in ("loss", "val_accuracy"):
+        values = [float(line.split(",")[header.index(column)]) for line in csv[1:]]
+        assert table.column(column) == pytest.approx(values, rel=1e-5)
+    assert [p.step for p in table.history("step_loss")] == [2, 4, 6]
+    assert table.params["epochs"] == "2" and table.params["workers"] == "1"
+    assert table.column("test_accuracy")[0] is None and table.last("test_accuracy") is not None
+    assert [a.path for a in job.list_artifacts("model")] == ["model/keras_cifar10_trained_model.h5"]

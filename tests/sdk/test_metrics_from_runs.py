@@ -76,3 +76,39 @@ def test_tracking_uris_and_their_rest_base() -> None:
     with pytest.raises(TargetError, match="neither azureml:// nor https://"):
         https_base("http://127.0.0.1:5/_mlflow")
     assert LOCAL_TRACKING_PATH == PATH_PREFIX  # the SDK's copy of where the service's front is
+
+
+class _NoRequests:
+    """A credential, and a transport that fails the test on any request."""
+
+    def get_token(self, *scopes: str, **kwargs: object) -> object:
+        raise AssertionError("no token should be asked for")
+
+    def send(self, request: object, **kwargs: object) -> object:
+        raise AssertionError(f"no request should be sent: {request}")
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "_NoRequests":
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        pass
+
+
+def test_azure_batch_ai_has_no_tracking_and_says_so_without_a_request() -> None:
+    from horovod_batchai import HorovodBatchAIError, Job, Target, Workspace
+    from horovod_batchai._experiment import Experiment
+    none = _NoRequests()
+    with Target.azure("00000000-0000-0000-0000-000000000000", credential=none, transport=none) as target:
+        assert target.mlflow_tracking_uri is None
+        job = Job(Experiment(Workspace(target, "rg", "ws"), "exp"), "j")
+        with pytest.raises(HorovodBatchAIError, match="has no MLflow run: .* Azure Batch AI had none"):
+            job.list_artifacts()
+        assert job.mlflow_run_id is None
+        with pytest.raises(TargetError, match="Azure Batch AI has no MLflow tracking server"):
+            target.backend.mlflow_run("any")

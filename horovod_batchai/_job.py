@@ -21,8 +21,10 @@ from ._models.records import JobRecord
 from ._models.states import ExecutionState, JobStatus
 from ._models.values import OutputFile
 from ._shared.deprecation import deprecated, positional_options
-from ._shared.job import (TAIL_BYTES, EndWatch, JobBase, check_download_link, check_tail_bytes, check_tensorboard_port,
-                          metrics_from, metrics_link, no_metrics, output_named, tail_text)
+from ._models.mlflow_run import Artifact, RunData
+from ._shared.job import (TAIL_BYTES, EndWatch, JobBase, check_artifact_path, check_download_link, check_tail_bytes,
+                          check_tensorboard_port, metrics_from, metrics_link, no_metrics, no_run_error, output_named,
+                          tail_text, with_run)
 from ._shared.lro import MappedPoller, accepted, check_polling, check_timeout
 from ._shared.metrics import METRICS_FILE, MetricsTable
 from ._shared.parallel import check_stop
@@ -277,25 +279,105 @@ class Job(JobBase):
         partial.replace(dest)
         return dest
 
-    # -- metrics ----------------------------------------------------------------------------------
+    # -- metrics and the job's MLflow run --------------------------------------------------------
     def metrics(self) -> MetricsTable:
-        """The job's metrics, one row per finished epoch, read now -- while it runs or after.
+        """The job's metrics, read now -- while it runs or after: one row per finished epoch, each
+        metric's whole history (:meth:`MetricsTable.history`: per step and per epoch) and the
+        run's parameters.
 
-        They are the rows of ``metrics.csv`` in the job's output directory
-        (``$AZ_BATCHAI_STDOUTERR_DIR`` on the node), which the ``training`` package writes on rank 0
-        and any script can write (see the docs, "Experiments: curves and sweeps"). A job that has
+        They come from the job's MLflow run (what ``mlflow.log_metric`` and ``mlflow.log_param``
+        in its script logged; the ``training`` package logs there on rank 0), read through
+        MLflow's REST API with the target's own clients and credential; where the run has no
+        metrics (or there is none), from the ``metrics.csv`` in the job's output directory
+        (``$AZ_BATCHAI_STDOUTERR_DIR`` on the node), which any script can write (see the docs,
+        "Experiments: curves and sweeps"). :attr:`MetricsTable.source` says which. A job that has
         recorded none gives an empty table whose ``reason`` says why.
 
         :returns: a :class:`MetricsTable`, empty (with its ``reason``) when there are none.
         """
         state = self.refresh().execution_state
+        run = self._mlflow_run()
+        table = with_run(None, run, self.name, state)
+        if table is not None:
+            return table
         link = metrics_link(self.list_output_files(output_directory_id=STDOUTERR))
         if link is None:
-            return no_metrics(self.name, state)
-        remote = self._backend.open_output(link)
-        with azure_errors("reading metrics of", f"{self.name}/{STDOUTERR}/{METRICS_FILE}"):
-            data = b"".join(remote.chunks())
-        return metrics_from(data, self.name, state)
+            csv_table = no_metrics(self.name, state)
+        else:
+            remote = self._backend.open_output(link)
+            with azure_errors("reading metrics of", f"{self.name}/{STDOUTERR}/{METRICS_FILE}"):
+                data = b"".join(remote.chunks())
+            csv_table = metrics_from(data, self.name, state)
+        return with_run(csv_table, run, self.name, state) or csv_table
+
+    def _mlflow_run_id(self) -> Optional[str]:
+        run_id = self._known_run_id()
+        if run_id is None:
+            with azure_errors("looking up the MLflow run of", self.id):
+                run_id = self._run_id = self._backend.job_mlflow_run_id(self._ref)
+        return run_id
+
+    def _mlflow_run(self) -> Optional[RunData]:
+        run_id = self._mlflow_run_id()
+        if run_id is None:
+            return None
+        with azure_errors("reading the MLflow run of", self.id):
+            return self._backend.mlflow_run(run_id)
+
+    def list_artifacts(self, path: str = "") -> List[Artifact]:
+        """The artifacts of the job's MLflow run directly in ``path`` ('' for the root): what
+        ``mlflow.log_artifact`` logged (the ``training`` package logs ``model/`` and
+        ``tensorboard/``), read through MLflow's REST API as :meth:`metrics` reads. On Azure ML
+        the workspace's artifact service keeps them, which that API does not serve:
+        :class:`TargetError` says so.
+
+        :param str path: a directory of the run's artifacts, relative to their root.
+        :returns: one :class:`~horovod_batchai._models.mlflow_run.Artifact` per file or directory.
+        :raises InvalidSpecError: for a path that is not one (``..``, ``.``).
+        :raises HorovodBatchAIError: when the job has no MLflow run.
+        :raises TargetError: on Azure ML."""
+        path = check_artifact_path(path)
+        run_id = self._mlflow_run_id()
+        if run_id is None:
+            raise no_run_error(self)
+        with azure_errors("listing the MLflow artifacts of", self.id):
+            return self._backend.list_mlflow_artifacts(run_id, path)
+
+    def download_artifacts(self, path: str, dest: Union[str, Path]) -> Path:
+        """Download artifact ``path`` of the job's MLflow run ('' or a directory: every file under
+        it) to ``dest``: for a file, a file path or a directory to put it in (an existing one, or
+        one written with a trailing '/'); for a directory, the directory to put its files in.
+
+        :param str path: the artifact, relative to the run's artifact root.
+        :param dest: the local file or directory.
+        :returns: the local path written.
+        :raises HorovodBatchAIError: when the job has no MLflow run.
+        :raises InvalidSpecError: for a bad path, or one the run does not have.
+        :raises TargetError: on Azure ML (see :meth:`list_artifacts`)."""
+        path = check_artifact_path(path)
+        parent, _, name = path.rpartition("/")
+        match = None
+        if path:
+            match = next((a for a in self.list_artifacts(parent) if a.name == name), None)
+            if match is None:
+                raise InvalidSpecError("path", f"{path!r} is not among the artifacts of job {self.name!r}",
+                                       "a path from list_artifacts()")
+        if match is None or match.is_directory:
+            folder = local_directory(dest)
+            for child in self.list_artifacts(path):
+                self.download_artifacts(child.path, local_path_under(folder, child.name))
+            return folder
+        target = local_destination(dest, name)
+        with azure_errors("downloading the MLflow artifact of", f"{self.id} ({path})"):
+            data = self._backend.read_mlflow_artifact(str(self._known_run_id()), path)
+        partial = target.with_name(target.name + ".partial")
+        try:
+            partial.write_bytes(data)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        partial.replace(target)
+        return target
 
     def sync_tensorboard(self, logdir: Union[str, Path]) -> int:
         """Fetch the job's TensorBoard event files (``tensorboard/`` in its output directory) that

@@ -237,6 +237,19 @@ class Target:
         return self._connection.management_endpoint
 
     @property
+    def mlflow_tracking_uri(self) -> Optional[str]:
+        """Where this target's jobs are tracked, as MLflow takes it (``mlflow.set_tracking_uri``),
+        like azure-ai-ml's ``Workspace.mlflow_tracking_uri``: locally the service's authenticated
+        ``https://127.0.0.1:PORT/_mlflow`` (found or started first; MLflow's client needs
+        ``MLFLOW_TRACKING_TOKEN`` and ``MLFLOW_TRACKING_SERVER_CERT_PATH`` for it: see the local
+        service's docs); on Azure ML the workspace's ``azureml://<region>.api.azureml.ms/mlflow/
+        v1.0/subscriptions/.../workspaces/<ws>`` (read from the workspace once; MLflow's client
+        needs the ``azureml-mlflow`` plugin for that scheme); None on Azure Batch AI, which was
+        retired in 2019 without MLflow tracking."""
+        uri: Optional[str] = self.backend.mlflow_tracking_uri()
+        return uri
+
+    @property
     def connection_verify(self) -> Union[bool, str]:
         """What ``requests`` verifies TLS with: the local service's own certificate, or the system's."""
         return self._connection.connection_verify

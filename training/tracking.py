@@ -9,6 +9,7 @@ logs, besides ``metrics.csv``:
   ``val_accuracy``, ``lr``, ``images_per_second``, ``epoch_seconds``), at step = epoch;
 - every ``log_every_steps`` optimizer steps, ``step_loss`` and ``step_accuracy`` at step = the
   global step;
+- the trained model's ``test_loss`` and ``test_accuracy``, at the last epoch's step;
 - the trained model (``model/``) and the job's TensorBoard event files (``tensorboard/``) as artifacts.
 
 Without ``MLFLOW_TRACKING_URI`` nothing here runs and nothing is imported. Metrics are logged

@@ -178,7 +178,9 @@ def train(config: TrainConfig) -> dict:
     say("Test accuracy:", test_accuracy)
     if tracked is not None:
         job_dir = metrics.job_output_dir()
-        tracked.mlflow.log_metrics({"test_loss": test_loss, "test_accuracy": test_accuracy})
+        # at the last epoch's step: Job.metrics() shows them on the last epoch's row
+        tracked.mlflow.log_metrics({"test_loss": test_loss, "test_accuracy": test_accuracy},
+                                   step=max(0, config.epochs - 1))
         tracked.log_artifacts(model_path, job_dir / metrics.TENSORBOARD_DIR if job_dir else None)
         tracked.close()
 

@@ -21,6 +21,7 @@ from azure.core.polling import LROPoller
 
 from .._models.cluster_spec import AutoScale, ClusterSpec
 from .._models.job_spec import HorovodJob
+from .._models.mlflow_run import Artifact, RunData
 from .._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, SweepRecord, WorkspaceRecord
 from .._models.sweep_job import SweepRequest
 from .._models.values import OutputFile, RemoteLogin, Usage
@@ -232,6 +233,21 @@ class Backend(Protocol):
     def keeps_client(self, client: Any) -> bool: ...
 
     def close(self) -> None: ...
+
+    # -- MLflow tracking (the REST calls: _places/mlflow.py) ------------------------------------
+    def mlflow_tracking_uri(self) -> Optional[str]:
+        """The place's MLflow tracking URI; None where it has none (Batch AI on Azure)."""
+        ...
+
+    def job_mlflow_run_id(self, ref: JobRef) -> Optional[str]:
+        """The id of the job's MLflow run; None where it has none (yet)."""
+        ...
+
+    def mlflow_run(self, run_id: str) -> RunData: ...
+
+    def list_mlflow_artifacts(self, run_id: str, path: str) -> List[Artifact]: ...
+
+    def read_mlflow_artifact(self, run_id: str, path: str) -> bytes: ...
 
 
 #: what the aio classes delegate to: a :class:`Backend`'s members, its requests awaited

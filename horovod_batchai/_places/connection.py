@@ -223,6 +223,14 @@ class Connection:
         """What ``requests`` verifies TLS with: the local service's own certificate, or the system's."""
         return str(self.local_info().ca_cert) if self.is_local else True
 
+    def mlflow_tracking_uri(self) -> Optional[str]:
+        """The local service's MLflow tracking URI (its authenticated ``/_mlflow`` front); None
+        elsewhere (an Azure ML workspace's is read from the workspace)."""
+        if not self.is_local:
+            return None
+        from .mlflow import LOCAL_TRACKING_PATH
+        return self.local_info().endpoint + LOCAL_TRACKING_PATH
+
     def credential(self) -> TokenCredential:
         if self.is_local:
             return self.local_info().credential()

@@ -135,6 +135,10 @@ class AsyncConnection:
     def check_data_url(self, url: str, what: str) -> str:
         return self.sync.check_data_url(url, what)
 
+    def mlflow_tracking_uri(self) -> Optional[str]:
+        """The sync connection's (no request once :meth:`ready` has found the local service)."""
+        return self.sync.mlflow_tracking_uri()
+
     async def ready(self) -> None:
         """What the first request needs that would hold the event loop, done in a worker thread:
         importing Microsoft's aio clients and models (tens to hundreds of milliseconds each), and

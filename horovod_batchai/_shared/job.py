@@ -12,16 +12,19 @@ from .._models.names import check_batchai_name
 from .._models.records import JobRecord, JobRef
 from .._models.states import ExecutionState, JobStatus
 from .._models.values import OutputFile
-from .metrics import METRICS_FILE, MetricsTable, parse_metrics_csv
+from .._models.mlflow_run import RunData
+from .metrics import METRICS_FILE, MetricsTable, parse_metrics_csv, table_from_run
 from .polling import Polling
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EndWatch", "JobBase", "TAIL_BYTES", "check_download_link", "check_tail_bytes", "check_tensorboard_port", "metrics_from", "metrics_link", "no_metrics", "output_named", "tail_text", "RESUBMIT_HINT", "check_same_job"]
+__all__ = ["EndWatch", "JobBase", "TAIL_BYTES", "check_download_link", "check_tail_bytes", "check_tensorboard_port", "metrics_from", "metrics_link", "no_metrics", "output_named", "tail_text", "RESUBMIT_HINT", "check_same_job", "check_artifact_path", "with_run", "no_run_error"]
 
 
 
 TAIL_BYTES = 4096
+#: JobBase._run_id before the job's MLflow run was looked up
+_NOT_LOOKED_UP: Any = "<not looked up>"
 
 
 _TAIL_LINES = 30
@@ -80,6 +83,36 @@ def metrics_from(data: bytes, job: str, state: ExecutionState) -> MetricsTable:
     return parse_metrics_csv(data.decode("utf-8", errors="replace"), job=job, execution_state=state.value)
 
 
+def with_run(csv_table: Optional[MetricsTable], run: Optional[RunData], job: str,
+             state: ExecutionState) -> Optional[MetricsTable]:
+    """What :meth:`Job.metrics` answers: the run's table when the run has metrics; else the
+    metrics.csv's (``csv_table``; None: it is still to be read) with the run's id and params."""
+    import dataclasses
+    if run is not None and run.histories:
+        return table_from_run(run, job=job, execution_state=state.value)
+    if csv_table is None or run is None:
+        return csv_table
+    return dataclasses.replace(csv_table, run_id=run.run_id, params=dict(run.params))
+
+
+def check_artifact_path(path: object) -> str:
+    """An artifact's path relative to the run's root ('' for the root), checked."""
+    if not isinstance(path, str):
+        raise InvalidSpecError("path", f"{path!r} is not an artifact path", "a path such as 'model' or 'model/x.h5'")
+    parts = path.strip("/").split("/")
+    if path.strip("/") and any(p in ("", ".", "..") for p in parts):
+        raise InvalidSpecError("path", f"{path!r} is not an artifact path",
+                               "a path relative to the run's artifact root, without '.' or '..' parts")
+    return path.strip("/")
+
+
+def no_run_error(job: Any) -> HorovodBatchAIError:
+    """The error of an artifact call for a job without an MLflow run."""
+    return HorovodBatchAIError(f"job {job.name!r} has no MLflow run: the local service makes one when the job starts "
+                               "(with MLflow tracking on; see `horovod-batchai local start --help`), Azure ML for "
+                               "every job; Azure Batch AI had none")
+
+
 def check_tensorboard_port(port: object) -> None:
     if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
         raise InvalidSpecError("port", f"{port!r} is not a TCP port", "an integer from 1 to 65535, or None")
@@ -128,6 +161,8 @@ class JobBase:
         self.experiment = experiment
         self.name = check_batchai_name(name, "job")
         self._record = _record
+        #: the job's MLflow run id once found (its run never changes); _NOT_LOOKED_UP before
+        self._run_id: Optional[str] = _NOT_LOOKED_UP
 
     def __repr__(self) -> str:
         state = self._record.status.execution_state.value if self._record else "unknown"
@@ -168,6 +203,25 @@ class JobBase:
     def execution_state(self) -> ExecutionState:
         """The ``executionState`` last fetched; call :meth:`refresh` for a fresh one."""
         return self.status.execution_state
+
+    @property
+    def mlflow_run_id(self) -> Optional[str]:
+        """The id of the job's MLflow run, as last looked up (by :meth:`metrics`,
+        :meth:`list_artifacts` or :meth:`download_artifacts`; makes no request): None when the
+        job has no run -- not started yet, MLflow tracking off, or Azure Batch AI, which had none.
+        On Azure ML it is the job's name, as Azure ML tracks it. With the target's
+        :attr:`~horovod_batchai.Target.mlflow_tracking_uri` it opens the run in MLflow's own
+        client (``mlflow.get_run(job.mlflow_run_id)``).
+
+        :raises HorovodBatchAIError: when it has not been looked up yet."""
+        if self._run_id is _NOT_LOOKED_UP:
+            raise HorovodBatchAIError(f"the MLflow run of job {self.name!r} has not been looked up yet; call "
+                                      "metrics() (or list_artifacts()) first")
+        return self._run_id
+
+    def _known_run_id(self) -> Optional[str]:
+        """The run id if it was found before (a run, once made, stays the job's)."""
+        return None if self._run_id is _NOT_LOOKED_UP else self._run_id
 
     @property
     def spec(self) -> HorovodJob:

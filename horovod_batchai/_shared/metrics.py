@@ -1,10 +1,20 @@
-"""A job's metrics as a table: one row per finished epoch, read from the job's ``metrics.csv``.
+"""A job's metrics as a table: one row per finished epoch, with every metric's history and the
+run's parameters, read from the job's MLflow run or, failing that, its ``metrics.csv``.
 
-Where they come from (the same on every place to run): a job's script writes ``metrics.csv`` into
-its output directory, ``$AZ_BATCHAI_STDOUTERR_DIR`` on the node -- the directory of ``stdout.txt``,
-listed by ``Job.list_output_files()`` -- in Keras' ``CSVLogger`` format: a header row, ``epoch``
-first (counted from 0), then a row of numbers per epoch. The ``training`` package writes it on rank
-0; any other script can, with a ``CSVLogger`` or its own CSV writer. The table counts epochs from 1.
+Where they come from (the same on every place to run):
+
+- **MLflow** (first): the job's run -- what ``mlflow.log_metric`` / ``log_param`` in the job's
+  script logged; the ``training`` package logs there on rank 0. Each metric's history is kept
+  whole (:meth:`MetricsTable.history`). The epoch rows are made of the metrics not named
+  ``step_*`` (per-step metrics, such as the training package's ``step_loss``, are in the
+  histories only): a value logged at ``step=s`` is epoch ``s + 1`` (epochs counted from 0, as
+  Keras and ``mlflow.keras.autolog`` log them; the last value logged at a step wins); a metric
+  logged several times at one step (a script that passes no ``step``) has its values as epochs
+  1, 2, ... in the order they were logged.
+- **metrics.csv** (the fallback): a job's script writes ``metrics.csv`` into its output directory,
+  ``$AZ_BATCHAI_STDOUTERR_DIR`` on the node -- the directory of ``stdout.txt``, listed by
+  ``Job.list_output_files()`` -- in Keras' ``CSVLogger`` format: a header row, ``epoch`` first
+  (counted from 0), then a row of numbers per epoch. The table counts epochs from 1.
 
 matplotlib and pandas are imported only by :meth:`MetricsTable.plot` and :meth:`MetricsTable.to_pandas`.
 """
@@ -19,10 +29,16 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .._models.errors import InvalidSpecError, import_optional
 from .._models.html import html_table
+from .._models.mlflow_run import STEP_PREFIX, MetricPoint, RunData
 from .._models.names import check_mode
 from .deprecation import positional_options
 
-__all__ = ["MetricsTable", "EpochMetrics", "METRICS_FILE", "parse_metrics_csv", "best_of", "text_table", "format_number", "json_records"]
+__all__ = ["MetricsTable", "EpochMetrics", "METRICS_FILE", "parse_metrics_csv", "best_of", "text_table", "format_number",
+           "json_records", "MetricPoint", "table_from_run", "epoch_values", "SOURCE_MLFLOW", "SOURCE_CSV"]
+
+#: where a table's metrics were read from (:attr:`MetricsTable.source`)
+SOURCE_MLFLOW = "mlflow"
+SOURCE_CSV = "metrics.csv"
 
 #: the file a job's script writes into its output directory
 METRICS_FILE = "metrics.csv"
@@ -100,6 +116,14 @@ class MetricsTable:
     reason: str = ""
     #: the job's state when the metrics were read
     execution_state: str = field(default="", compare=False)
+    #: the run's parameters (what ``mlflow.log_param`` logged; none from a metrics.csv)
+    params: Mapping[str, str] = field(default_factory=dict, hash=False)
+    #: every metric's values as logged, step metrics included (see :meth:`history`)
+    histories: Mapping[str, Tuple[MetricPoint, ...]] = field(default_factory=dict, hash=False)
+    #: the id of the job's MLflow run (None where it has none)
+    run_id: Optional[str] = None
+    #: where the rows were read: ``'mlflow'``, ``'metrics.csv'``, or ``''`` (none recorded)
+    source: str = ""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -120,6 +144,26 @@ class MetricsTable:
         :returns: one value per row, None where the epoch did not record it."""
         self._check_column(name)
         return [row.values.get(name) for row in self.rows]
+
+    @property
+    def metric_names(self) -> List[str]:
+        """Every metric recorded: the table's columns, then the per-step ones."""
+        return [*self.columns, *sorted(n for n in self.histories if n not in self.columns)]
+
+    def history(self, name: str) -> List[MetricPoint]:
+        """Every value of metric ``name`` as logged, ordered by step: per step for a per-step
+        metric (``step_loss``), per epoch for an epoch metric (from a metrics.csv, step = the
+        epoch counted from 0).
+
+        :param str name: the metric, e.g. ``step_loss`` or ``val_accuracy``.
+        :returns: a list of :class:`MetricPoint` (``step``, ``value``, ``timestamp``).
+        :raises InvalidSpecError: for a metric the job did not record, naming those it did."""
+        if name in self.histories:
+            return list(self.histories[name])
+        if name not in self.columns:
+            raise InvalidSpecError("metric", f"{name!r} is not recorded by job {self.job!r}",
+                                   "one of " + (", ".join(repr(c) for c in self.metric_names) or "(none recorded yet)"))
+        return [MetricPoint(row.epoch - 1, row.values.get(name)) for row in self.rows if row.values.get(name) is not None]
 
     @property
     def epochs(self) -> List[int]:
@@ -151,13 +195,14 @@ class MetricsTable:
         return [{"epoch": row.epoch, **{c: row.values.get(c) for c in self.columns}} for row in self.rows]
 
     def to_json(self) -> str:
-        """``{"job", "columns", "rows", "reason"}``; missing values are null, and so are infinite
+        """``{"job", "columns", "rows", "reason", "source", "run_id", "params"}``; missing values are null, and so are infinite
         ones (JSON has no infinity; :meth:`to_csv` and :meth:`to_pandas` keep them).
 
         :returns: the JSON text."""
         return json.dumps({"job": self.job, "execution_state": self.execution_state,
                            "columns": ["epoch", *self.columns], "rows": json_records(self.to_records()),
-                           "reason": self.reason})
+                           "reason": self.reason, "source": self.source, "run_id": self.run_id,
+                           "params": dict(self.params)})
 
     def to_csv(self) -> str:
         """The table as CSV: a header ``epoch,<columns>``, then one line per epoch; a missing value is
@@ -252,4 +297,30 @@ def parse_metrics_csv(text: str, *, job: str, execution_state: str = "") -> Metr
         values = {h: _number(v) for i, (h, v) in enumerate(zip(header, line)) if i != at}
         rows.append(EpochMetrics(int(epoch) + 1, values))
     reason = "" if rows else "its metrics.csv has no finished epoch yet"
-    return MetricsTable(job, columns, tuple(rows), reason, execution_state)
+    return MetricsTable(job, columns, tuple(rows), reason, execution_state, source=SOURCE_CSV if rows else "")
+
+
+def epoch_values(points: Sequence[MetricPoint]) -> Dict[int, Optional[float]]:
+    """A metric's history as values by epoch (from 1): by step, or in the order logged when every
+    value was logged at one step (see the module docstring)."""
+    if len(points) > 1 and len({p.step for p in points}) == 1:
+        return {i + 1: p.value for i, p in enumerate(sorted(points, key=lambda p: p.timestamp))}
+    by_epoch: Dict[int, Optional[float]] = {}
+    for point in sorted(points, key=lambda p: (p.step, p.timestamp)):
+        if point.step >= 0:
+            by_epoch[point.step + 1] = point.value
+    return by_epoch
+
+
+def table_from_run(run: RunData, *, job: str, execution_state: str = "") -> MetricsTable:
+    """The table of a job's MLflow run (see the module docstring for how rows are made)."""
+    recorded = [name for name in run.histories if not name.startswith(STEP_PREFIX)]
+    columns = tuple([c for c in STANDARD_COLUMNS if c in recorded] + sorted(c for c in recorded
+                                                                          if c not in STANDARD_COLUMNS))
+    by_name = {name: epoch_values(run.histories[name]) for name in columns}
+    epochs = sorted({epoch for values in by_name.values() for epoch in values})
+    rows = tuple(EpochMetrics(epoch, {name: by_name[name].get(epoch) for name in columns}) for epoch in epochs)
+    reason = "" if rows else (f"its MLflow run {run.run_id} has only per-step metrics so far" if run.histories
+                              else f"its MLflow run {run.run_id} has no metrics yet")
+    return MetricsTable(job, columns, rows, reason, execution_state, params=dict(run.params),
+                        histories=dict(run.histories), run_id=run.run_id, source=SOURCE_MLFLOW if run.histories else "")

@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 from azure.core.exceptions import AzureError, HttpResponseError
 
 from .._models.constants import DEFAULT_LRO_TIMEOUT, STDOUTERR
-from .._models.errors import HorovodBatchAIError, azure_errors
+from .._models.errors import HorovodBatchAIError, InvalidSpecError, azure_errors
 from .._models.names import local_destination, local_directory
 from .._models.states import ExecutionState, JobStatus
 from .._models.values import OutputFile
 from .._shared.deprecation import positional_options
-from .._shared.job import (TAIL_BYTES, EndWatch, JobBase, check_download_link, check_tail_bytes, check_tensorboard_port,
-                           metrics_from, metrics_link, no_metrics, output_named, tail_text)
+from .._models.mlflow_run import Artifact, RunData
+from .._shared.job import (TAIL_BYTES, EndWatch, JobBase, check_artifact_path, check_download_link, check_tail_bytes,
+                           check_tensorboard_port, metrics_from, metrics_link, no_metrics, no_run_error, output_named,
+                           tail_text, with_run)
 from .._shared.lro import check_polling, check_timeout
 from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, accepted_async
 from .._shared.metrics import METRICS_FILE, MetricsTable
@@ -194,22 +196,89 @@ class Job(JobBase):
         partial.replace(dest)
         return dest
 
-    # -- metrics ----------------------------------------------------------------------------------
+    # -- metrics and the job's MLflow run --------------------------------------------------------
     async def metrics(self) -> MetricsTable:
-        """The job's metrics, one row per finished epoch, read now (see
+        """The job's metrics, read now: from its MLflow run, else its ``metrics.csv`` (see
         :meth:`horovod_batchai.Job.metrics`); a job that has recorded none gives an empty table
         whose ``reason`` says why."""
         state = (await self.refresh()).execution_state
+        run = await self._mlflow_run()
+        table = with_run(None, run, self.name, state)
+        if table is not None:
+            return table
         link = metrics_link(await self.list_output_files(output_directory_id=STDOUTERR))
         if link is None:
-            return no_metrics(self.name, state)
-        remote = await self._backend.open_output(link)
+            csv_table = no_metrics(self.name, state)
+        else:
+            remote = await self._backend.open_output(link)
+            try:
+                with azure_errors("reading metrics of", f"{self.name}/{STDOUTERR}/{METRICS_FILE}"):
+                    data = b"".join([chunk async for chunk in remote.chunks()])
+            finally:
+                await remote.close()
+            csv_table = metrics_from(data, self.name, state)
+        return with_run(csv_table, run, self.name, state) or csv_table
+
+    async def _mlflow_run_id(self) -> Optional[str]:
+        run_id = self._known_run_id()
+        if run_id is None:
+            with azure_errors("looking up the MLflow run of", self.id):
+                run_id = self._run_id = await self._backend.job_mlflow_run_id(self._ref)
+        return run_id
+
+    async def _mlflow_run(self) -> Optional[RunData]:
+        run_id = await self._mlflow_run_id()
+        if run_id is None:
+            return None
+        with azure_errors("reading the MLflow run of", self.id):
+            run: RunData = await self._backend.mlflow_run(run_id)
+        return run
+
+    async def list_artifacts(self, path: str = "") -> List[Artifact]:
+        """The artifacts of the job's MLflow run directly in ``path`` (see
+        :meth:`horovod_batchai.Job.list_artifacts`).
+
+        :param str path: a directory of the run's artifacts, relative to their root.
+        :returns: one ``Artifact`` per file or directory.
+        :raises InvalidSpecError: for a path that is not one (``..``, ``.``).
+        :raises HorovodBatchAIError: when the job has no MLflow run.
+        :raises TargetError: on Azure ML."""
+        path = check_artifact_path(path)
+        run_id = await self._mlflow_run_id()
+        if run_id is None:
+            raise no_run_error(self)
+        with azure_errors("listing the MLflow artifacts of", self.id):
+            found: List[Artifact] = await self._backend.list_mlflow_artifacts(run_id, path)
+        return found
+
+    async def download_artifacts(self, path: str, dest: Union[str, Path]) -> Path:
+        """Download artifact ``path`` of the job's MLflow run (a directory: every file under it) to
+        ``dest`` (see :meth:`horovod_batchai.Job.download_artifacts`); files are written in a
+        worker thread."""
+        path = check_artifact_path(path)
+        parent, _, name = path.rpartition("/")
+        match = None
+        if path:
+            match = next((a for a in await self.list_artifacts(parent) if a.name == name), None)
+            if match is None:
+                raise InvalidSpecError("path", f"{path!r} is not among the artifacts of job {self.name!r}",
+                                       "a path from list_artifacts()")
+        if match is None or match.is_directory:
+            folder = local_directory(dest)
+            for child in await self.list_artifacts(path):
+                await self.download_artifacts(child.path, local_path_under(folder, child.name))
+            return folder
+        target = local_destination(dest, name)
+        with azure_errors("downloading the MLflow artifact of", f"{self.id} ({path})"):
+            data = await self._backend.read_mlflow_artifact(str(self._known_run_id()), path)
+        partial = target.with_name(target.name + ".partial")
         try:
-            with azure_errors("reading metrics of", f"{self.name}/{STDOUTERR}/{METRICS_FILE}"):
-                data = b"".join([chunk async for chunk in remote.chunks()])
-        finally:
-            await remote.close()
-        return metrics_from(data, self.name, state)
+            await asyncio.to_thread(partial.write_bytes, data)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        partial.replace(target)
+        return target
 
     async def sync_tensorboard(self, logdir: Union[str, Path]) -> int:
         """Fetch the job's TensorBoard event files that are new or have grown into ``logdir``;

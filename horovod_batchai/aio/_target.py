@@ -127,6 +127,15 @@ class Target:
             self._backend = build_async_backend(self._connection)
         return self._backend
 
+    async def mlflow_tracking_uri(self) -> Optional[str]:
+        """Where this target's jobs are tracked, as MLflow takes it: the sync
+        :attr:`horovod_batchai.Target.mlflow_tracking_uri`, awaited (the local service is found,
+        or the Azure ML workspace read, without holding the loop).
+
+        :returns: the tracking URI, or None on Azure Batch AI."""
+        uri: Optional[str] = await self.backend.mlflow_tracking_uri()
+        return uri
+
     def _workspace(self, resource_group: str, name: str) -> Workspace:
         """The workspace ``name``, not fetched (``from_id`` of its children starts here)."""
         return Workspace(self, resource_group, name)

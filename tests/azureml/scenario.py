@@ -897,3 +897,53 @@ def datastore_delete(name: str) -> Exchange:
     """Removing a datastore (recording 10's DELETE: 200, empty body)."""
     entries = recording(BLOB_STORE_FILE)
     return recorded(entries, 3, BLOB_STORE_FILE, names={**SCOPE, RECORDED_BLOB_STORE: name}, api_version=DATASTORES)
+
+
+# -- MLflow tracking (no recording has it: built from MLflow's REST API and Azure ML's tracking URI) --
+MLFLOW_HOST = f"{LOCATION}.api.azureml.ms"
+#: the workspace's mlFlowTrackingUri, in the shape Azure ML documents and azure-ai-ml hands on as is
+TRACKING_URI = f"azureml://{MLFLOW_HOST}/mlflow/v1.0{WS_PATH}"
+#: where MLflow's REST API 2.0 is for it: the same path over https (what azureml-mlflow sends to)
+MLFLOW_API = f"/mlflow/v1.0{WS_PATH}/api/2.0/mlflow"
+MLFLOW_WHY = ("no recording has MLflow traffic; built from MLflow's REST API 2.0 (mlflow/protos/service.proto: "
+              "runs/get, metrics/get-history and their JSON) at the https form of the workspace's mlFlowTrackingUri, "
+              "the run id being the job's name -- UNVERIFIED against the real service")
+
+
+def _bearer(request: Any, body: Any) -> Optional[str]:
+    """The caller's credential signs it (the replay's FakeCredential)."""
+    if request.headers.get("Authorization") != "Bearer replay-token":
+        return "no bearer token of the caller's credential"
+    return None
+
+
+def mlflow_workspace_get() -> list[Exchange]:
+    """The workspace, read once for its mlFlowTrackingUri (the spec's example lacks the property:
+    it is set here in the shape Azure ML gives it)."""
+    (exchange,) = workspace_get(WORKSPACES, "read for its mlFlowTrackingUri")
+    exchange.response = patched(exchange.response, {"properties.mlFlowTrackingUri": TRACKING_URI})
+    exchange.source += "; properties.mlFlowTrackingUri set (built)"
+    return [exchange]
+
+
+def mlflow_run_get(run_id: str = JOB, *, metrics: Optional[dict[str, float]] = None,
+                   params: Optional[dict[str, str]] = None, status: str = "FINISHED") -> Exchange:
+    run = {"info": {"run_id": run_id, "run_uuid": run_id, "experiment_id": "6b3f0a8e-0000-4000-8000-000000000001",
+                    "run_name": run_id, "status": status, "start_time": 1764300000000,
+                    "artifact_uri": f"azureml://experiments/{EXPERIMENT}/runs/{run_id}/artifacts",
+                    "lifecycle_stage": "active"},
+           "data": {"metrics": [{"key": k, "value": v, "timestamp": 1764300001000, "step": 0}
+                                for k, v in (metrics or {}).items()],
+                    "params": [{"key": k, "value": v} for k, v in (params or {}).items()],
+                    "tags": [{"key": "mlflow.runName", "value": run_id}]}}
+    return Exchange("GET", f"{MLFLOW_API}/runs/get", f"built:{MLFLOW_WHY} (runs/get)", host=MLFLOW_HOST,
+                    query={"run_id": run_id}, response={"run": run}, check=_bearer)
+
+
+def mlflow_history(key: str, points: list[tuple[int, float]], run_id: str = JOB) -> Exchange:
+    """One page of a metric's history: ``points`` as (step, value)."""
+    metrics = [{"key": key, "value": value, "timestamp": 1764300001000 + i, "step": step}
+               for i, (step, value) in enumerate(points)]
+    return Exchange("GET", f"{MLFLOW_API}/metrics/get-history", f"built:{MLFLOW_WHY} (metrics/get-history)",
+                    host=MLFLOW_HOST, query={"run_id": run_id, "metric_key": key}, response={"metrics": metrics},
+                    check=_bearer)

@@ -33,10 +33,11 @@ def _job(target: Target, transport: ReplayTransport, status: str = "Running") ->
 
 def test_metrics_are_read_from_the_share_while_the_job_runs(target: Target, transport: ReplayTransport) -> None:
     job, submitted = _job(target, transport)
-    transport.add(S.job_get(submitted, "Running"), *S.discovery(), S.run_details("Running"),
+    transport.add(S.job_get(submitted, "Running"), *S.mlflow_workspace_get(), S.mlflow_run_get(status="RUNNING"),
+                  *S.discovery(), S.run_details("Running"),
                   *S.stdouterr({"metrics.csv": len(METRICS)}, ("tensorboard",)),
                   S.share_file(f"{S.STDOUTERR_PATH}/metrics.csv", METRICS))
-    metrics = job.metrics()
+    metrics = job.metrics()  # its MLflow run has no metrics: the share's metrics.csv is read
     assert metrics.epochs == [1, 2] and metrics.column("val_accuracy") == [0.3, 0.45] and not metrics.reason
     assert metrics.execution_state == "running"
     transport.verify()
@@ -58,7 +59,8 @@ def test_the_share_files_are_listed_with_the_logs_without_a_credential(target: T
 
 def test_a_job_that_has_not_started_has_no_metrics_yet(target: Target, transport: ReplayTransport) -> None:
     job, submitted = _job(target, transport, "Queued")
-    transport.add(S.job_get(submitted, "Queued"), *S.discovery(), S.run_details("Queued"), *S.stdouterr(None))
+    transport.add(S.job_get(submitted, "Queued"), *S.mlflow_workspace_get(), S.mlflow_run_get(status="SCHEDULED"),
+                  *S.discovery(), S.run_details("Queued"), *S.stdouterr(None))
     metrics = job.metrics()
     assert len(metrics) == 0 and metrics.reason.startswith("it is queued")
     transport.verify()
@@ -85,7 +87,8 @@ def test_an_older_service_hands_out_the_account_key(target: Target, transport: R
     signed with it (SharedKey), and the key is in no listed link."""
     job, submitted = _job(target, transport, "Completed")
     path = S.STDOUTERR_PATH
-    transport.add(S.job_get(submitted, "Completed"), *S.discovery(), S.run_details("Completed"), S.datastore_get(),
+    transport.add(S.job_get(submitted, "Completed"), *S.mlflow_workspace_get(), S.mlflow_run_get(),
+                  *S.discovery(), S.run_details("Completed"), S.datastore_get(),
                   S.datastore_secret(1, S.ENVIRONMENT_FILE),
                   S.share_listing(path, {"metrics.csv": len(METRICS)}, signed="key"),
                   S.share_file(f"{path}/metrics.csv", METRICS, signed="key"))
@@ -110,8 +113,8 @@ def test_a_job_whose_output_is_on_no_share_lists_its_logs_only(target: Target, t
     from horovod_batchai._experiment import Experiment
     submitted = S.SubmittedJob()
     submitted.sent = {"properties": {"computeId": S.COMPUTE_PATH, "experimentName": S.EXPERIMENT, "properties": {}}}
-    transport.add(S.job_get(submitted, "Completed"), S.job_get(submitted, "Completed"), *S.discovery(),
-                  S.run_details("Completed"))
+    transport.add(S.job_get(submitted, "Completed"), S.job_get(submitted, "Completed"), *S.mlflow_workspace_get(),
+                  S.mlflow_run_get(), *S.discovery(), S.run_details("Completed"))
     job = Experiment(Workspace(target, S.RG, S.WS), S.EXPERIMENT).get_job(S.JOB)
     metrics = job.metrics()
     assert len(metrics) == 0 and job.execution_state is ExecutionState.SUCCEEDED
@@ -151,7 +154,8 @@ def test_the_aio_job_reads_metrics_and_event_files_the_same_way(transport: Repla
     event = b"event-bytes"
     name = "events.out.tfevents.1700000000.node-0"
     transport.add(S.job_get(submitted, "Running"),
-                  S.job_get(submitted, "Running"), *S.discovery(), S.run_details("Running"),
+                  S.job_get(submitted, "Running"), *S.mlflow_workspace_get(), S.mlflow_run_get(status="RUNNING"),
+                  *S.discovery(), S.run_details("Running"),
                   *S.stdouterr({"metrics.csv": len(METRICS)}, ("tensorboard",)),
                   S.share_file(f"{S.STDOUTERR_PATH}/metrics.csv", METRICS),
                   S.run_details("Running"), *S.stdouterr({"metrics.csv": len(METRICS)}, ("tensorboard",)),

@@ -122,6 +122,18 @@ def test_the_dockerfile_pins_what_setup_py_pins() -> None:
     assert re.search(r"^FROM nvidia/cuda:12\.2\.\d+-cudnn8-devel-ubuntu22\.04$", dockerfile, re.M)  # TF 2.15's CUDA
 
 
+def test_the_dockerfile_installs_the_mlflow_client_setup_py_pins_with_the_training_stack() -> None:
+    """Azure ML jobs log with MLflow (the training package, a user's script): the image has the
+    logging client of setup.py's training extra and azureml-mlflow (for the azureml:// tracking
+    URI), resolved in the training stack's own pip install so that its pins hold."""
+    source = (ROOT / "setup.py").read_text(encoding="utf-8")
+    block = source[source.index("TRACKING_CLIENT_REQUIRES = ["):]
+    (pin,) = re.findall(r'"(mlflow-skinny[<>=!][^"]*)"', block[:block.index("]")])
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    install = next(run for run in dockerfile.split("\nRUN ") if '"tensorflow[and-cuda]' in run)
+    assert f'"{pin}"' in install and '"azureml-mlflow==' in install
+
+
 def test_the_build_context_holds_the_dockerfile_and_training() -> None:
     files = context_files()
     assert files["Dockerfile"] == DOCKERFILE.read_bytes()

@@ -82,8 +82,8 @@ def test_the_tutorial_runs_on_azure_ml(target: Target, transport: ReplayTranspor
     transport.add(S.run_details("Completed"), *S.stdouterr({"metrics.csv": len(metrics_csv)}), S.blob_whole(LOG))
     downloaded = job.download("stdout.txt", tmp_path)
     assert downloaded == tmp_path / "stdout.txt" and downloaded.read_bytes() == LOG
-    transport.add(S.job_get(submitted, "Completed"), S.run_details("Completed"),
-                  *S.stdouterr({"metrics.csv": len(metrics_csv)}),
+    transport.add(S.job_get(submitted, "Completed"), *S.mlflow_workspace_get(), S.mlflow_run_get(),
+                  S.run_details("Completed"), *S.stdouterr({"metrics.csv": len(metrics_csv)}),
                   S.share_file(f"{S.STDOUTERR_PATH}/metrics.csv", metrics_csv))
     assert job.metrics().last("val_accuracy") == 0.5312
 

@@ -46,6 +46,8 @@ def test_rank_0_logs_params_epoch_and_step_metrics_and_artifacts(cifar_dir, tmp_
     # a metric every 2 of the 8 steps, at the global step
     assert [m.step for m in client.get_metric_history(logged.info.run_id, "step_loss")] == [2, 4, 6, 8]
     assert "test_accuracy" in logged.data.metrics
+    # at the last epoch's step, so that a table of the run shows them on the last epoch's row
+    assert [m.step for m in client.get_metric_history(logged.info.run_id, "test_accuracy")] == [1]
 
     artifacts = {a.path for a in client.list_artifacts(logged.info.run_id, "model")}
     assert artifacts == {"model/keras_cifar10_trained_model.h5"}

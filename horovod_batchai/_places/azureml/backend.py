@@ -24,8 +24,10 @@ from azure.core.polling import LROPoller
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
 from ..._models.constants import DEFAULT_POLL_INTERVAL, STDOUTERR
-from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, azure_errors
+from ..._models.errors import (ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, TargetError,
+                               azure_errors)
 from ..._models.job_spec import HorovodJob
+from ..._models.mlflow_run import Artifact, RunData
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
 from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, SweepRecord, WorkspaceRecord
 from ..._models.states import ExecutionState
@@ -35,7 +37,7 @@ from ..._shared.job import check_same_job
 from ..._shared.lro import DonePoller, MappedPoller, background_poller, resume_token
 from ..._shared.metrics import MetricsTable, parse_metrics_csv
 from ..._shared.steps import Sync, begin_delete, run
-from .. import arm
+from .. import arm, mlflow
 from ..base import RemoteFile
 from ..connection import ShareFile
 from ..storage import StorageAccountOperations
@@ -64,6 +66,10 @@ log = logging.getLogger(__name__)
 RANK0_LOGS = ("user_logs/std_log_process_0.txt", "user_logs/std_log.txt")
 #: names a Batch AI job's stdouterr directory had; on Azure ML both are rank 0's combined log
 ALIASES = ("stdout.txt", "stderr.txt")
+#: why a job's MLflow artifacts are not read here on Azure ML
+ARTIFACTS_ELSEWHERE = ("an Azure ML job's MLflow artifacts are kept by the workspace's artifact service, which MLflow's "
+                       "REST API does not serve; download them with azure-ai-ml: "
+                       "MLClient.jobs.download(<job name>, all=True)")
 
 
 class _Blob:
@@ -114,6 +120,9 @@ class AzureMLOperations(StorageAccountOperations):
         self._ended_trials: Dict[str, TrialRun] = {}
         #: each sweep's trial spec, by sweep name (None: a sweep job this package did not create)
         self._sweep_specs: Dict[str, Optional[HorovodJob]] = {}
+        #: the workspace's MLflow tracking URI once read, and the pipeline to its REST API
+        self._mlflow_uri: Optional[str] = None
+        self._mlflow_client: Any = None
 
     @property
     def ml(self) -> "MLClient":
@@ -1031,6 +1040,42 @@ class AzureMLOperations(StorageAccountOperations):
         if self._registered.get(name) != wanted:
             self._create_datastore(mount)
         self._absent.discard(name)
+
+    # -- MLflow tracking: the workspace's (its REST calls are ../mlflow.py's; ./tracking.py the pipeline) --
+    def mlflow_tracking_uri(self) -> str:
+        """The workspace's ``mlFlowTrackingUri`` (``azureml://<region>.api.azureml.ms/mlflow/v1.0/
+        subscriptions/.../workspaces/<ws>``), read once from the workspace; built from its region
+        when the workspace does not say."""
+        if self._mlflow_uri is None:
+            resource = self.workspace_id(str(self._connection.resource_group), str(self._connection.workspace))
+            with azure_errors("reading workspace", resource):
+                entity = self.ml.workspaces.get(self._connection.workspace)
+            self._mlflow_uri = str(getattr(entity, "mlflow_tracking_uri", None) or
+                                   mlflow.azureml_tracking_uri(str(entity.location or ""), resource))
+        return self._mlflow_uri
+
+    def _mlflow(self) -> "mlflow.MlflowRest":
+        base = mlflow.https_base(self.mlflow_tracking_uri())
+        with self._lock:
+            if self._mlflow_client is None:
+                from .tracking import mlflow_pipeline
+                self._mlflow_client = mlflow_pipeline(self._connection, base)
+            client = self._mlflow_client
+        return mlflow.MlflowRest(base, lambda request: client.send_request(request, stream=False))
+
+    def job_mlflow_run_id(self, ref: JobRef) -> str:
+        """The job's name: Azure ML tracks each job as the MLflow run of that id."""
+        self._check_scope(ref.resource_group, ref.workspace)
+        return ref.name
+
+    def mlflow_run(self, run_id: str) -> RunData:
+        return run(mlflow.run_data(self._mlflow(), run_id))
+
+    def list_mlflow_artifacts(self, run_id: str, path: str) -> List[Artifact]:
+        raise TargetError(ARTIFACTS_ELSEWHERE)
+
+    def read_mlflow_artifact(self, run_id: str, path: str) -> bytes:
+        raise TargetError(ARTIFACTS_ELSEWHERE)
 
 
 def _is_sweep(entity: Any) -> bool:

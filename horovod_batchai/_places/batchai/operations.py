@@ -18,9 +18,10 @@ from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpRes
 from ..._models.cluster_spec import AutoScale, ClusterSpec
 from ..._models.constants import (DEALLOCATION_OPTIONS, DEFAULT_LOCATION, DEFAULT_POLL_INTERVAL, LOCAL_POLL_INTERVAL,
                                   STDOUTERR)
-from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, azure_errors
+from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, TargetError, azure_errors
 from ..._models.job_json import SECRET_FIELDS, job_from_rest, job_to_rest, mounts_from_rest
 from ..._models.job_spec import HorovodJob
+from ..._models.mlflow_run import Artifact, RunData
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
 from ..._models.names import check_directory_id
 from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, SweepRecord, WorkspaceRecord
@@ -29,7 +30,7 @@ from ..._models.values import OutputFile, RemoteLogin, Usage
 from ..._shared.job import RESUBMIT_HINT, check_same_job
 from ..._shared.lro import poll_options, resume_token
 from ..._shared.steps import Done, Listed, Mapped, Steps, begin_delete
-from .. import arm
+from .. import arm, mlflow
 from ..base import IDEMPOTENT_POST
 from ..storage import StorageAccountOperations
 from .conversions import (CLUSTER_SECRET_FIELDS, cluster_differences, cluster_maximum_nodes, cluster_status_from_rest,
@@ -521,6 +522,51 @@ class BatchAIOperations(StorageAccountOperations):
 
     def register_share(self, account_name: str, share_name: str, account_key: str) -> "Steps[None]":
         return (yield None)  # a Batch AI job names the share and its key itself
+
+    # -- MLflow tracking: the local service's server (its REST calls are ../mlflow.py's) ----------
+    def mlflow_tracking_uri(self) -> "Steps[Optional[str]]":
+        """The local service's ``https://127.0.0.1:PORT/_mlflow``; None on Azure: Batch AI had no
+        MLflow (it was retired in 2019, before Azure ML's MLflow tracking)."""
+        if not self._connection.is_local:
+            return None
+        yield self._client()  # the service found (or started): off the event loop on the aio side
+        return self._connection.mlflow_tracking_uri()
+
+    def _mlflow(self) -> "Steps[mlflow.MlflowRest]":
+        uri = yield from self.mlflow_tracking_uri()
+        if uri is None:
+            raise TargetError("Azure Batch AI has no MLflow tracking server (it was retired in 2019); runs are "
+                              "tracked on the local service and on Azure ML")
+        client = yield self._client()
+        # the Batch AI client's own pipeline: the service's credential opens its /_mlflow front
+        return mlflow.MlflowRest(uri, lambda request: client._send_request(request, stream=False))
+
+    def job_mlflow_run_id(self, ref: JobRef) -> "Steps[Optional[str]]":
+        """The id of the job's run: the run the service made when it started the job (named after
+        the job, tagged with its id); None before that, on Azure, or where tracking is off."""
+        if not self._connection.is_local:
+            return None
+        rest = yield from self._mlflow()
+        try:
+            return (yield from mlflow.find_run(rest, ref.experiment, ref.name,
+                                               {"horovod_batchai.job_id": self.job_id(ref)}))
+        except HttpResponseError as err:
+            if mlflow.tracking_off(err):
+                log.debug("the local service tracks no runs: %s", err.message)
+                return None
+            raise
+
+    def mlflow_run(self, run_id: str) -> "Steps[RunData]":
+        rest = yield from self._mlflow()
+        return (yield from mlflow.run_data(rest, run_id))
+
+    def list_mlflow_artifacts(self, run_id: str, path: str) -> "Steps[List[Artifact]]":
+        rest = yield from self._mlflow()
+        return (yield from mlflow.list_artifacts(rest, run_id, path))
+
+    def read_mlflow_artifact(self, run_id: str, path: str) -> "Steps[bytes]":
+        rest = yield from self._mlflow()
+        return (yield from mlflow.read_artifact(rest, run_id, path))
 
 
 # -- what the operations decide without a request -----------------------------------------------

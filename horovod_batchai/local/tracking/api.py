@@ -18,8 +18,9 @@ from werkzeug.wrappers import Request, Response
 from ..core.routing import Call
 from ..core.tokens import verify_token
 from .endpoint import PATH_PREFIX, TrackingEndpoint
-from .errors import RequestTooLarge, TemporarilyUnavailable, TrackingApiError, Unauthenticated, tracking_error_response
-from .server import TrackingServerError, UnixHTTPConnection
+from .errors import (FeatureDisabled, RequestTooLarge, TemporarilyUnavailable, TrackingApiError, Unauthenticated,
+                     tracking_error_response)
+from .server import TrackingServerError, TrackingUnavailable, UnixHTTPConnection
 
 __all__ = ["handle", "is_tracking_path", "MAX_BODY_BYTES"]
 
@@ -73,6 +74,8 @@ def _forward(call: Call, endpoint: TrackingEndpoint) -> Response:
         raise RequestTooLarge(f"The request body is larger than {MAX_BODY_BYTES} bytes.")
     try:
         connection = endpoint.connection(timeout=300)
+    except TrackingUnavailable as exc:
+        raise FeatureDisabled(f"The MLflow tracking server is not available: {exc}") from None
     except TrackingServerError as exc:
         raise TemporarilyUnavailable(f"The MLflow tracking server is not available: {exc}") from None
     try:
@@ -108,7 +111,7 @@ def handle(call: Call) -> Response:
     endpoint: TrackingEndpoint | None = call.context.tracking
     try:
         if endpoint is None:
-            raise TemporarilyUnavailable("MLflow tracking is switched off in this local service's settings.")
+            raise FeatureDisabled("MLflow tracking is switched off in this local service's settings.")
         _authenticate(call, endpoint)
         return _forward(call, endpoint)
     except TrackingApiError as err:

@@ -7,7 +7,7 @@ import json
 
 from werkzeug.wrappers import Response
 
-__all__ = ["TrackingApiError", "Unauthenticated", "TemporarilyUnavailable", "RequestTooLarge",
+__all__ = ["TrackingApiError", "Unauthenticated", "TemporarilyUnavailable", "FeatureDisabled", "RequestTooLarge",
            "tracking_error_response"]
 
 
@@ -30,6 +30,14 @@ class Unauthenticated(TrackingApiError):
 class TemporarilyUnavailable(TrackingApiError):
     status = 503
     error_code = "TEMPORARILY_UNAVAILABLE"
+
+
+class FeatureDisabled(TrackingApiError):
+    """Tracking is switched off, or MLflow is not installed beside the service: not temporary, so
+    501 (MLflow's status for the code), which clients do not retry as they retry a 503."""
+
+    status = 501
+    error_code = "FEATURE_DISABLED"
 
 
 class RequestTooLarge(TrackingApiError):

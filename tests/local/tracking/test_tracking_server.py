@@ -216,7 +216,7 @@ def test_without_mlflow_jobs_run_untracked_and_say_why(tracked):
     # The service's tracking, as it is where the mlflow package is missing beside the service.
     tracked.context.tracking = TrackingEndpoint(tracked.state_dir, python=_python_without_mlflow())
     refused = _api(tracked, "GET", "experiments/search", params={"max_results": 5})
-    assert refused.status_code == 503 and refused.json()["error_code"] == "TEMPORARILY_UNAVAILABLE"
+    assert refused.status_code == 501 and refused.json()["error_code"] == "FEATURE_DISABLED"  # not retried
     assert "horovod-batchai[mlflow]" in refused.json()["message"]
 
     with BatchAI(tracked.credential(), SUBSCRIPTION, base_url=tracked.endpoint,

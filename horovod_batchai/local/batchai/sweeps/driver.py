@@ -4,10 +4,11 @@ Each pass (every ``TICK_S``, and at once when :meth:`SweepDriver.notify` is call
 sweep that is running or still has trials to stop, and in one store update of its document:
 
 1. brings each live trial up to date from its job (``queued``, ``running``, its end) and from the
-   ``metrics.csv`` the job records (``metrics.py``); a job that succeeded without a value of the
-   objective is a ``failed`` trial, saying what it did record;
-2. fails the sweep at once when a trial records metrics without the objective among them (a
-   misspelt ``primaryMetric``), naming those it does record;
+   metrics the job records (``metrics.py``: its MLflow run's, else its ``metrics.csv``); a job
+   that succeeded without a value of the objective is a ``failed`` trial, saying what it did record;
+2. fails the sweep when a trial records metrics without the objective among them (a misspelt
+   ``primaryMetric``), naming those it does record: at once for a metrics.csv (its header names
+   them all), once the run has ended for an MLflow run (whose metrics come one by one);
 3. applies the early termination policy (``policies.py``) at the epochs it is due, once each;
 4. ends the sweep's running when its ``timeout`` has passed (its live trials are cancelled);
 5. records new trials (values drawn by ``sampling.py``, job named ``<sweep>-<n>``) while fewer
@@ -214,7 +215,8 @@ def _refresh(trial: dict[str, Any], spec: SweepSpec, seen: _Seen) -> None:
             move_trial(trial, TrialStatus.COMPLETED)
         else:
             said = (f"it recorded {', '.join(recorded.columns)}" if recorded.columns
-                    else "it wrote no metrics.csv with a finished epoch into $AZ_BATCHAI_STDOUTERR_DIR")
+                    else "it logged no epoch metric to its MLflow run and wrote no metrics.csv with a finished "
+                         "epoch into $AZ_BATCHAI_STDOUTERR_DIR")
             move_trial(trial, TrialStatus.FAILED, f"Its job succeeded but recorded no value of the objective "
                                                   f"metric '{spec.metric}': {said}.")
     elif state == ExecutionState.FAILED.value:
@@ -231,7 +233,8 @@ def _decide(name: str, props: dict[str, Any], spec: SweepSpec, seen: dict[str, _
     if running:
         for trial in trials:
             recorded = trial.get("metrics")
-            if recorded and spec.metric not in recorded:
+            final = trial["name"] not in seen or seen[trial["name"]].recorded.final
+            if recorded and spec.metric not in recorded and final:
                 move_sweep(props, SweepStatus.FAILED,
                            f"The objective metric '{spec.metric}' is not among the metrics trial {trial['name']} "
                            f"records ({', '.join(recorded)}); check properties.objective.primaryMetric.")
@@ -297,7 +300,7 @@ def _decide(name: str, props: dict[str, Any], spec: SweepSpec, seen: dict[str, _
             move_sweep(props, SweepStatus.FAILED,
                        f"None of its {len(trials)} trials recorded a value of the objective metric '{spec.metric}'"
                        + (f" (they recorded {', '.join(names)})." if names else
-                          " (none wrote a metrics.csv with a finished epoch)."))
+                          " (none logged an epoch metric to MLflow or wrote a metrics.csv with a finished epoch)."))
 
 
 def _best(props: dict[str, Any], spec: SweepSpec) -> None:

@@ -239,12 +239,15 @@ def _children(*runs: tuple[int, str]) -> Exchange:
                     response={"value": value, "continuationToken": None, "nextLink": None})
 
 
-def _trial_metrics(index: int, data: Optional[bytes]) -> list[Exchange]:
-    """A trial's metrics.csv, read from its own stdouterr directory (None: it has none yet)."""
+def _trial_metrics(index: int, data: Optional[bytes], *, first: bool = False) -> list[Exchange]:
+    """A trial's metrics as the sweep reads them: its MLflow run (with no metrics: its script wrote
+    a metrics.csv instead; ``first``: the workspace is read for its tracking URI before), then its
+    metrics.csv from its own stdouterr directory (None: it has none yet)."""
+    run = [*(S.mlflow_workspace_get() if first else []), S.mlflow_run_get(f"{SWEEP}_{index}")]
     directory = f"cifar/{SWEEP}_{index}/stdouterr"
     if data is None:
-        return [S.datastore_get(), S.datastore_secret(), S.share_directory_missing(directory)]
-    return [S.datastore_get(), S.datastore_secret(), S.share_listing(directory, {"metrics.csv": len(data)}),
+        return [*run, S.datastore_get(), S.datastore_secret(), S.share_directory_missing(directory)]
+    return [*run, S.datastore_get(), S.datastore_secret(), S.share_listing(directory, {"metrics.csv": len(data)}),
             S.share_file(f"{directory}/metrics.csv", data)]
 
 
@@ -258,7 +261,7 @@ def test_trials_are_the_sweep_jobs_child_runs_with_their_metrics(target: Target,
     tags = {**PARAMETER_TAGS, "_aml_system_samples_generated_count": "4"}
     transport.add(_sweep_get(sent, tags=tags, properties={"best_child_run_id": f"{SWEEP}_0", "score": "0.45"}),
                   *S.discovery(), _children((0, "Completed"), (1, "Canceled"), (2, "Running"), (3, "Completed")),
-                  *_trial_metrics(0, METRICS), *_trial_metrics(1, b"epoch,loss,val_accuracy\n0,2.1,0.2\n"),
+                  *_trial_metrics(0, METRICS, first=True), *_trial_metrics(1, b"epoch,loss,val_accuracy\n0,2.1,0.2\n"),
                   *_trial_metrics(2, b"epoch,loss,val_accuracy\n0,1.8,0.35\n"),
                   *_trial_metrics(3, b"epoch,loss\n0,1.7\n"))
     sweep = _experiment(target).get_sweep(SWEEP)
@@ -293,10 +296,31 @@ def test_a_completed_sweep_whose_trials_recorded_no_objective_failed(target: Tar
     _create(target, transport, sent)
     tags = {**PARAMETER_TAGS, "_aml_system_samples_generated_count": "1"}
     transport.add(_sweep_get(sent, status="Completed", tags=tags), *S.discovery(), _children((0, "Completed")),
-                  *_trial_metrics(0, None))
+                  *_trial_metrics(0, None, first=True))
     sweep = _experiment(target).get_sweep(SWEEP)
     assert sweep.state.value == "failed" and sweep.status_reason == "no trial recorded a value of 'val_accuracy'"
     assert sweep.trials[0].status == "failed" and sweep.trials[0].reason == "it recorded no value of 'val_accuracy'"
+    transport.verify()
+
+
+def test_a_trial_that_logs_with_mlflow_is_judged_by_its_run(target: Target, transport: ReplayTransport) -> None:
+    """The trial's script logged only with mlflow.log_metric: its run's history is its curve, and no
+    metrics.csv is looked for."""
+    sent = SentSweep()
+    _create(target, transport, sent)
+    tags = {**PARAMETER_TAGS, "_aml_system_samples_generated_count": "1"}
+    trial = f"{SWEEP}_0"
+    transport.add(_sweep_get(sent, status="Completed", tags=tags, properties={"best_child_run_id": trial}),
+                  *S.discovery(), _children((0, "Completed")), *S.mlflow_workspace_get(),
+                  S.mlflow_run_get(trial, metrics={"val_accuracy": 0.5}),
+                  S.mlflow_history("val_accuracy", [(0, 0.4), (1, 0.5)], run_id=trial))
+    sweep = _experiment(target).get_sweep(SWEEP)
+    again = (_sweep_get(sent, status="Completed", tags=tags, properties={"best_child_run_id": trial}),
+             _children((0, "Completed")))  # a read again: the trial that ended is not read again
+    transport.add(*again, *again)
+    assert sweep.state.value == "completed" and sweep.best().name == trial
+    (row,) = sweep.results()
+    assert (row.trial.status, row.epochs, row.final, row.best) == ("completed", 2, 0.5, 0.5)
     transport.verify()
 
 
@@ -308,7 +332,7 @@ def test_cancel_is_the_services_cancel_and_delete_deletes_the_sweep_job(target: 
     tags = {**PARAMETER_TAGS, "_aml_system_samples_generated_count": "1"}
     cancelled = {"_aml_system_cancellation_requested": "true", **tags}
     transport.add(_sweep_get(sent), *S.job_cancel(SWEEP), _sweep_get(sent, status="Canceled", tags=cancelled),
-                  *S.discovery(), _children((0, "Canceled")), *_trial_metrics(0, None))
+                  *S.discovery(), _children((0, "Canceled")), *_trial_metrics(0, None, first=True))
     sweep.cancel()
     assert sweep.state.value == "cancelled" and sweep.status_reason == "cancelled"
     assert [(t.status, t.reason) for t in sweep.trials] == [("cancelled", "the sweep was cancelled")]
@@ -384,8 +408,10 @@ def test_a_trials_job_reads_its_metrics_from_its_own_directory(target: Target, t
     other = ReplayTransport([S.job_get(as_child, "Running", child)])
     with Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=other) as elsewhere:
         job = _experiment(elsewhere).get_job(child)
-        other.add(S.job_get(as_child, "Running", child), *S.discovery(), details, _sweep_get(sent),
-                  *_trial_metrics(1, METRICS))
+        # its MLflow run first (this trial logged no metrics there), then its metrics.csv
+        other.add(S.job_get(as_child, "Running", child), *S.mlflow_workspace_get(),
+                  S.mlflow_run_get(child, status="RUNNING"), *S.discovery(), details, _sweep_get(sent),
+                  *_trial_metrics(1, METRICS)[1:])  # the Job read its run: the CSV is what is left
         metrics = job.metrics()
     assert metrics.column("val_accuracy") == [0.3, 0.45] and metrics.job == child
     other.verify()

@@ -35,7 +35,7 @@ from ..._models.sweep_job import SweepRequest
 from ..._models.values import OutputFile, RemoteLogin, Usage
 from ..._shared.job import check_same_job
 from ..._shared.lro import DonePoller, MappedPoller, background_poller, resume_token
-from ..._shared.metrics import MetricsTable, parse_metrics_csv
+from ..._shared.metrics import MetricsTable, parse_metrics_csv, table_from_run
 from ..._shared.steps import Sync, begin_delete, run
 from .. import arm, mlflow
 from ..base import RemoteFile
@@ -990,9 +990,13 @@ class AzureMLOperations(StorageAccountOperations):
     def _trial_metrics(self, spec: HorovodJob, trial: str) -> Optional[MetricsTable]:
         """What sweep trial ``trial`` recorded, epoch by epoch; None when nothing yet.
 
-        The one place a trial's metrics are read. Today: the ``metrics.csv`` its script wrote to
-        its stdouterr directory on the share (as :meth:`Job.metrics` reads a job's). The MLflow
-        reader (the run's metric history, which Azure ML's own policies judge) plugs in here."""
+        The one place a trial's metrics are read, as :meth:`Job.metrics` reads a job's: its MLflow
+        run first (what Azure ML's own policies judge; the run is the trial's job), then the
+        ``metrics.csv`` its script wrote to its stdouterr directory on the share."""
+        with azure_errors("reading the MLflow run of", trial):
+            run = self.mlflow_run(trial)
+        if run.histories:
+            return table_from_run(run, job=trial)
         place = stdouterr_place(spec, trial)
         if place is None:
             return None

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Dict, List, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Union
 
-from .. import LogUniform, MedianStopping, Sweep, SweepResults, SweepState, Uniform
+from .. import LogUniform, MedianStopping, SweepResults, SweepState, Uniform
 from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._shared.metrics import format_number, json_records
 from .context import EXIT_FAILED, Context, UsageError
 from .parser import _Commands, _exp, _job_file, _name, _positive, _timeout, job_spec_from_args
 from .views import Result, Table
+
+if TYPE_CHECKING:
+    from .. import Sweep
 
 _OK_STATES = (SweepState.SUCCEEDED, SweepState.RUNNING)
 
@@ -127,8 +130,7 @@ def sweep_list(ctx: Context) -> Result:
                                                       for s in sweeps], frozenset({2})))
 
 
-def register(c: _Commands) -> None:
-    sub = c.group("sweep", "sweeps of trial jobs over hyper-parameters")
+def register(c: _Commands, sub: Any) -> None:
     p = c.command(sub, "create", sweep_create, "run one trial job of a job.json per configuration of the "
                   "parameters, to the end (exit 0 if no trial failed, 1 otherwise); the same command again "
                   "continues a sweep that was stopped")

@@ -21,20 +21,14 @@ did: ``cluster`` (the cluster given to ``submit``) and a mount's ``accountName``
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import json
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 from urllib.parse import urlparse
-
-from jsonschema import Draft4Validator  # type: ignore[import-untyped]
-from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
-from referencing import Registry
-from referencing.jsonschema import DRAFT4
 
 from .errors import InvalidSpecError
 from .mounts import ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, share_url_parts
@@ -42,6 +36,9 @@ from .names import (MAX_INT32, check_cluster_id, check_command_text, check_conta
                     check_count, check_directory_id, check_env_name, check_env_value, check_environment_size,
                     check_node_path, check_registry_url, check_relative_mount_path, check_shm_size,
                     check_storage_account, check_text, describe_value)
+
+if TYPE_CHECKING:
+    from jsonschema import Draft4Validator  # type: ignore[import-untyped]
 
 __all__ = ["read_job_file", "validate_job_document", "schema_names", "JOB_SCHEMA_URL", "SCHEMA_DIR",
            "MAX_DOCUMENT_BYTES"]
@@ -389,6 +386,7 @@ def _walk(value: Any, node: Any, path: str, *, required: bool) -> None:
                 raise InvalidSpecError(_join(path, key), reason, _KEY_VAULT[1] if reason == _KEY_VAULT[0]
                                        else "horovodSettings" if reason == _OTHER_TOOLKIT else "leave it out")
             if key not in node.fields:
+                import difflib
                 close = difflib.get_close_matches(str(key), list(node.fields), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise InvalidSpecError(_join(path, str(key)), f"is not a property of {node.what}{hint}",
@@ -444,6 +442,10 @@ def _check_together(properties: Mapping[str, Any], prefix: str) -> None:
 # -- 3. the official schema ------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _validator(name: str) -> Draft4Validator:
+    # jsonschema is imported here: reading a spec back (job show) never validates one.
+    from jsonschema import Draft4Validator  # type: ignore[import-untyped]
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT4
     schema = json.loads((SCHEMA_DIR / f"{name}.json").read_text(encoding="utf-8"))
     registry: Registry = Registry().with_resource(_DEPLOYMENT_TEMPLATE, DRAFT4.create_resource(_EXPRESSION))
     return Draft4Validator(schema, registry=registry)
@@ -482,6 +484,7 @@ def _as_schema_sees_it(properties: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_schema(name: str, properties: Mapping[str, Any], prefix: str) -> None:
+    from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
     error = best_match(_validator(name).iter_errors({"properties": _as_schema_sees_it(properties)}))
     if error is not None:  # the walk above is stricter; this is the official word on what it missed
         parts = [str(p) for p in error.absolute_path][1:]

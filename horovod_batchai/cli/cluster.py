@@ -5,12 +5,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from .. import AutoScale, ClusterStatus, GpuCluster, InvalidSpecError
+from .. import AutoScale, InvalidSpecError
 from .context import Context, UsageError
 from .parser import _Commands, _name, _scale, _timeout, _ws
 from .views import Result, Table, cluster_data, cluster_table
+
+if TYPE_CHECKING:
+    from .. import ClusterStatus, GpuCluster
 
 
 def _scale_arguments(args: argparse.Namespace, *, required: bool) -> tuple[Optional[int], Optional[AutoScale]]:
@@ -141,13 +144,13 @@ def cluster_wait(ctx: Context) -> Result:
 
 
 def cluster_delete(ctx: Context) -> Result:
+    from .. import GpuCluster
     cluster = GpuCluster(ctx.workspace(), ctx.args.name)
     cluster.delete()
     return Result({"deleted": [cluster.id]}, Table(["Deleted"], [[cluster.id]]))
 
 
-def register(c: _Commands) -> None:
-    sub = c.group("cluster", "GPU clusters")
+def register(c: _Commands, sub: Any) -> None:
     p = c.command(sub, "create", cluster_create, "create a cluster; reuses an existing one of the same VM size",
                 with_target=False)
     _ws(p)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from .. import Experiment, FileShare, Job, Target, Workspace
+if TYPE_CHECKING:  # imported where used: parsing the command line needs none of them
+    from .. import Experiment, FileShare, Job, Target, Workspace
 
 
 EXIT_OK = 0
@@ -57,6 +58,7 @@ class Context:
     @property
     def target(self) -> Target:
         if self._target is None:
+            from .. import Target
             args = self.args
             if args.target in ("azure", "azureml") and not args.subscription:
                 raise UsageError(f"--subscription (or $AZURE_SUBSCRIPTION_ID) is required with --target {args.target}")
@@ -82,15 +84,19 @@ class Context:
             self._target.close()
 
     def workspace(self, name: Optional[str] = None) -> Workspace:
+        from .. import Workspace
         return Workspace(self.target, self.args.resource_group, name or self.args.workspace)
 
     def experiment(self) -> Experiment:
+        from .. import Experiment
         return Experiment(self.workspace(), self.args.experiment)
 
     def job(self, name: Optional[str] = None) -> Job:
+        from .. import Job
         return Job(self.experiment(), name or self.args.name)
 
     def share(self) -> FileShare:
+        from .. import FileShare
         return FileShare.get(self.target, self.args.resource_group, self.args.account_name, self.args.share_name)
 
 

@@ -1,7 +1,8 @@
 """``horovod-batchai experiment``: create, show, list, delete."""
 from __future__ import annotations
 
-from .. import Experiment
+from typing import Any
+
 from .context import Context
 from .parser import _Commands, _name, _ws
 from .views import Result, Table, experiment_data, experiment_table
@@ -23,13 +24,13 @@ def experiment_list(ctx: Context) -> Result:
 
 
 def experiment_delete(ctx: Context) -> Result:
+    from .. import Experiment
     exp = Experiment(ctx.workspace(), ctx.args.name)
     exp.delete()
     return Result({"deleted": [exp.id]}, Table(["Deleted"], [[exp.id]]))
 
 
-def register(c: _Commands) -> None:
-    sub = c.group("experiment", "experiments: named groups of jobs in a workspace")
+def register(c: _Commands, sub: Any) -> None:
     for verb, func, text in (("create", experiment_create, "create an experiment; reuses an existing one"),
                              ("show", experiment_show, "show an experiment"),
                              ("delete", experiment_delete, "delete an experiment and its jobs")):

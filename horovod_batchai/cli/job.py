@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .. import ExecutionState, JobFailedError, JobStatus, WaitTimeoutError
 from .._shared.metrics import format_number, json_records
@@ -130,8 +131,7 @@ def job_tensorboard(ctx: Context) -> Result:
         board.stop()
 
 
-def register(c: _Commands) -> None:
-    sub = c.group("job", "jobs: submit, watch, stream, stop")
+def register(c: _Commands, sub: Any) -> None:
     p = c.command(sub, "create", job_create, "submit a Horovod job described by a job.json")
     _exp(p)
     _name(p, "job")

@@ -124,8 +124,7 @@ def local_mlflow_ui(ctx: Context) -> Result:
     return Result(quiet=True)
 
 
-def register(c: _Commands) -> None:
-    sub = c.group("local", "the local service (state, jobs and files on this machine)")
+def register(c: _Commands, sub: Any) -> None:
     p = c.command(sub, "start", local_start, "start the local service in the background (reused if running)")
     p.add_argument("--node-runtime", default=None, metavar="PATH",
                    help="the Python environment jobs run with: its interpreter or its directory (default "

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from .. import AzureFileShareMount, FileShare, HorovodJob, InvalidSpecError
+from .. import AzureFileShareMount, HorovodJob, InvalidSpecError
 from .context import EXIT_USAGE, Context, UsageError
 from .views import Result
 
@@ -209,6 +209,7 @@ def job_spec_from_args(ctx: Context) -> HorovodJob:
                                    f"--storage-account-name NAME (or ${STORAGE_ACCOUNT_ENV}), the account that "
                                    "<AZURE_BATCHAI_STORAGE_ACCOUNT> stands for")
         share_name = next((m.share_name for m in spec.mounts if isinstance(m, AzureFileShareMount)), None) or "myshare"
+        from .. import FileShare
         share = FileShare(ctx.target, args.storage_resource_group or args.resource_group, account, share_name)
         spec = spec.with_storage(share)
     changes: dict[str, Any] = {}

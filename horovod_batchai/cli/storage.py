@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .. import FileShare, InvalidSpecError, NotFoundError, ShareItem
+from .. import InvalidSpecError, NotFoundError, ShareItem
 from .context import Context, local_dest
 from .parser import _account, _Commands, _positive
 from .views import Result, Table, share_data, share_items_data, share_items_table
 
+if TYPE_CHECKING:
+    from .. import FileShare
+
 
 def share_create(ctx: Context) -> Result:
+    from .. import FileShare
     args = ctx.args
     share = FileShare.create(ctx.target, args.resource_group, args.account_name, args.share_name,
                              location=args.location, sku=args.sku, quota_gib=args.quota)
@@ -24,6 +29,7 @@ def share_show(ctx: Context) -> Result:
 
 
 def share_delete(ctx: Context) -> Result:
+    from .. import FileShare
     args = ctx.args
     share = FileShare(ctx.target, args.resource_group, args.account_name, args.share_name)
     share.delete(delete_account=args.delete_account)
@@ -96,8 +102,7 @@ def file_list(ctx: Context) -> Result:
     return Result(share_items_data(items), share_items_table(items))
 
 
-def register(c: _Commands) -> None:
-    sub = c.group("share", "Azure file shares (and their storage account)")
+def register_share(c: _Commands, sub: Any) -> None:
     p = c.command(sub, "create", share_create, "create a file share (and its storage account); reuses existing ones")
     _account(p)
     p.add_argument("-l", "--location", default="eastus", help="Azure region (default: eastus)")
@@ -108,12 +113,14 @@ def register(c: _Commands) -> None:
     _account(p)
     p.add_argument("--delete-account", action="store_true", help="also delete the storage account")
 
-    sub = c.group("directory", "directories in a file share")
+
+def register_directory(c: _Commands, sub: Any) -> None:
     p = c.command(sub, "create", directory_create, "create a directory (and its parents)")
     _account(p)
     p.add_argument("--path", required=True, help="directory path in the share, e.g. cifar")
 
-    sub = c.group("file", "files in a file share")
+
+def register_file(c: _Commands, sub: Any) -> None:
     p = c.command(sub, "upload", file_upload, "upload a file or a directory tree")
     _account(p)
     p.add_argument("--source", type=Path, required=True, help="local file or directory")

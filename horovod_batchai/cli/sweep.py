@@ -16,9 +16,8 @@ import argparse
 import sys
 from typing import Any, Dict, List, Optional, Union
 
-from .. import (BanditPolicy, ClientSweep, LogNormal, LogUniform, MedianStopping, MedianStoppingPolicy, Normal,
-                QLogNormal, QLogUniform, QNormal, QUniform, Randint, SweepResults, SweepState,
-                TruncationSelectionPolicy, Uniform)
+from .. import (BanditPolicy, LogNormal, LogUniform, MedianStopping, MedianStoppingPolicy, Normal, QLogNormal,
+                QLogUniform, QNormal, QUniform, Randint, SweepResults, SweepState, TruncationSelectionPolicy, Uniform)
 from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._shared.metrics import format_number
 from .context import EXIT_FAILED, EXIT_NOT_FOUND, Context, UsageError
@@ -72,6 +71,7 @@ def _trials(sweep: Any) -> List[Dict[str, Any]]:
 
 
 def _best_name(sweep: Any) -> Optional[str]:
+    from .. import ClientSweep
     if isinstance(sweep, ClientSweep):
         best = sweep.results().best()
         return best.trial.name if best else None
@@ -178,6 +178,7 @@ def sweep_results(ctx: Context) -> Result:
 
 
 def sweep_cancel(ctx: Context) -> Result:
+    from .. import ClientSweep
     sweep = ctx.experiment().get_sweep(ctx.args.name)
     if isinstance(sweep, ClientSweep):  # driven from here: the terminations are waited for
         sweep.cancel(timeout=ctx.args.timeout)
@@ -193,8 +194,7 @@ def sweep_list(ctx: Context) -> Result:
                                                       for s in sweeps], frozenset({2})))
 
 
-def register(c: _Commands) -> None:
-    sub = c.group("sweep", "sweeps of trial jobs over hyper-parameters")
+def register(c: _Commands, sub: Any) -> None:
     p = c.command(sub, "create", sweep_create, "sweep a job.json's options over parameters and wait for the end "
                   "(exit 0 with a best trial, 1 failed or cancelled); the same command again is the same sweep")
     _exp(p)

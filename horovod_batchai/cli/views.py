@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from .. import (ClusterStatus, Experiment, FileShare, GpuCluster, InvalidSpecError, Job, JobStatus, OutputFile,
-                ShareItem, Workspace)
+from .. import InvalidSpecError
 from .context import EXIT_OK
+
+if TYPE_CHECKING:
+    from .. import (ClusterStatus, Experiment, FileShare, GpuCluster, Job, JobStatus, OutputFile, ShareItem,
+                    Workspace)
 
 
 # -- what a command returns -----------------------------------------------------------------------

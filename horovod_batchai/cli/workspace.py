@@ -1,23 +1,27 @@
 """``horovod-batchai workspace``: create, show, list, delete."""
 from __future__ import annotations
 
-from .. import Workspace
+from typing import Any
+
 from .context import Context
 from .parser import _Commands, _name, _rg
 from .views import Result, Table, workspace_data, workspace_table
 
 
 def workspace_create(ctx: Context) -> Result:
+    from .. import Workspace
     ws = Workspace.create(ctx.target, ctx.args.resource_group, ctx.args.name, location=ctx.args.location)
     return Result(workspace_data(ws), workspace_table([ws]))
 
 
 def workspace_show(ctx: Context) -> Result:
+    from .. import Workspace
     ws = Workspace.get(ctx.target, ctx.args.resource_group, ctx.args.name)
     return Result(workspace_data(ws), workspace_table([ws]))
 
 
 def workspace_list(ctx: Context) -> Result:
+    from .. import Workspace
     items = Workspace.list(ctx.target, ctx.args.resource_group)
     return Result([workspace_data(w) for w in items], workspace_table(items))
 
@@ -30,8 +34,7 @@ def workspace_delete(ctx: Context) -> Result:
     return Result({"deleted": deleted}, Table(["Deleted"], [[d] for d in deleted]))
 
 
-def register(c: _Commands) -> None:
-    sub = c.group("workspace", "Batch AI workspaces (and their resource group)")
+def register(c: _Commands, sub: Any) -> None:
     p = c.command(sub, "create", workspace_create,
                   "create a workspace (and its resource group); reuses an existing one")
     _rg(p)

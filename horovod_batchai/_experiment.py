@@ -12,25 +12,20 @@ from ._models.constants import DEFAULT_LRO_TIMEOUT
 from ._models.job_spec import HorovodJob
 from ._models.names import check_batchai_name
 from ._models.records import JobRecord, JobRef
-from ._models.sweep_job import Policy, Seconds
-from ._models.sweep_spec import MedianStopping
 from ._shared.deprecation import deprecated
-from ._shared.experiment import (ExperimentBase, client_sweep_options, no_sweep, plan_held_sweep, plan_sweep,
-                                 require_cluster, require_spec)
+from ._shared.experiment import ExperimentBase, require_cluster, require_spec
 from ._shared.lro import MappedPoller, accepted, check_polling, check_timeout
 from ._shared.resource_ids import names_from_id, parent_workspace
-from ._shared.sweep import sweeps_in
-from ._sweep import ClientSweep, Sweep
 
 if TYPE_CHECKING:
+    from ._models.sweep_job import Policy, Seconds
+    from ._models.sweep_spec import MedianStopping
+    from ._sweep import ClientSweep, Sweep
     from ._places.base import Backend
     from ._target import Target
     from ._workspace import Workspace
 
-__all__ = ["Experiment", "AnySweep"]
-
-#: what Experiment.sweep returns: a sweep the service holds, or one this process drives
-AnySweep = Union[Sweep, ClientSweep]
+__all__ = ["Experiment"]
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +210,7 @@ class Experiment(ExperimentBase):
               seed: Optional[int] = None, max_concurrent_trials: int = 2, metric: str = "val_accuracy",
               mode: str = "max", early_stopping: Optional[MedianStopping] = None,
               early_termination: Optional[Policy] = None, sweep_timeout: Optional[Seconds] = None,
-              trial_timeout: Optional[Seconds] = None) -> AnySweep:
+              trial_timeout: Optional[Seconds] = None) -> "Union[Sweep, ClientSweep]":
         """Start a sweep: trial jobs of ``spec``, each with other values of ``parameters`` passed to
         the script as ``--<name> <value>`` options after ``spec.arguments`` (or where
         ``spec.arguments`` or a variable names it as ``${{search_space.<name>}}``).
@@ -258,6 +253,8 @@ class Experiment(ExperimentBase):
         :raises InvalidSpecError: for a bad argument, before anything is sent.
         :raises ConflictError: when another sweep has the name.
         """
+        from ._shared.sweep_plan import client_sweep_options, plan_held_sweep, plan_sweep
+        from ._sweep import ClientSweep, Sweep
         options: Dict[str, Any] = dict(parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
                                        max_concurrent_trials=max_concurrent_trials, metric=metric, mode=mode)
         backend = self._backend
@@ -278,7 +275,7 @@ class Experiment(ExperimentBase):
         return Sweep(self, backend.create_sweep(JobRef(ws.resource_group, ws.name, self.name, request.name), request,
                                                 trial, record))
 
-    def get_sweep(self, name: str) -> AnySweep:
+    def get_sweep(self, name: str) -> "Union[Sweep, ClientSweep]":
         """The sweep ``name``, as the service holds it (or, on Batch AI on Azure, rebuilt from its
         trial jobs: :meth:`ClientSweep.resume` submits its remaining trials from this process).
 
@@ -286,6 +283,9 @@ class Experiment(ExperimentBase):
         :returns: the :class:`Sweep` (or :class:`ClientSweep`).
         :raises InvalidSpecError: for a bad name.
         :raises NotFoundError: when there is no such sweep."""
+        from ._shared.sweep import sweeps_in
+        from ._shared.sweep_plan import no_sweep
+        from ._sweep import ClientSweep, Sweep
         check_batchai_name(name, "name")
         ws = self.workspace
         if self._backend.holds_sweeps:
@@ -296,10 +296,12 @@ class Experiment(ExperimentBase):
         definition, jobs = found
         return ClientSweep(self, definition, jobs=jobs)
 
-    def list_sweeps(self) -> List[AnySweep]:
+    def list_sweeps(self) -> "List[Union[Sweep, ClientSweep]]":
         """The experiment's sweeps.
 
         :returns: the sweeps."""
+        from ._shared.sweep import sweeps_in
+        from ._sweep import ClientSweep, Sweep
         ws = self.workspace
         if self._backend.holds_sweeps:
             return [Sweep(self, r) for r in self._backend.list_sweeps(ws.resource_group, ws.name, self.name)]

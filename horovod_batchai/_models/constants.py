@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 __all__ = ["STDOUTERR", "DEALLOCATION_OPTIONS", "DEFAULT_POLL_INTERVAL", "LOCAL_POLL_INTERVAL", "DEFAULT_LRO_TIMEOUT",
-           "DEFAULT_LOCATION", "DEFAULT_SKU"]
+           "DEFAULT_LOCATION", "DEFAULT_SKU", "JOB_SCHEMA_URL", "SCHEMA_BASE"]
 
 #: the output directory id of a job's stdout.txt, stderr.txt and the files its script writes beside them
 STDOUTERR = "stdouterr"
@@ -22,3 +22,7 @@ DEFAULT_LRO_TIMEOUT = 3600.0
 DEFAULT_LOCATION = "eastus"
 #: a storage account's SKU unless told otherwise (the tutorial's)
 DEFAULT_SKU = "Standard_LRS"
+
+#: the Batch AI job.json schema a job's ``to_dict()`` names, and job files are checked against
+SCHEMA_BASE = "https://raw.githubusercontent.com/Azure/BatchAI/master/schemas/2018-05-01/"
+JOB_SCHEMA_URL = SCHEMA_BASE + "job.json"

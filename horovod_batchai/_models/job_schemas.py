@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 from urllib.parse import urlparse
 
+from .constants import JOB_SCHEMA_URL, SCHEMA_BASE
 from .errors import InvalidSpecError
 from .mounts import ACCOUNT_PLACEHOLDER, KEY_PLACEHOLDER, share_url_parts
 from .names import (MAX_INT32, check_cluster_id, check_command_text, check_container_image, check_container_name,
@@ -44,8 +45,6 @@ __all__ = ["read_job_file", "validate_job_document", "schema_names", "JOB_SCHEMA
            "MAX_DOCUMENT_BYTES"]
 
 SCHEMA_DIR = Path(__file__).with_name("schemas")
-SCHEMA_BASE = "https://raw.githubusercontent.com/Azure/BatchAI/master/schemas/2018-05-01/"
-JOB_SCHEMA_URL = SCHEMA_BASE + "job.json"
 _DEPLOYMENT_TEMPLATE = "https://schema.management.azure.com/schemas/2015-01-01/deploymentTemplate.json"
 # An ARM template expression is a string wrapped in square brackets, e.g. "[parameters('n')]".
 _EXPRESSION = {"definitions": {"expression": {"type": "string", "pattern": "^\\[(.|\\n)*\\]$"}}}

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Collection, Iterable, Mapping, Optional, Protocol, Sequence, Union
 
+from .constants import JOB_SCHEMA_URL
 from .errors import InvalidSpecError
 from .job_parts import (DEFAULT_MAX_WALL_CLOCK_TIME, PATH_FORM, ContainerRegistry, InputDirectory, JobOrigin,
                         OutputDirectory)
@@ -485,7 +486,6 @@ class HorovodJob(PicklesWithoutSecrets):
 
         :returns: the job.json document, placeholders for secrets."""
         from .job_json import job_to_properties
-        from .job_schemas import JOB_SCHEMA_URL
         return {"$schema": JOB_SCHEMA_URL,
                 "properties": job_to_properties(self, cluster_id=self.cluster_id, reveal_secrets=False)}
 

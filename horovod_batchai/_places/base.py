@@ -15,16 +15,18 @@ functions and its pollers ``AsyncLROPoller``s. A place written as operations (ge
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Optional, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Protocol, runtime_checkable
 
 from azure.core.polling import LROPoller
 
 from .._models.cluster_spec import AutoScale, ClusterSpec
 from .._models.job_spec import HorovodJob
-from .._models.mlflow_run import Artifact, RunData
 from .._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, SweepRecord, WorkspaceRecord
-from .._models.sweep_job import SweepRequest
 from .._models.values import OutputFile, RemoteLogin, Usage
+
+if TYPE_CHECKING:  # what only the protocol's hints name: a command that shows a job does not import them
+    from .._models.mlflow_run import Artifact, RunData
+    from .._models.sweep_job import SweepRequest
 
 __all__ = ["Backend", "AsyncBackend", "SpecChecks", "RemoteFile", "IDEMPOTENT_POST"]
 

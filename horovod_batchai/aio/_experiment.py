@@ -7,27 +7,22 @@ from .._models.constants import DEFAULT_LRO_TIMEOUT
 from .._models.job_spec import HorovodJob
 from .._models.names import check_batchai_name
 from .._models.records import JobRecord, JobRef
-from .._models.sweep_job import Policy, Seconds
-from .._models.sweep_spec import MedianStopping
-from .._shared.experiment import (ExperimentBase, client_sweep_options, no_sweep, plan_held_sweep, plan_sweep,
-                                  require_cluster, require_spec)
+from .._shared.experiment import ExperimentBase, require_cluster, require_spec
 from .._shared.lro import check_polling, check_timeout
 from .._shared.lro_async import AsyncMappedPoller, AsyncPoller, accepted_async
 from .._shared.resource_ids import names_from_id, parent_workspace
-from .._shared.sweep import sweeps_in
 from ._cluster import GpuCluster
 from ._job import Job
-from ._sweep import ClientSweep, Sweep
 
 if TYPE_CHECKING:
+    from .._models.sweep_job import Policy, Seconds
+    from .._models.sweep_spec import MedianStopping
+    from ._sweep import ClientSweep, Sweep
     from .._places.base import AsyncBackend
     from ._target import Target
     from ._workspace import Workspace
 
-__all__ = ["Experiment", "AnySweep"]
-
-#: what Experiment.sweep returns: a sweep the service holds, or one this process drives
-AnySweep = Union[Sweep, ClientSweep]
+__all__ = ["Experiment"]
 
 
 class Experiment(ExperimentBase):
@@ -123,10 +118,12 @@ class Experiment(ExperimentBase):
                     seed: Optional[int] = None, max_concurrent_trials: int = 2, metric: str = "val_accuracy",
                     mode: str = "max", early_stopping: Optional[MedianStopping] = None,
                     early_termination: Optional[Policy] = None, sweep_timeout: Optional[Seconds] = None,
-                    trial_timeout: Optional[Seconds] = None) -> AnySweep:
+                    trial_timeout: Optional[Seconds] = None) -> "Union[Sweep, ClientSweep]":
         """Start a sweep (see :meth:`horovod_batchai.Experiment.sweep`): where the service holds
         sweeps it is created there and this returns at once; elsewhere a :class:`ClientSweep`
         submits its first trials now and the others while it is awaited."""
+        from .._shared.sweep_plan import client_sweep_options, plan_held_sweep, plan_sweep
+        from ._sweep import ClientSweep, Sweep
         options: Dict[str, Any] = dict(parameters=parameters, sampling=sampling, num_trials=num_trials, seed=seed,
                                        max_concurrent_trials=max_concurrent_trials, metric=metric, mode=mode)
         backend = self._backend
@@ -146,8 +143,11 @@ class Experiment(ExperimentBase):
         return Sweep(self, await backend.create_sweep(JobRef(ws.resource_group, ws.name, self.name, request.name),
                                                       request, trial, record))
 
-    async def get_sweep(self, name: str) -> AnySweep:
+    async def get_sweep(self, name: str) -> "Union[Sweep, ClientSweep]":
         """The sweep ``name`` (see :meth:`horovod_batchai.Experiment.get_sweep`)."""
+        from .._shared.sweep import sweeps_in
+        from .._shared.sweep_plan import no_sweep
+        from ._sweep import ClientSweep, Sweep
         check_batchai_name(name, "name")
         ws = self.workspace
         if self._backend.holds_sweeps:
@@ -157,8 +157,10 @@ class Experiment(ExperimentBase):
             raise no_sweep(self, name)
         return ClientSweep(self, found[0], jobs=found[1])
 
-    async def list_sweeps(self) -> List[AnySweep]:
+    async def list_sweeps(self) -> "List[Union[Sweep, ClientSweep]]":
         """The experiment's sweeps."""
+        from .._shared.sweep import sweeps_in
+        from ._sweep import ClientSweep, Sweep
         ws = self.workspace
         if self._backend.holds_sweeps:
             return [Sweep(self, r) for r in await self._backend.list_sweeps(ws.resource_group, ws.name, self.name)]

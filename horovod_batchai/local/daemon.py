@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from .core.context import default_state_dir
+from .core.state_dir import default_state_dir
 from .core.permissions import secure_state_dir
 from .core.tokens import LocalCredential
 from .runner.node_runtime import NODE_RUNTIME_ENV, NodeRuntime, resolve

@@ -25,7 +25,6 @@ from ..._models.mlflow_run import Artifact, RunData
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
 from ..._models.names import check_directory_id
 from ..._models.records import ClusterRecord, ClusterRef, JobRecord, JobRef, SweepRecord, WorkspaceRecord
-from ..._models.sweep_job import SweepRequest
 from ..._models.values import OutputFile, RemoteLogin, Usage
 from ..._shared.job import RESUBMIT_HINT, check_same_job
 from ..._shared.lro import poll_options, resume_token
@@ -40,6 +39,7 @@ from .sweeps import checked_json, sweep_record, sweep_request
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models
 
+    from ..._models.sweep_job import SweepRequest
     from ..connection import Connection
 
 __all__ = ["BatchAIOperations"]

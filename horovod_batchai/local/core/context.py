@@ -10,11 +10,11 @@ from typing import Any, Callable, Optional, TypeVar
 
 from .permissions import private_dir, secure_state_dir
 from .tokens import ensure_secret
+from .state_dir import STATE_DIR_ENV, default_state_dir
 from .store import Store, resource_key
 
 __all__ = ["ServiceSettings", "ServiceContext", "default_state_dir", "STATE_DIR_ENV", "MLFLOW_TRACKING_ENV"]
 
-STATE_DIR_ENV = "HOROVOD_BATCHAI_STATE_DIR"
 #: "0" switches MLflow tracking off in services whose settings do not say (the test suite does,
 #: so that only the tests of tracking pay for MLflow's start-up).
 MLFLOW_TRACKING_ENV = "HOROVOD_BATCHAI_MLFLOW_TRACKING"
@@ -24,12 +24,6 @@ def _tracking_default() -> bool:
     return os.environ.get(MLFLOW_TRACKING_ENV, "1").strip() != "0"
 
 P = TypeVar("P")
-
-
-def default_state_dir() -> Path:
-    """``$HOROVOD_BATCHAI_STATE_DIR``, else ``~/.horovod-batchai/local``."""
-    env = os.environ.get(STATE_DIR_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".horovod-batchai" / "local"
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import datetime
 import enum
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from ..core.store import Store
+if TYPE_CHECKING:  # a hint only: finding the service (local/daemon.py) then imports no database
+    from ..core.store import Store
 
 __all__ = ["ExecutionState", "AllocationState", "NodeState", "IllegalTransition", "JobGone",
            "ALLOWED_TRANSITIONS", "transition_job", "job_error", "utc_now", "JOB_TERMINATED", "NODE_COUNT_FIELDS",

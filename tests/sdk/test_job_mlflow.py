@@ -1,7 +1,7 @@
 """The SDK reads a job's MLflow run on the local service's real MLflow tracking server, through
 MLflow's REST API and the target's own Batch AI client (sync and aio): Job.metrics() of a script
 that logs only with ``mlflow.log_metric`` / ``log_param`` (no metrics.csv) -- while it runs and
-after --, Job.mlflow_run_id, the run's artifacts listed and downloaded, target.mlflow_tracking_uri;
+after --, Job.mlflow_run_id, the run's artifacts listed and downloaded, target.mlflow_tracking_uri, a sweep of such a script and its best trial;
 a service with tracking off falls back to metrics.csv at once."""
 from __future__ import annotations
 
@@ -210,3 +210,32 @@ def test_the_training_packages_run_is_its_table(tracked_target: Target, tmp_path
     assert table.params["epochs"] == "2" and table.params["workers"] == "1"
     assert table.column("test_accuracy")[0] is None and table.last("test_accuracy") is not None
     assert [a.path for a in job.list_artifacts("model")] == ["model/keras_cifar10_trained_model.h5"]
+
+
+# A sweep's trial that logs only with MLflow: its objective grows with --lr.
+MLFLOW_TRIAL = """\
+import argparse
+import mlflow
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, required=True)
+args = parser.parse_args()
+for epoch in range(2):
+    mlflow.log_metric("val_accuracy", args.lr * 10 + epoch / 10, step=epoch)
+"""
+
+
+def test_a_sweep_of_a_script_logging_only_with_mlflow_finds_its_best_trial(tracked_target: Target,
+                                                                           tmp_path: Path) -> None:
+    experiment, cluster, share = _setup(tracked_target, tmp_path)
+    local = tmp_path / "mlflow_trial.py"
+    local.write_text(MLFLOW_TRIAL)
+    share.upload_file(local, "scripts/mlflow_trial.py", progress=False)
+    spec = HorovodJob(script="$AZ_BATCHAI_JOB_MOUNT_ROOT/myshare/scripts/mlflow_trial.py", mounts=[share.mount()])
+    sweep = experiment.sweep(spec, name="logged", parameters={"lr": [0.01, 0.03]}, cluster=cluster,
+                             max_concurrent_trials=1)
+    results = sweep.wait(timeout=300)
+    assert sweep.state.value == "completed", str(results)
+    best = sweep.best()
+    assert best.parameters == {"lr": 0.03}
+    table = best.job.metrics()
+    assert table.source == "mlflow" and table.column("val_accuracy") == pytest.approx([0.3, 0.4])

@@ -1,8 +1,9 @@
 """The SDK reads a job's MLflow run on the local service's real MLflow tracking server, through
 MLflow's REST API and the target's own Batch AI client (sync and aio): Job.metrics() of a script
 that logs only with ``mlflow.log_metric`` / ``log_param`` (no metrics.csv) -- while it runs and
-after --, Job.mlflow_run_id, the run's artifacts listed and downloaded, target.mlflow_tracking_uri, a sweep of such a script and its best trial;
-a service with tracking off falls back to metrics.csv at once."""
+after --, Job.mlflow_run_id, the run's artifacts listed and downloaded, target.mlflow_tracking_uri,
+a sweep of such a script and its best trial; a service with tracking off falls back to metrics.csv
+at once."""
 from __future__ import annotations
 
 import asyncio

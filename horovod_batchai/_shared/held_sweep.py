@@ -70,6 +70,11 @@ class HeldSweepBase(BestOf):
         return HELD_STATES.get(self._record.status.lower(), SweepState.RUNNING)
 
     @property
+    def best_trial_name(self) -> Optional[str]:
+        """The name of the trial the service holds best, as last read (None: none yet)."""
+        return self._record.best
+
+    @property
     def status_reason(self) -> Optional[str]:
         """Why the sweep failed or was cancelled, as the service says (None when it completed plainly)."""
         return self._record.reason

@@ -75,7 +75,7 @@ def _best_name(sweep: Any) -> Optional[str]:
     if isinstance(sweep, ClientSweep):
         best = sweep.results().best()
         return best.trial.name if best else None
-    return sweep._record.best
+    return sweep.best_trial_name
 
 
 def sweep_data(sweep: Any) -> Dict[str, Any]:

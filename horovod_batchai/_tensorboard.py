@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from ._shared.paths import local_path_under
-from ._shared.tensorboard import (EVENTS_DIR, HParamsWriter, SweepRun, TensorBoardBase, event_files_to_fetch,
+from ._shared.tensorboard import (EVENTS_DIR, SweepRun, SweepTensorBoardBase, TensorBoardBase, event_files_to_fetch,
                                   has_event_files, sweep_tensorboard_folder, tensorboard_folder, tensorboard_installed)
 
 if TYPE_CHECKING:
@@ -91,25 +91,11 @@ def open_tensorboard(job: "Job", logdir: Optional[Path], *, port: Optional[int],
     return board
 
 
-class SweepTensorBoard(TensorBoard):
+class SweepTensorBoard(SweepTensorBoardBase, TensorBoard):
     """A sweep's TensorBoard: every trial's event files under ``logdir/<trial>``, each trial a
     run, and its parameters and the final value of the sweep's metric as HParams (the HPARAMS tab
     compares the trials). Made by :meth:`Sweep.tensorboard`; :meth:`sync` fetches what the trials
     wrote since and updates their HParams. :attr:`job` is None."""
-
-    def __init__(self, sweep: str, metric: str, parameters: Sequence[str], runs: Sequence[SweepRun], logdir: Path,
-                 port: Optional[int]) -> None:
-        super().__init__(None, logdir, port)  # type: ignore[arg-type]
-        self.sweep = sweep
-        self.runs = tuple(runs)
-        self._hparams = HParamsWriter(logdir, metric, parameters)
-
-    def __repr__(self) -> str:
-        return (f"TensorBoard(sweep={self.sweep!r}, trials={len(self.runs)}, logdir={str(self.logdir)!r}, "
-                f"url={self.url!r})")
-
-    def _subject(self) -> Tuple[str, str]:
-        return "sweep", self.sweep
 
     def sync(self) -> int:
         """Fetch the event files the trials wrote since the last sync, and write the HParams of the

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EVENTS_DIR", "TensorBoardBase", "SweepRun", "event_files_to_fetch", "has_event_files", "tensorboard_folder",
-           "tensorboard_installed", "sweep_tensorboard_folder", "HParamsWriter"]
+__all__ = ["EVENTS_DIR", "TensorBoardBase", "SweepTensorBoardBase", "SweepRun", "event_files_to_fetch",
+           "has_event_files", "tensorboard_folder", "tensorboard_installed", "sweep_tensorboard_folder", "HParamsWriter"]
 
 
 #: the directory of event files in a job's output directory
@@ -191,6 +191,25 @@ class TensorBoardBase:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+
+
+class SweepTensorBoardBase(TensorBoardBase):
+    """What a sweep's TensorBoard is besides a job's, for the sync and the aio one alike: every
+    trial a run, its parameters and final objective written as HParams."""
+
+    def __init__(self, sweep: str, metric: str, parameters: Sequence[str], runs: Sequence["SweepRun"],
+                 logdir: Path, port: Optional[int]) -> None:
+        super().__init__(None, logdir, port)
+        self.sweep = sweep
+        self.runs = tuple(runs)
+        self._hparams = HParamsWriter(logdir, metric, parameters)
+
+    def __repr__(self) -> str:
+        return (f"TensorBoard(sweep={self.sweep!r}, trials={len(self.runs)}, logdir={str(self.logdir)!r}, "
+                f"url={self.url!r})")
+
+    def _subject(self) -> Tuple[str, str]:
+        return "sweep", self.sweep
 
 
 def tensorboard_folder(job: Any, logdir: Optional[Path]) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobs_support import make_lab, wait_for
-from sweeps_support import TRIAL_SCRIPT, Sweeps, score, sweep_body, sweep_path
+from sweeps_support import TRIAL_SCRIPT, score, sweep_body, sweep_path
 
 
 @pytest.fixture
@@ -19,13 +19,6 @@ def lab(service, batchai):
     lab.create_cluster(nodes=3)
     lab.upload("sweep/trial.py", TRIAL_SCRIPT)
     return lab
-
-
-@pytest.fixture
-def sweeps(service):
-    client = Sweeps(service)
-    yield client
-    client.close()
 
 
 def test_a_grid_sweep_runs_every_point_at_most_max_concurrent_at_once_and_keeps_the_best(lab, sweeps, tmp_path: Path):

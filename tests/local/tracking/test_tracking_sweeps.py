@@ -15,7 +15,7 @@ from horovod_batchai.local import LocalService
 
 from jobs_support import make_lab
 from service_support import FAST
-from sweeps_support import Sweeps, sweep_body
+from sweeps_support import sweep_body
 
 pytest.importorskip("mlflow")
 pytestmark = pytest.mark.slow
@@ -59,13 +59,6 @@ def lab(service, batchai):
     lab.create_cluster(nodes=2)
     lab.upload("sweep/trial.py", MLFLOW_TRIAL)
     return lab
-
-
-@pytest.fixture
-def sweeps(service):
-    client = Sweeps(service)
-    yield client
-    client.close()
 
 
 def _body(lab, *, xs: list[float], metric: str = "score", args: str = "") -> dict:

@@ -1,5 +1,6 @@
 """horovod-batchai: run the Azure Batch AI Horovod tutorial from Python -- locally, on Azure Machine
 Learning, or against Batch AI's API."""
+import re
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -85,9 +86,13 @@ SDK_REQUIRES = [
     "optuna>=5,<6",
 ]
 
+# the version is written once, where the package reads it (the user agent of its requests)
+VERSION = re.search(r'^SDK_VERSION = "([^"]+)"', Path(__file__).with_name("horovod_batchai").joinpath(
+    "_models", "constants.py").read_text(encoding="utf-8"), re.M).group(1)  # type: ignore[union-attr]
+
 setup(
     name="horovod-batchai",
-    version="0.1.0",
+    version=VERSION,
     description="Provision GPU clusters and file shares and run Horovod training jobs from Python: "
                 "on the embedded local service, on Azure Machine Learning, or on Batch AI's API.",
     long_description=Path(__file__).with_name("README.rst").read_text(encoding="utf-8")

@@ -74,7 +74,7 @@ __all__ = [
     "ServiceErrorDetail", "MissingDependencyError",
 ]
 
-__version__ = "0.1.0"
+from ._models.constants import SDK_VERSION as __version__  # noqa: E402,F401 (the package's version)
 
 #: the module each public name lives in (the same as the imports above): a command that shows a job
 #: does not pay for importing file shares, sweeps and TensorBoard

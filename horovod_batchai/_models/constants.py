@@ -1,8 +1,11 @@
 """Values every part of the SDK agrees on, each defined here once."""
 from __future__ import annotations
 
-__all__ = ["STDOUTERR", "DEALLOCATION_OPTIONS", "DEFAULT_POLL_INTERVAL", "LOCAL_POLL_INTERVAL", "DEFAULT_LRO_TIMEOUT",
+__all__ = ["SDK_VERSION", "STDOUTERR", "DEALLOCATION_OPTIONS", "DEFAULT_POLL_INTERVAL", "LOCAL_POLL_INTERVAL", "DEFAULT_LRO_TIMEOUT",
            "DEFAULT_LOCATION", "DEFAULT_SKU", "JOB_SCHEMA_URL", "SCHEMA_BASE"]
+
+#: this package's version (setup.py reads it from here)
+SDK_VERSION = "0.1.0"
 
 #: the output directory id of a job's stdout.txt, stderr.txt and the files its script writes beside them
 STDOUTERR = "stdouterr"

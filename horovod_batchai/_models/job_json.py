@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from .job_spec import HorovodJob
 
-__all__ = ["job_to_rest", "job_from_rest", "job_to_properties", "job_from_properties", "mounts_to_rest",
+__all__ = ["job_to_rest", "job_from_rest", "job_from_json", "job_to_properties", "job_from_properties", "mounts_to_rest",
            "mounts_from_rest", "env_to_rest", "secrets_to_rest", "MOUNT_KINDS", "SECRET_FIELDS"]
 
 
@@ -219,6 +219,12 @@ def job_from_rest(spec_class: "type[HorovodJob]", job: Any, *, origin: Optional[
         raise origin.rename(err) from None
     object.__setattr__(spec, "_origin", origin)
     return spec
+
+
+def job_from_json(spec_class: "type[HorovodJob]", job: Mapping[str, Any]) -> "HorovodJob":
+    """A spec from a job as the service's REST API describes it (a GET's JSON)."""
+    from azure.mgmt.batchai import models  # imported when first needed: it is heavy
+    return job_from_rest(spec_class, models.Job.deserialize(dict(job)))
 
 
 def job_from_properties(spec_class: "type[HorovodJob]", properties: Mapping[str, Any], *, source: str,

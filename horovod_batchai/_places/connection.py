@@ -316,6 +316,13 @@ class Connection:
         return self._client("batchai", lambda: BatchAI(self.credential(), self.subscription_id,
                                                        **self.management_options()))
 
+    def batchai_rest(self) -> Any:
+        """An ARM pipeline client with the policies of :meth:`batchai`'s, for Batch AI requests
+        sent and read as JSON (see :mod:`.pipeline`)."""
+        from .pipeline import ARM_SCOPE, pipeline_client
+        return self._client("batchai-rest", lambda: pipeline_client(self.credential(), [ARM_SCOPE],
+                                                                   self.management_options(), arm=True))
+
     def resources(self) -> "ResourceManagementClient":
         from azure.mgmt.resource.resources import ResourceManagementClient
         return self._client("resources", lambda: ResourceManagementClient(

@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 #: bytes per request of the aio data-plane clients (see AsyncConnection.data_plane_options)
 AIO_RANGE = 512 * 1024
 #: what the aio clients import when first used: imported off the loop by AsyncConnection.ready()
-_FIRST_NEEDED = ("azure.mgmt.batchai.aio", "azure.mgmt.batchai.models", "azure.mgmt.resource.resources.aio",
+_FIRST_NEEDED = ("horovod_batchai._places.pipeline", "azure.core.configuration", "azure.mgmt.core",
+                 "azure.mgmt.batchai.aio", "azure.mgmt.batchai.models", "azure.mgmt.resource.resources.aio",
                  "azure.mgmt.storage.aio", "azure.mgmt.storage.models", "azure.storage.fileshare.aio")
 _TRANSPORT = ("aiohttp", "azure.core.pipeline.transport")
 
@@ -205,21 +206,30 @@ class AsyncConnection:
     # -- Microsoft's aio clients ----------------------------------------------------------------
     async def _client(self, module: str, name: str) -> Any:
         """The management client ``module.name``, built on first use (its module imported off the loop)."""
-        client = self._clients.get(name)
+        return await self._built(name, lambda: getattr(importlib.import_module(module), name)(
+            self.credential(), self.subscription_id, **self.management_options()))
+
+    async def _built(self, key: str, factory: Any) -> Any:
+        """The client kept under ``key``, built by ``factory`` on first use, once ready()."""
+        client = self._clients.get(key)
         if client is None:
             self._check_transport()
             await self.ready()
             async with self._lock:
-                client = self._clients.get(name)
+                client = self._clients.get(key)
                 if client is None:
-                    client_class = getattr(importlib.import_module(module), name)
-                    client = self._clients[name] = client_class(self.credential(), self.subscription_id,
-                                                                **self.management_options())
+                    client = self._clients[key] = factory()
         return client
 
     async def batchai(self) -> "BatchAI":
         client: "BatchAI" = await self._client("azure.mgmt.batchai.aio", "BatchAI")
         return client
+
+    async def batchai_rest(self) -> Any:
+        """The aio twin of :meth:`Connection.batchai_rest`."""
+        from .pipeline import ARM_SCOPE, pipeline_client
+        return await self._built("batchai-rest", lambda: pipeline_client(
+            self.credential(), [ARM_SCOPE], self.management_options(), arm=True, asynchronous=True))
 
     async def resources(self) -> "ResourceManagementClient":
         client: "ResourceManagementClient" = await self._client("azure.mgmt.resource.resources.aio",

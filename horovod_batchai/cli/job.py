@@ -23,13 +23,13 @@ def job_create(ctx: Context) -> Result:
 def job_show(ctx: Context) -> Result:
     job = ctx.job()
     status = job.refresh().status
-    return Result(job_data(job, status), job_table([(job, status)]))
+    return Result(lambda: job_data(job, status), job_table([(job, status)]))
 
 
 def job_list(ctx: Context) -> Result:
     jobs = ctx.experiment().list_jobs()
     pairs = [(j, j.status) for j in jobs]
-    return Result([job_data(j, s) for j, s in pairs], job_table(pairs))
+    return Result(lambda: [job_data(j, s) for j, s in pairs], job_table(pairs))
 
 
 def job_wait(ctx: Context) -> Result:
@@ -42,13 +42,13 @@ def job_wait(ctx: Context) -> Result:
     except WaitTimeoutError as err:  # where the job stands is printed too (-o json included)
         last = err.last_state if isinstance(err.last_state, JobStatus) else job.refresh().status
         return Result(job_data(job, last), job_table([(job, last)]), EXIT_TIMEOUT, str(err))
-    return Result(job_data(job, status), job_table([(job, status)]))
+    return Result(lambda: job_data(job, status), job_table([(job, status)]))
 
 
 def job_terminate(ctx: Context) -> Result:
     job = ctx.job()
     status = job.terminate()
-    return Result(job_data(job, status), job_table([(job, status)]))
+    return Result(lambda: job_data(job, status), job_table([(job, status)]))
 
 
 def job_delete(ctx: Context) -> Result:

@@ -79,14 +79,14 @@ def _print(result: Result, args: argparse.Namespace) -> None:
     if result.quiet:
         return
     if args.query:
-        value = _query(result.data, args.query)
+        value = _query(result.json_data(), args.query)
         if args.output == "table" and not isinstance(value, (dict, list)):
             print("" if value is None else value)
         else:
             print(json.dumps(value, indent=2))
         return
     if args.output == "json" or result.table is None:
-        print(json.dumps(result.data, indent=2))
+        print(json.dumps(result.json_data(), indent=2))
     else:
         print(result.table.render())
 

@@ -45,6 +45,11 @@ class Result:
     error: Optional[str] = None
     quiet: bool = False  # the command already wrote its output (job stream)
 
+    def json_data(self) -> Any:
+        """``data``; a callable ``data`` is called here, when the JSON is printed (a job's
+        properties are read from the service's description only for JSON)."""
+        return self.data() if callable(self.data) else self.data
+
 
 # -- JSON views of the SDK's objects (camelCase, as the service names things) ----------------------
 def _time(value: Optional[datetime]) -> Optional[str]:

@@ -5,7 +5,10 @@ and job.json mistakes (2) that submit nothing."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -163,6 +166,26 @@ def test_wait_timeout_exits_4_then_terminate_and_delete(cli: Cli, ready: Path) -
     assert cli("job", "show", *EXP, "-n", "sleepy").code == EXIT_NOT_FOUND
     assert cli("job", "wait", *EXP, "-n", "sleepy").code == EXIT_NOT_FOUND
     assert cli("job", "stream", *EXP, "-n", "sleepy").code == EXIT_NOT_FOUND
+
+
+def test_showing_a_job_imports_no_generated_client(cli: Cli, ready: Path, service: LocalService) -> None:
+    """`job show` reads the job as JSON through an ARM pipeline of the target's options: a fresh
+    process that shows a job holds neither azure-mgmt-batchai nor msrest (their import was ~40 ms
+    of each command), and its JSON still carries the job as submitted."""
+    assert _create(cli, "shown", _job_json(ready, "sleeper.py"), "--node-count", "1").code == 0
+    script = ("import json, sys\nfrom horovod_batchai.cli import main\n"
+              f"code = main(['--state-dir', {str(service.state_dir)!r}, 'job', 'show', *{EXP!r}, '-n', 'shown'])\n"
+              "print(json.dumps([code, sorted(sys.modules)]), file=sys.__stderr__)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    code, modules = json.loads(done.stderr.strip().splitlines()[-1])
+    assert code == 0 and "shown" in done.stdout, done.stderr
+    assert "azure.core.rest" in modules  # the process did send its request
+    assert [m for m in modules if m.startswith(("azure.mgmt.batchai", "msrest"))] == []
+    shown = cli("job", "show", *EXP, "-n", "shown", "-o", "json").json()
+    assert shown["properties"]["horovodSettings"]["pythonScriptFilePath"].endswith("sleeper.py")
+    assert shown["properties"]["nodeCount"] == 1
+    assert cli("job", "terminate", *EXP, "-n", "shown").code == 0
 
 
 def test_job_json_mistakes_exit_2_and_submit_nothing(cli: Cli, ready: Path) -> None:

@@ -6,6 +6,7 @@ also the job.json form), nothing else in the package touches the generated model
 """
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
@@ -17,8 +18,8 @@ from ..._models.states import AllocationState, ClusterStatus, ExecutionState, Jo
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models
 
-__all__ = ["cluster_to_rest", "scale_to_rest", "cluster_status_from_rest", "cluster_maximum_nodes", "job_status_from_rest",
-           "errors_from_rest", "conflict_from_service", "CLUSTER_SECRET_FIELDS", "cluster_differences"]
+__all__ = ["cluster_to_rest", "scale_to_rest", "cluster_status_from_rest", "cluster_maximum_nodes", "job_status_from_json",
+           "errors_from_json", "conflict_from_service", "CLUSTER_SECRET_FIELDS", "cluster_differences"]
 
 
 CLUSTER_SECRET_FIELDS = {"adminUserPassword": "admin_password", "setupTaskSecrets": "setup_task.secrets (values)",
@@ -37,22 +38,35 @@ def conflict_from_service(what: str, resource: str, err: Any, fields: Mapping[st
                          + (f" [the service said: {said}]" if said else ""), resource=resource, azure_error=err)
 
 
-def errors_from_rest(errors: Optional[Sequence[models.BatchAIError]]) -> tuple[ServiceErrorDetail, ...]:
-    return tuple(ServiceErrorDetail(e.code or "", e.message or "",
-                                    [(d.name or "", d.value or "") for d in e.details or []]) for e in errors or [])
+def errors_from_json(errors: Optional[Sequence[Mapping[str, Any]]]) -> tuple[ServiceErrorDetail, ...]:
+    """The service's ``BatchAIError`` list, as its REST API writes it."""
+    return tuple(ServiceErrorDetail(str(e.get("code") or ""), str(e.get("message") or ""),
+                                    [(str(d.get("name") or ""), str(d.get("value") or ""))
+                                     for d in e.get("details") or []]) for e in errors or [])
 
 
-def job_status_from_rest(job: models.Job) -> JobStatus:
-    info = job.execution_info
+def _serialized(models_: Optional[Sequence[Any]]) -> list[Mapping[str, Any]]:
+    """Generated models as their REST JSON."""
+    return [model.serialize() for model in models_ or []]
+
+
+def _time(value: Optional[str]) -> Optional[datetime]:
+    return datetime.fromisoformat(value) if value else None
+
+
+def job_status_from_json(job: Mapping[str, Any]) -> JobStatus:
+    """A job's status from its REST description (read-only properties included)."""
+    props = job.get("properties") or {}
+    info = props.get("executionInfo") or {}
     return JobStatus(
-        name=job.name or "",
-        execution_state=ExecutionState.parse(job.execution_state or "queued"),
-        exit_code=info.exit_code if info else None,
-        errors=errors_from_rest(info.errors if info else None),
-        creation_time=job.creation_time,
-        start_time=info.start_time if info else None,
-        end_time=info.end_time if info else None,
-        output_directory_path_segment=job.job_output_directory_path_segment,
+        name=str(job.get("name") or ""),
+        execution_state=ExecutionState.parse(props.get("executionState") or "queued"),
+        exit_code=info.get("exitCode"),
+        errors=errors_from_json(info.get("errors")),
+        creation_time=_time(props.get("creationTime")),
+        start_time=_time(info.get("startTime")),
+        end_time=_time(info.get("endTime")),
+        output_directory_path_segment=props.get("jobOutputDirectoryPathSegment"),
     )
 
 
@@ -165,6 +179,6 @@ def cluster_status_from_rest(cluster: models.Cluster, *, resource_group: str, wo
         target_node_count=manual.target_node_count if manual is not None and auto is None else None,
         auto_scale=(auto.minimum_node_count, auto.maximum_node_count) if auto is not None else None,
         provisioning_state=str(getattr(cluster.provisioning_state, "value", cluster.provisioning_state) or ""),
-        errors=errors_from_rest(cluster.errors),
+        errors=errors_from_json(_serialized(cluster.errors)),
         allocation_state_transition_time=cluster.allocation_state_transition_time,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Union
 
 from azure.core.exceptions import AzureError, ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 
@@ -19,7 +19,7 @@ from ..._models.cluster_spec import AutoScale, ClusterSpec
 from ..._models.constants import (DEALLOCATION_OPTIONS, DEFAULT_LOCATION, DEFAULT_POLL_INTERVAL, LOCAL_POLL_INTERVAL,
                                   STDOUTERR)
 from ..._models.errors import ConflictError, InvalidSpecError, NotFoundError, TargetError, azure_errors
-from ..._models.job_json import SECRET_FIELDS, job_from_rest, job_to_rest, mounts_from_rest
+from ..._models.job_json import SECRET_FIELDS, job_from_json, job_to_properties, job_to_rest, mounts_from_rest
 from ..._models.job_spec import HorovodJob
 from ..._models.mlflow_run import Artifact, RunData
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount
@@ -33,8 +33,9 @@ from .. import arm, mlflow
 from ..base import IDEMPOTENT_POST
 from ..storage import StorageAccountOperations
 from .conversions import (CLUSTER_SECRET_FIELDS, cluster_differences, cluster_maximum_nodes, cluster_status_from_rest,
-                          cluster_to_rest, conflict_from_service, job_status_from_rest, scale_to_rest)
-from .sweeps import checked_json, sweep_record, sweep_request
+                          cluster_to_rest, conflict_from_service, job_status_from_json, scale_to_rest)
+from .rest import checked_json, json_request
+from .sweeps import sweep_record
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models
@@ -68,6 +69,10 @@ class BatchAIOperations(StorageAccountOperations):
 
     def _client(self) -> Any:  # azure-mgmt-batchai's hints miss the paged results and per-call options
         return self._connection.batchai()
+
+    def _rest(self) -> Any:
+        """The ARM pipeline for requests sent and read as JSON (:mod:`.rest`)."""
+        return self._connection.batchai_rest()
 
     def close(self) -> "Steps[None]":
         return (yield None)  # the clients belong to the connection, which closes them
@@ -104,10 +109,12 @@ class BatchAIOperations(StorageAccountOperations):
             status=cluster_status_from_rest(model, resource_group=ref.resource_group, workspace=ref.workspace),
             ssh_public_key=users.admin_user_ssh_public_key if users else None, raw=model)
 
-    def _job_record(self, model: "models.Job", ref: JobRef) -> JobRecord:
-        return JobRecord(name=ref.name, id=self.job_id(ref), status=job_status_from_rest(model),
-                         cluster_id=getattr(getattr(model, "cluster", None), "id", "") or "",
-                         read_spec=lambda: job_from_rest(HorovodJob, model), raw=model)
+    def _job_record(self, job: "Union[models.Job, Mapping[str, Any]]", ref: JobRef) -> JobRecord:
+        """The record of a job the service described: its JSON, or a generated client's model."""
+        doc = job if isinstance(job, Mapping) else job.serialize(keep_readonly=True)
+        return JobRecord(name=ref.name, id=self.job_id(ref), status=job_status_from_json(doc),
+                         cluster_id=str(((doc.get("properties") or {}).get("cluster") or {}).get("id") or ""),
+                         read_spec=lambda: job_from_json(HorovodJob, doc), raw=doc)
 
     @staticmethod
     def _args(ref: JobRef) -> tuple[str, str, str, str]:
@@ -357,19 +364,17 @@ class BatchAIOperations(StorageAccountOperations):
                 yield service.close()
 
     def get_job(self, ref: JobRef) -> "Steps[JobRecord]":
-        client = yield self._client()
+        # read as JSON: showing a job needs none of azure-mgmt-batchai's models (nor their import)
+        rest = yield self._rest()
         with azure_errors("reading job", self.job_id(ref)):
-            model = yield client.jobs.get(*self._args(ref))
-        return self._job_record(model, ref)
+            response = yield rest.send_request(json_request(rest, "GET", self.job_id(ref)))
+            return self._job_record(checked_json(response, (200,)), ref)
 
     def find_job(self, ref: JobRef) -> "Steps[Optional[JobRecord]]":
-        client = yield self._client()
-        with azure_errors("reading job", self.job_id(ref)):
-            try:
-                model = yield client.jobs.get(*self._args(ref))
-            except ResourceNotFoundError:
-                return None
-        return self._job_record(model, ref)
+        try:
+            return (yield from self.get_job(ref))
+        except NotFoundError:
+            return None
 
     def job_experiment(self, resource_group: str, workspace: str, name: str) -> "Steps[str]":
         """The experiment the job ``name`` is in; NotFoundError when there is no such job."""
@@ -413,7 +418,7 @@ class BatchAIOperations(StorageAccountOperations):
         shows is compared here. Secret values and keys it never shows, so the same request is sent
         again: the service holds them, and answers 409 when they differ; for an identical request
         it changes nothing."""
-        secret_names = [s.name for s in getattr(existing.raw, "secrets", None) or []]
+        secret_names = [str(s.get("name")) for s in (existing.raw.get("properties") or {}).get("secrets") or []]
         check_same_job(existing, spec, cluster.id, other_secret_names=secret_names)
         action, resource = "submitting job", self.job_id(ref)
         client = yield self._client()
@@ -473,46 +478,45 @@ class BatchAIOperations(StorageAccountOperations):
         """PUT the sweep (the same sweep again changes nothing; another under its name is a
         ConflictError). ``spec`` is the trial's job, its arguments naming the parameters."""
         action, resource = "creating sweep", self.sweep_id(ref)
-        client = yield self._client()
-        trial = client._serialize.body(job_to_rest(spec, cluster_id=cluster.id), "JobCreateParameters")["properties"]
+        rest = yield self._rest()
+        trial = job_to_properties(spec, cluster_id=cluster.id, reveal_secrets=True)
         body = {"properties": {**request.properties, "trial": trial}}
         log.info("creating sweep %s on cluster %s", resource, cluster.name)
         with azure_errors(action, resource), refused_as_conflict(f"sweep {ref.name!r}", resource, SECRET_FIELDS,
                                                                 "delete it or choose another name"):
-            response = yield client._send_request(sweep_request("PUT", resource, body=body), stream=False)
+            response = yield rest.send_request(json_request(rest, "PUT", resource, body=body))
             return sweep_record(checked_json(response), resource)
 
     def get_sweep(self, ref: JobRef) -> "Steps[SweepRecord]":
         resource = self.sweep_id(ref)
-        client = yield self._client()
+        rest = yield self._rest()
         with azure_errors("reading sweep", resource):
-            response = yield client._send_request(sweep_request("GET", resource), stream=False)
+            response = yield rest.send_request(json_request(rest, "GET", resource))
             return sweep_record(checked_json(response, (200,)), resource)
 
     def list_sweeps(self, resource_group: str, workspace: str, experiment: str) -> "Steps[List[SweepRecord]]":
         where = f"{self.experiment_id(resource_group, workspace, experiment)}/sweeps"
-        client = yield self._client()
+        rest = yield self._rest()
         with azure_errors("listing sweeps in", where):
-            response = yield client._send_request(sweep_request("GET", where), stream=False)
+            response = yield rest.send_request(json_request(rest, "GET", where))
             docs = (checked_json(response, (200,)) or {}).get("value") or []
         return [sweep_record(doc, f"{where}/{doc.get('name')}") for doc in docs]
 
     def cancel_sweep(self, ref: JobRef) -> "Steps[SweepRecord]":
         """Cancel: no trial is started again and the live ones are cancelled (idempotent)."""
         resource = self.sweep_id(ref)
-        client = yield self._client()
+        rest = yield self._rest()
         log.info("cancelling sweep %s", resource)
         with azure_errors("cancelling sweep", resource):
-            response = yield client._send_request(sweep_request("POST", resource, action="cancel"), stream=False,
-                                                  **IDEMPOTENT_POST)
+            response = yield rest.send_request(json_request(rest, "POST", resource, action="cancel"), **IDEMPOTENT_POST)
             return sweep_record(checked_json(response, (200,)), resource)
 
     def delete_sweep(self, ref: JobRef) -> "Steps[None]":
         """Delete the sweep (its live trials are cancelled; the trials' jobs stay); nothing when it is gone."""
         resource = self.sweep_id(ref)
-        client = yield self._client()
+        rest = yield self._rest()
         with azure_errors("deleting sweep", resource):
-            response = yield client._send_request(sweep_request("DELETE", resource), stream=False)
+            response = yield rest.send_request(json_request(rest, "DELETE", resource))
             checked_json(response, (200, 202, 204))
         return None
 
@@ -529,7 +533,7 @@ class BatchAIOperations(StorageAccountOperations):
         MLflow (it was retired in 2019, before Azure ML's MLflow tracking)."""
         if not self._connection.is_local:
             return None
-        yield self._client()  # the service found (or started): off the event loop on the aio side
+        yield self._rest()  # the service found (or started): off the event loop on the aio side
         return self._connection.mlflow_tracking_uri()
 
     def _mlflow(self) -> "Steps[mlflow.MlflowRest]":
@@ -537,9 +541,9 @@ class BatchAIOperations(StorageAccountOperations):
         if uri is None:
             raise TargetError("Azure Batch AI has no MLflow tracking server (it was retired in 2019); runs are "
                               "tracked on the local service and on Azure ML")
-        client = yield self._client()
-        # the Batch AI client's own pipeline: the service's credential opens its /_mlflow front
-        return mlflow.MlflowRest(uri, lambda request: client._send_request(request, stream=False))
+        rest = yield self._rest()
+        # the Batch AI pipeline: the service's credential opens its /_mlflow front
+        return mlflow.MlflowRest(uri, rest.send_request)
 
     def job_mlflow_run_id(self, ref: JobRef) -> "Steps[Optional[str]]":
         """The id of the job's run: the run the service made when it started the job (named after

@@ -1,36 +1,13 @@
-"""The local service's sweep resource (docs/local_service.rst, "Sweeps"): an extension of Batch AI
-2018-05-01 that azure-mgmt-batchai has no operations for, so its requests are sent through the
-BatchAI client's own pipeline (``_send_request``: the caller's credential, transport, retries and
-logging policy), and its answers converted here. No I/O of its own."""
+"""The local service's sweep resource (docs/local_service.rst, "Sweeps"), an extension of Batch AI
+2018-05-01 that azure-mgmt-batchai has no operations for: its answers converted here (the requests
+go through :mod:`.rest`). No I/O of its own."""
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from azure.core.exceptions import (ClientAuthenticationError, HttpResponseError, ResourceExistsError,
-                                   ResourceNotFoundError, map_error)
-from azure.core.rest import HttpRequest
-from azure.mgmt.core.exceptions import ARMErrorFormat
-
 from ..._models.records import SweepRecord, SweepTrialRecord
 
-__all__ = ["sweep_request", "checked_json", "sweep_record", "API_VERSION"]
-
-API_VERSION = "2018-05-01"
-_ERRORS = {401: ClientAuthenticationError, 404: ResourceNotFoundError, 409: ResourceExistsError}
-
-
-def sweep_request(method: str, sweep_id: str, *, action: str = "", body: Optional[Dict[str, Any]] = None) -> HttpRequest:
-    """A request for the sweep ``sweep_id`` (or, with ``sweep_id`` ending in ``/sweeps``, the list)."""
-    url = sweep_id + (f"/{action}" if action else "")
-    return HttpRequest(method, url, params={"api-version": API_VERSION}, json=body)
-
-
-def checked_json(response: Any, ok: tuple = (200, 201)) -> Any:
-    """The answer's JSON body; the error azure-mgmt clients raise for any other status."""
-    if response.status_code not in ok:
-        map_error(status_code=response.status_code, response=response, error_map=_ERRORS)
-        raise HttpResponseError(response=response, error_format=ARMErrorFormat)
-    return response.json() if response.content else None
+__all__ = ["sweep_record"]
 
 
 def _number(value: Any) -> Optional[float]:

@@ -40,7 +40,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from horovod_batchai import HorovodJob, InvalidSpecError, Job, NotFoundError, ResourceError, Target, TargetError, Workspace
+from horovod_batchai import (HorovodJob, InvalidSpecError, Job, NotFoundError, ResourceError, Target, TargetError,
+                             Workspace)
 from horovod_batchai._places.azureml.run_artifacts import ArtifactRoot, artifact_root, history_base
 
 import scenario as S
@@ -161,10 +162,11 @@ def test_the_root_a_directory_and_a_nested_one_are_listed_from_every_page(target
                                                                           transport: ReplayTransport) -> None:
     job = _job(target, transport)
     paths = sorted(FILES)
+    here = f"https://{S.MLFLOW_HOST}{ARTIFACTS}"  # the list's own URL, as a next link names it
     transport.add(*S.mlflow_workspace_get(), run_get(),
                   # three pages: a token (with its next link), then a next link only, then the last
-                  listing(paths[:1], next_token="p2", next_link=f"https://{S.MLFLOW_HOST}{ARTIFACTS}?continuationToken=p2"),
-                  listing(paths[1:2], token="p2", next_link=f"https://{S.MLFLOW_HOST}{ARTIFACTS}?continuationToken=p3"),
+                  listing(paths[:1], next_token="p2", next_link=f"{here}?continuationToken=p2"),
+                  listing(paths[1:2], token="p2", next_link=f"{here}?continuationToken=p3"),
                   listing(paths[2:], token="p3"),
                   listing(paths), listing(paths), listing(paths))
     assert [(a.path, a.is_directory, a.size) for a in job.list_artifacts()] == [
@@ -176,6 +178,16 @@ def test_the_root_a_directory_and_a_nested_one_are_listed_from_every_page(target
     assert [a.name for a in job.list_artifacts("/model/checkpoints/")] == ["epoch_1.ckpt"]
     assert job.list_artifacts("notes.txt") == []  # a file has nothing in it, as MLflow's artifacts/list answers
     transport.verify()
+
+
+def test_a_next_page_on_another_host_is_not_followed(target: Target, transport: ReplayTransport) -> None:
+    """The caller's token goes to the workspace's host only: a next link elsewhere is refused."""
+    job = _job(target, transport)
+    transport.add(*S.mlflow_workspace_get(), run_get(),
+                  listing(["notes.txt"], next_link=f"https://elsewhere.example.com{ARTIFACTS}?continuationToken=p2"))
+    with pytest.raises(TargetError, match="next page is on another host .'elsewhere.example.com'."):
+        job.list_artifacts()
+    transport.verify()  # and no request after the page that named it
 
 
 def test_an_artifact_root_with_a_prefix_lists_and_reads_under_it(target: Target, transport: ReplayTransport,

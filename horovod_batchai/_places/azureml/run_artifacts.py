@@ -119,7 +119,8 @@ class RunArtifacts:
     def paths(self, root: ArtifactRoot) -> "Steps[List[str]]":
         """Every artifact file of the run, relative to its artifact root (every page)."""
         found: List[str] = []
-        url, params = self._url(root), {}  # type: str, Dict[str, str]
+        url: str = self._url(root)
+        params: Dict[str, str] = {}
         for _ in range(_MAX_PAGES):
             page = yield from self._get(url, params, f"listing the artifacts of Azure ML run {root.run_id}")
             for item in page.get("value") or []:

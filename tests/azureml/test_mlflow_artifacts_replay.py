@@ -230,6 +230,22 @@ def test_a_file_and_a_directory_are_downloaded_without_the_sas_leaking(target: T
     _no_secret_logged(caplog)
 
 
+def test_network_traces_the_caller_turned_on_keep_the_link_out(transport: ReplayTransport, tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    """With ``logging_enable=True`` azure-core logs response bodies: not the one holding the link."""
+    caplog.set_level(logging.DEBUG)
+    with Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=transport,
+                        logging_enable=True) as target:
+        job = _job(target, transport)
+        transport.add(*S.mlflow_workspace_get(), run_get(), listing(sorted(FILES)), content_info("notes.txt"),
+                      blob("notes.txt", b"hello"))
+        assert job.download_artifacts("notes.txt", tmp_path / "n.txt").read_bytes() == b"hello"
+    transport.verify()
+    # the traces were on: the listing's body was logged, the content link's was not
+    assert any("tensorboard/events.out.tfevents.1" in r.getMessage() for r in caplog.records)
+    _no_secret_logged(caplog)
+
+
 def test_a_missing_artifact_or_a_path_out_of_the_run_is_refused_before_any_write(
         target: Target, transport: ReplayTransport, tmp_path: Path) -> None:
     job = _job(target, transport)

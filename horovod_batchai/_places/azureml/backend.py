@@ -1066,7 +1066,7 @@ class AzureMLOperations(StorageAccountOperations):
                 from .tracking import mlflow_pipeline
                 self._mlflow_client = mlflow_pipeline(self._connection, base)
             client = self._mlflow_client
-        return lambda request: client.send_request(request, stream=False)
+        return lambda request, **options: client.send_request(request, stream=False, **options)
 
     def _mlflow(self) -> "mlflow.MlflowRest":
         return mlflow.MlflowRest(mlflow.https_base(self.mlflow_tracking_uri()), self._mlflow_send())

@@ -97,7 +97,8 @@ def _error(response: Any, what: str) -> HttpResponseError:
 
 class RunArtifacts:
     """The artifact service under ``base`` (:func:`history_base`): each request sent with
-    ``send`` (an ``azure.core.rest.HttpRequest`` in, its response or an awaitable of it out), each
+    ``send`` (an ``azure.core.rest.HttpRequest`` and per-call pipeline options such as
+    ``logging_enable`` in, its response or an awaitable of it out), each
     file's blob read with ``download`` (its SAS link in, its bytes or an awaitable of them out)."""
 
     def __init__(self, base: str, send: Callable[[HttpRequest], Any], download: Callable[[str], Any]) -> None:
@@ -109,8 +110,8 @@ class RunArtifacts:
         return (f"{self.base}/experiments/{quote(root.experiment, safe='')}/runs/{quote(root.run_id, safe='')}"
                 f"/artifacts{tail}")
 
-    def _get(self, url: str, params: Dict[str, str], what: str) -> "Steps[Dict[str, Any]]":
-        response = yield self._send(HttpRequest("GET", url, params=params))
+    def _get(self, url: str, params: Dict[str, str], what: str, **options: Any) -> "Steps[Dict[str, Any]]":
+        response = yield self._send(HttpRequest("GET", url, params=params), **options)
         if response.status_code >= 400:
             raise _error(response, what)
         answer = response.json() if response.content else {}
@@ -160,8 +161,9 @@ class RunArtifacts:
     def read(self, root: ArtifactRoot, path: str, check_url: Callable[[str], str]) -> "Steps[bytes]":
         """The bytes of artifact file ``path``: its SAS link from ``contentinfo`` (checked with
         ``check_url``), then the blob."""
+        # its answer holds the link: no network trace of it, even where the caller turned them on
         info = yield from self._get(self._url(root, "/contentinfo"), {"path": root.service_path(path)},
-                                    f"locating artifact {path!r} of Azure ML run {root.run_id}")
+                                    f"locating artifact {path!r} of Azure ML run {root.run_id}", logging_enable=False)
         link = str(info.get("contentUri") or "")
         if not link:
             raise ResourceNotFoundError(f"locating artifact {path!r} of Azure ML run {root.run_id}: "

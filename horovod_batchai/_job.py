@@ -327,15 +327,15 @@ class Job(JobBase):
     def list_artifacts(self, path: str = "") -> List[Artifact]:
         """The artifacts of the job's MLflow run directly in ``path`` ('' for the root): what
         ``mlflow.log_artifact`` logged (the ``training`` package logs ``model/`` and
-        ``tensorboard/``), read through MLflow's REST API as :meth:`metrics` reads. On Azure ML
-        the workspace's artifact service keeps them, which that API does not serve:
-        :class:`TargetError` says so.
+        ``tensorboard/``), read as :meth:`metrics` reads, with the target's pipeline: locally
+        through MLflow's REST API (``artifacts/list``); on Azure ML from the workspace's artifact
+        service on the same host with the caller's credential, as the ``azureml-mlflow`` plugin
+        reads them (its listing has no sizes: ``size`` is None there).
 
         :param str path: a directory of the run's artifacts, relative to their root.
         :returns: one :class:`~horovod_batchai._models.mlflow_run.Artifact` per file or directory.
         :raises InvalidSpecError: for a path that is not one (``..``, ``.``).
-        :raises HorovodBatchAIError: when the job has no MLflow run.
-        :raises TargetError: on Azure ML."""
+        :raises HorovodBatchAIError: when the job has no MLflow run."""
         path = check_artifact_path(path)
         run_id = self._mlflow_run_id()
         if run_id is None:
@@ -346,14 +346,16 @@ class Job(JobBase):
     def download_artifacts(self, path: str, dest: Union[str, Path]) -> Path:
         """Download artifact ``path`` of the job's MLflow run ('' or a directory: every file under
         it) to ``dest``: for a file, a file path or a directory to put it in (an existing one, or
-        one written with a trailing '/'); for a directory, the directory to put its files in.
+        one written with a trailing '/'); for a directory, the directory to put its files in. A
+        file comes through MLflow's artifact proxy locally, on Azure ML from its blob through the
+        short-lived link the artifact service gives (never logged).
 
         :param str path: the artifact, relative to the run's artifact root.
         :param dest: the local file or directory.
         :returns: the local path written.
         :raises HorovodBatchAIError: when the job has no MLflow run.
-        :raises InvalidSpecError: for a bad path, or one the run does not have.
-        :raises TargetError: on Azure ML (see :meth:`list_artifacts`)."""
+        :raises InvalidSpecError: for a bad path, or one the run does not have (before anything
+            is written)."""
         path = check_artifact_path(path)
         parent, _, name = path.rpartition("/")
         match = None

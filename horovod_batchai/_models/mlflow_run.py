@@ -4,7 +4,7 @@ its metric histories, its parameters, its artifacts.
 ``MetricPoint`` is one value of a metric's history (MLflow's ``Metric`` message: key, value,
 timestamp, step); ``RunData`` a run with every metric's history and its params (what
 ``runs/get`` and ``metrics/get-history`` answer); ``Artifact`` one entry of ``artifacts/list``
-(MLflow's ``FileInfo``).
+(MLflow's ``FileInfo``; on Azure ML made from the artifact service's listing).
 """
 from __future__ import annotations
 
@@ -51,7 +51,8 @@ class RunData:
 @dataclass(frozen=True)
 class Artifact:
     """A file or directory among a run's artifacts: ``path`` relative to the run's artifact root,
-    ``size`` in bytes (None for a directory)."""
+    ``size`` in bytes (None for a directory, and where the service gives none: Azure ML's artifact
+    service lists no sizes)."""
 
     path: str
     is_directory: bool

@@ -241,8 +241,7 @@ class Job(JobBase):
         :param str path: a directory of the run's artifacts, relative to their root.
         :returns: one ``Artifact`` per file or directory.
         :raises InvalidSpecError: for a path that is not one (``..``, ``.``).
-        :raises HorovodBatchAIError: when the job has no MLflow run.
-        :raises TargetError: on Azure ML."""
+        :raises HorovodBatchAIError: when the job has no MLflow run."""
         path = check_artifact_path(path)
         run_id = await self._mlflow_run_id()
         if run_id is None:

@@ -20,9 +20,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
-from horovod_batchai import HorovodJob, Job, Target, TargetError, Workspace
+from horovod_batchai import HorovodJob, Job, Target, Workspace
 
 import scenario as S
 from replay import FakeCredential, ReplayTransport
@@ -63,18 +61,6 @@ def test_metrics_come_from_the_jobs_mlflow_run_with_the_callers_credential(targe
     assert [(p.step, p.value) for p in table.history("step_loss")] == [(50, 1.2), (100, 0.9)]
     assert table.execution_state == "succeeded"
     assert not any(S.FILE_HOST in r or "/history/" in r for r in transport.requests)  # no metrics.csv read
-    transport.verify()
-
-
-def test_artifacts_are_refused_before_any_request(target: Target, transport: ReplayTransport,
-                                                  tmp_path: Path) -> None:
-    job, _ = _job(target, transport, "Completed")
-    before = transport.mark()
-    with pytest.raises(TargetError, match=r"artifact service.*MLClient.jobs.download"):
-        job.list_artifacts()
-    with pytest.raises(TargetError, match="artifact service"):
-        job.download_artifacts("model/model.h5", tmp_path)
-    assert transport.mark() == before
     transport.verify()
 
 

@@ -1,8 +1,9 @@
 """Azure Machine Learning through azure-ai-ml: AmlCompute clusters, AzureFile and AzureBlob
 datastores (checked to be the storage their name stands for), command jobs with MPI
 distribution, logs from the run-history service and blob storage, and what a job writes to
-``$AZ_BATCHAI_STDOUTERR_DIR`` from its file share (``stdouterr.py``), and sweeps as Azure ML's own
-sweep jobs (``sweeps.py``).
+``$AZ_BATCHAI_STDOUTERR_DIR`` from its file share (``stdouterr.py``), sweeps as Azure ML's own
+sweep jobs (``sweeps.py``), and a job's MLflow run: its metrics through the workspace's MLflow
+endpoint (``tracking.py``), its artifacts through the artifact service (``run_artifacts.py``).
 
 Every client is built with the Target's azure-core client options (``transport=`` included):
 azure-ai-ml passes them to each of its generated clients and to the pipeline it reads the
@@ -24,7 +25,7 @@ from azure.core.polling import LROPoller
 
 from ..._models.cluster_spec import AutoScale, ClusterSpec
 from ..._models.constants import DEFAULT_POLL_INTERVAL, STDOUTERR
-from ..._models.errors import (ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail, TargetError,
+from ..._models.errors import (ConflictError, InvalidSpecError, NotFoundError, ServiceErrorDetail,
                                azure_errors)
 from ..._models.job_spec import HorovodJob
 from ..._models.mlflow_run import Artifact, RunData
@@ -47,6 +48,7 @@ from .conversions import (DatastoreIdentity, check_cluster_spec, check_job_spec,
                           SPEC_PROPERTY, spec_property)
 from .datastore_storage import account_url, datastore_secret
 from .library_log import routed
+from .run_artifacts import ArtifactRoot, RunArtifacts, artifact_root, history_base
 from .states import execution_state
 from .stdouterr import StdOutErrPlace, list_share_directory, stdouterr_place
 from .sweeps import (SWEEP_PROPERTY, TrialRun, check_sweep_request, request_property, sweep_job_entity, sweep_record,
@@ -66,10 +68,6 @@ log = logging.getLogger(__name__)
 RANK0_LOGS = ("user_logs/std_log_process_0.txt", "user_logs/std_log.txt")
 #: names a Batch AI job's stdouterr directory had; on Azure ML both are rank 0's combined log
 ALIASES = ("stdout.txt", "stderr.txt")
-#: why a job's MLflow artifacts are not read here on Azure ML
-ARTIFACTS_ELSEWHERE = ("an Azure ML job's MLflow artifacts are kept by the workspace's artifact service, which MLflow's "
-                       "REST API does not serve; download them with azure-ai-ml: "
-                       "MLClient.jobs.download(<job name>, all=True)")
 
 
 class _Blob:
@@ -123,6 +121,8 @@ class AzureMLOperations(StorageAccountOperations):
         #: the workspace's MLflow tracking URI once read, and the pipeline to its REST API
         self._mlflow_uri: Optional[str] = None
         self._mlflow_client: Any = None
+        #: each MLflow run's artifact root, once read (a run's never changes)
+        self._artifact_roots: Dict[str, ArtifactRoot] = {}
 
     @property
     def ml(self) -> "MLClient":
@@ -1058,14 +1058,18 @@ class AzureMLOperations(StorageAccountOperations):
                                    mlflow.azureml_tracking_uri(str(entity.location or ""), resource))
         return self._mlflow_uri
 
-    def _mlflow(self) -> "mlflow.MlflowRest":
+    def _mlflow_send(self) -> Any:
+        """What sends a request to the workspace's MLflow host: the pipeline of ``tracking.py``."""
         base = mlflow.https_base(self.mlflow_tracking_uri())
         with self._lock:
             if self._mlflow_client is None:
                 from .tracking import mlflow_pipeline
                 self._mlflow_client = mlflow_pipeline(self._connection, base)
             client = self._mlflow_client
-        return mlflow.MlflowRest(base, lambda request: client.send_request(request, stream=False))
+        return lambda request, **options: client.send_request(request, stream=False, **options)
+
+    def _mlflow(self) -> "mlflow.MlflowRest":
+        return mlflow.MlflowRest(mlflow.https_base(self.mlflow_tracking_uri()), self._mlflow_send())
 
     def job_mlflow_run_id(self, ref: JobRef) -> str:
         """The job's name: Azure ML tracks each job as the MLflow run of that id."""
@@ -1075,11 +1079,28 @@ class AzureMLOperations(StorageAccountOperations):
     def mlflow_run(self, run_id: str) -> RunData:
         return run(mlflow.run_data(self._mlflow(), run_id))
 
+    # The run's artifacts: the workspace's artifact service on the same host, with the same pipeline
+    # (./run_artifacts.py); each file's blob through its SAS link, with azure-storage-blob.
+    def _run_artifacts(self, run_id: str) -> Tuple[RunArtifacts, ArtifactRoot]:
+        root = self._artifact_roots.get(run_id)
+        if root is None:
+            found = run(mlflow.run_data(self._mlflow(), run_id, histories=False))
+            root = self._artifact_roots[run_id] = artifact_root(found.artifact_uri)
+        service = RunArtifacts(history_base(self.mlflow_tracking_uri()), self._mlflow_send(), self._read_blob)
+        return service, root
+
+    def _read_blob(self, link: str) -> bytes:
+        from azure.storage.blob import BlobClient
+        blob = BlobClient.from_blob_url(link, **self._connection.data_plane_options())
+        return bytes(blob.download_blob().readall())
+
     def list_mlflow_artifacts(self, run_id: str, path: str) -> List[Artifact]:
-        raise TargetError(ARTIFACTS_ELSEWHERE)
+        service, root = self._run_artifacts(run_id)
+        return run(service.list(root, path))
 
     def read_mlflow_artifact(self, run_id: str, path: str) -> bytes:
-        raise TargetError(ARTIFACTS_ELSEWHERE)
+        service, root = self._run_artifacts(run_id)
+        return run(service.read(root, path, lambda link: self._connection.check_data_url(link, "the artifact's link")))
 
 
 def _is_sweep(entity: Any) -> bool:

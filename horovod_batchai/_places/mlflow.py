@@ -2,10 +2,10 @@
 (:mod:`horovod_batchai._shared.steps`) so that the sync and the aio backends both run it.
 
 A place hands :class:`MlflowRest` the https form of its tracking URI and a ``send`` that takes an
-``azure.core.rest.HttpRequest``: locally the Batch AI client's ``_send_request`` (its pipeline,
+``azure.core.rest.HttpRequest``: locally the connection's Batch AI pipeline (``batchai_rest``:
 the service's credential, the target's transport and retries; the service's ``/_mlflow`` front
 takes the same bearer token as ARM), on Azure ML a pipeline of the target's client options with
-the caller's credential (``_places/azureml/backend.py``). The mlflow package is never imported.
+the caller's credential (``_places/azureml/tracking.py``); both are built by ``..pipeline``. The mlflow package is never imported.
 
 The calls are those of MLflow's REST API 2.0 (``mlflow/protos/service.proto``): ``runs/get``,
 ``metrics/get-history`` (paged), ``runs/search`` and ``experiments/get-by-name`` (to find a

@@ -1,8 +1,11 @@
-"""Clusters, their status and the service's errors to and from ``azure.mgmt.batchai.models``.
+"""Clusters, their status and the service's errors to and from ``azure.mgmt.batchai.models``, and a
+job's status from the service's JSON.
 
 ``*_to_rest`` builds the request models Microsoft's client serialises; ``*_from_rest`` reads the
-models it deserialises. With :mod:`horovod_batchai._models.job_json` (jobs and mounts, which are
-also the job.json form), nothing else in the package touches the generated models' fields.
+models it deserialises; ``*_from_json`` reads the REST JSON itself (a job is read as JSON, and a
+generated model is serialised to it first, so each is read one way). With
+:mod:`horovod_batchai._models.job_json` (jobs and mounts, which are also the job.json form),
+nothing else in the package touches the generated models' fields.
 """
 from __future__ import annotations
 

@@ -4,8 +4,10 @@ Every operation is written here once, as steps (:mod:`horovod_batchai._shared.st
 backend (:mod:`.backend`) runs them with Microsoft's sync clients, the aio one
 (:mod:`.backend_async`) with their aio clients, so both send byte-for-byte the same requests. Both
 targets do too; only the endpoint and the credential differ (see
-:class:`horovod_batchai._places.connection.Connection`). Jobs convert to and from the generated
-models in :mod:`horovod_batchai._models.job_json`, clusters in :mod:`.conversions`.
+:class:`horovod_batchai._places.connection.Connection`). Reading a job, the local service's sweeps
+and MLflow's REST API go as JSON through the connection's ARM pipeline with the same policies
+(:mod:`.rest`). Jobs convert to and from the generated models in
+:mod:`horovod_batchai._models.job_json`, clusters in :mod:`.conversions`.
 """
 from __future__ import annotations
 

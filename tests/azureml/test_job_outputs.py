@@ -4,6 +4,7 @@ datastore (recorded GET and listSecrets) and the Files data plane (built; see sc
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,25 @@ def test_the_share_files_are_listed_with_the_logs_without_a_credential(target: T
     assert files["metrics.csv"].download_url == f"https://{S.FILE_HOST}/{S.SHARE}/{S.STDOUTERR_PATH}/metrics.csv"
     assert S.recorded_sas().lstrip("?") not in repr(files) + str(files["metrics.csv"].download_url)
     transport.verify()
+
+
+def test_network_traces_the_caller_turned_on_hold_no_link_and_no_datastore_secret(
+        transport: ReplayTransport, caplog: pytest.LogCaptureFixture) -> None:
+    """With ``logging_enable=True`` azure-core logs every response body; the run details (the
+    logs' SAS links) and the datastore's ``listSecrets`` (its SAS) are asked for without it."""
+    from replay import FakeCredential
+    caplog.set_level(logging.DEBUG)
+    with Target.azureml(S.SUB, S.RG, S.WS, credential=FakeCredential(), transport=transport,
+                        logging_enable=True) as target:
+        job, _ = _job(target, transport, "Completed")
+        transport.add(*S.discovery(), S.run_details("Completed"),
+                      *S.stdouterr({"metrics.csv": len(METRICS), "stdout.txt": 7}, ("tensorboard",)))
+        assert "metrics.csv" in {f.name for f in job.list_output_files()}
+    transport.verify()
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "computeId" in logged  # the traces were on: the job's own body is there
+    for secret in (S.LOG_URL.split("sig=")[1], S.recorded_sas().lstrip("?"), S.ACCOUNT_KEY):
+        assert secret not in logged
 
 
 def test_a_job_that_has_not_started_has_no_metrics_yet(target: Target, transport: ReplayTransport) -> None:

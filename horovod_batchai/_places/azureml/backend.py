@@ -573,8 +573,12 @@ class AzureMLOperations(StorageAccountOperations):
 
     def _run_details(self, name: str) -> Any:
         # Below azure-ai-ml's public surface: jobs.stream() prints to stdout; its run-history
-        # client (found through the workspace's discoveryUrl) is what it reads the logs with.
-        return self.ml.jobs._runs_operations.get_run_details(name)
+        # client (found through the workspace's discoveryUrl) is what it reads the logs with. The
+        # answer holds the logs' SAS links: kept out of network traces the caller turned on.
+        runs = self.ml.jobs._runs_operations
+        return runs._operation.get_details(runs._operation_scope.subscription_id,
+                                           runs._operation_scope.resource_group_name, runs._workspace_name, name,
+                                           logging_enable=False)
 
     def _get_entity(self, ref: JobRef) -> Any:
         self._check_scope(ref.resource_group, ref.workspace)

@@ -1095,8 +1095,8 @@ class AzureMLOperations(StorageAccountOperations):
 
     def _read_blob(self, link: str) -> bytes:
         from azure.storage.blob import BlobClient
-        blob = BlobClient.from_blob_url(link, **self._connection.data_plane_options())
-        return bytes(blob.download_blob().readall())
+        with BlobClient.from_blob_url(link, **self._connection.data_plane_options()) as blob:  # its session closed
+            return bytes(blob.download_blob().readall())
 
     def list_mlflow_artifacts(self, run_id: str, path: str) -> List[Artifact]:
         service, root = self._run_artifacts(run_id)

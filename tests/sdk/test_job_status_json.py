@@ -1,7 +1,8 @@
 """A job is read from the service's JSON (no generated model): its status must be what
 azure-mgmt-batchai's own deserialiser makes of the same answer. Checked on the REST spec's job
 examples and on answers with Azure's seven-digit fractions, UTC offsets, errors and no execution
-info, against ``azure.mgmt.batchai.models.Job.deserialize``."""
+info, against ``azure.mgmt.batchai.models.Job.deserialize``. A cluster's errors, read from its
+generated model through the same JSON reading, keep every field."""
 from __future__ import annotations
 
 import copy
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from azure.mgmt.batchai import models
 
-from horovod_batchai._places.batchai.conversions import job_status_from_json
+from horovod_batchai._places.batchai.conversions import cluster_status_from_rest, job_status_from_json
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "batchai-api-2018-05-01" / "examples"
 
@@ -75,3 +76,14 @@ def test_the_comparison_sees_the_fields() -> None:
     assert status.errors[0].details == [("reason", "UserRequest"), ("note", "")]
     assert status.creation_time is not None and status.creation_time.microsecond == 123000
     assert status.end_time is not None and status.end_time.utcoffset() is not None
+
+
+def test_a_clusters_errors_keep_their_fields() -> None:
+    """The service's errors are read-only fields of the model: serialised with them, not dropped."""
+    cluster = models.Cluster.deserialize({"name": "broken", "properties": {
+        "vmSize": "STANDARD_NC6", "allocationState": "steady", "currentNodeCount": 1,
+        "errors": [{"code": "SetupTaskFailed", "message": "the setup task exited with 7",
+                    "details": [{"name": "exitCode", "value": "7"}]}]}})
+    status = cluster_status_from_rest(cluster, resource_group="rg", workspace="ws")
+    assert [(e.code, e.message, list(e.details)) for e in status.errors] == [
+        ("SetupTaskFailed", "the setup task exited with 7", [("exitCode", "7")])]

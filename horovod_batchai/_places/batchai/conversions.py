@@ -49,8 +49,9 @@ def errors_from_json(errors: Optional[Sequence[Mapping[str, Any]]]) -> tuple[Ser
 
 
 def _serialized(models_: Optional[Sequence[Any]]) -> list[Mapping[str, Any]]:
-    """Generated models as their REST JSON."""
-    return [model.serialize() for model in models_ or []]
+    """Generated models as their REST JSON, read-only fields included (a service's errors are all
+    read-only: without them nothing would be left)."""
+    return [model.serialize(keep_readonly=True) for model in models_ or []]
 
 
 def _time(value: Optional[str]) -> Optional[datetime]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from horovod_batchai import FileShare, HorovodBatchAIError, Target, Workspace
+from horovod_batchai.local import LocalService
 from sdk_support import ACCOUNT, RG, SECRET_SHAPES, run_full_flow
 
 pytestmark = pytest.mark.slow
@@ -23,8 +24,17 @@ def _captured(caplog: pytest.LogCaptureFixture) -> str:
     return "\n".join(lines)
 
 
-def test_no_secret_in_logs_reprs_or_errors(target: Target, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("network_trace", [False, True], ids=["default", "logging_enable"])
+def test_no_secret_in_logs_reprs_or_errors(service: LocalService, network_trace: bool, tmp_path: Path,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    """Also with azure-core's network trace on (``logging_enable=True``), which logs every request
+    and response body: listKeys' keys, the cluster's password and the job's storage key among them."""
     caplog.set_level(logging.DEBUG)
+    with Target.local(service=service, logging_enable=network_trace) as target:
+        _check_flow(target, tmp_path, caplog, network_trace)
+
+
+def _check_flow(target: Target, tmp_path: Path, caplog: pytest.LogCaptureFixture, network_trace: bool) -> None:
     record = run_full_flow(target, tmp_path)
 
     # mistakes made while secrets are in play: their messages must not carry them either
@@ -41,6 +51,8 @@ def test_no_secret_in_logs_reprs_or_errors(target: Target, tmp_path: Path, caplo
 
     logs = _captured(caplog)
     assert len(caplog.records) > 200, "DEBUG logging was captured"
+    if network_trace:  # the trace was on: bodies were logged, their secrets cut
+        assert '"keyName": "key1"' in logs and '"adminUserName": "demo"' in logs
     assert "sig=" in logs or "REDACTED" in logs or "redacted" in logs  # SAS URLs were logged, scrubbed
     haystacks = {"logs": logs, "reprs": "\n".join(record.reprs), "errors": "\n".join(errors)}
     for name, secret in record.secrets.items():

@@ -256,6 +256,11 @@ class Connection:
             kwargs.update(connection_verify=self.connection_verify, retry_total=10, retry_backoff_factor=0.05,
                           retry_backoff_max=1.0, polling_interval=0.2)
         kwargs.update(self._client_options)  # the caller's options win over our defaults
+        for name in ("per_call_policies", "per_retry_policies"):
+            # a list of each client's own: azure-mgmt-core's ARMPipelineClient appends to the one
+            # it is given, which would reach the caller's list and every client built after
+            if isinstance(kwargs.get(name), list):
+                kwargs[name] = list(kwargs[name])
         if self.is_local:
             kwargs["per_retry_policies"] = [*self._client_options.get("per_retry_policies", []),
                                             self._follow_service()]

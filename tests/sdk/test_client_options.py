@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from azure.core.credentials import AccessToken
+from azure.core.pipeline.policies import SansIOHTTPPolicy
 from azure.core.pipeline.transport import RequestsTransport
 
 from horovod_batchai import FileShare, Target, TargetError, Workspace
@@ -43,6 +44,28 @@ def test_the_local_target_sends_through_the_callers_transport(service: LocalServ
     assert "/resourcegroups/" in hosts.lower()                            # azure-mgmt-resource
     assert "/providers/Microsoft.Storage/storageAccounts/" in hosts        # azure-mgmt-storage
     assert f"/{ACCOUNT}/myshare/cifar" in hosts                            # azure-storage-file-share
+
+
+def test_the_callers_policy_lists_are_theirs_and_every_request_carries_its_ids(service: LocalService) -> None:
+    """azure-mgmt-core's ARM client appends to the per-call list it is given: each client gets a
+    copy, so the caller's list stays as it was and no client's pipeline grows another's policies
+    (a policy there ran before the request id and user agent were set, and the deletion's
+    continuation token then lacked its request id)."""
+    seen: list[Any] = []
+
+    class Seen(SansIOHTTPPolicy):
+        def on_request(self, request: Any) -> None:
+            seen.append(request.http_request)
+
+    mine: list[Any] = [Seen()]
+    with Target.local(service=service, per_call_policies=mine) as target:
+        ws = Workspace.create(target, RG, "batchaidev", location="eastus")
+        Workspace.list(target)
+        ws.begin_delete(delete_resource_group=True).result(120)
+    assert len(mine) == 1 and isinstance(mine[0], Seen)
+    assert len(seen) > 3
+    # Seen runs before the request id is set; the same request object carries it when it leaves
+    assert all("x-ms-client-request-id" in r.headers and "User-Agent" in r.headers for r in seen)
 
 
 def test_client_options_cannot_replace_the_targets_own_arguments() -> None:

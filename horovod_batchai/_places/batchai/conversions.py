@@ -17,12 +17,13 @@ from ..._models.errors import ConflictError, ServiceErrorDetail, redact
 from ..._models.job_json import env_to_rest, mounts_from_rest, mounts_to_rest, secrets_to_rest
 from ..._models.mounts import AzureBlobMount, AzureFileShareMount, Mount
 from ..._models.states import AllocationState, ClusterStatus, ExecutionState, JobStatus, NodeStateCounts
+from ..._models.values import OutputFile
 
 if TYPE_CHECKING:
     from azure.mgmt.batchai import models
 
 __all__ = ["cluster_to_rest", "scale_to_rest", "cluster_status_from_rest", "cluster_maximum_nodes", "job_status_from_json",
-           "errors_from_json", "conflict_from_service", "CLUSTER_SECRET_FIELDS", "cluster_differences"]
+           "errors_from_json", "output_files_from_json", "conflict_from_service", "CLUSTER_SECRET_FIELDS", "cluster_differences"]
 
 
 CLUSTER_SECRET_FIELDS = {"adminUserPassword": "admin_password", "setupTaskSecrets": "setup_task.secrets (values)",
@@ -72,6 +73,18 @@ def job_status_from_json(job: Mapping[str, Any]) -> JobStatus:
         end_time=_time(info.get("endTime")),
         output_directory_path_segment=props.get("jobOutputDirectoryPathSegment"),
     )
+
+
+def output_files_from_json(files: Sequence[Mapping[str, Any]]) -> list[OutputFile]:
+    """``listOutputFiles``' items (``File``: its ``properties`` are absent for a directory)."""
+    out = []
+    for f in files:
+        props = f.get("properties") or {}
+        size = props.get("contentLength")
+        out.append(OutputFile(name=str(f.get("name") or ""), is_directory=f.get("fileType") == "directory",
+                              size=int(size) if size is not None else None, last_modified=_time(props.get("lastModified")),
+                              download_url=f.get("downloadUrl")))
+    return out
 
 
 # -- clusters ------------------------------------------------------------------------------------

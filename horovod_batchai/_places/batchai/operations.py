@@ -35,8 +35,9 @@ from .. import arm, mlflow
 from ..base import IDEMPOTENT_POST
 from ..storage import StorageAccountOperations
 from .conversions import (CLUSTER_SECRET_FIELDS, cluster_differences, cluster_maximum_nodes, cluster_status_from_rest,
-                          cluster_to_rest, conflict_from_service, job_status_from_json, scale_to_rest)
-from .rest import checked_json, json_request
+                          cluster_to_rest, conflict_from_service, job_status_from_json, output_files_from_json,
+                          scale_to_rest)
+from .rest import checked_json, json_request, listed_json
 from .sweeps import sweep_record
 
 if TYPE_CHECKING:
@@ -98,8 +99,9 @@ class BatchAIOperations(StorageAccountOperations):
             raise InvalidSpecError("auto_scale.idle_time_before_scale_down", "Batch AI has no such setting",
                                    "None (Batch AI scales down as the job queue empties)")
 
-    def _workspace_record(self, model: Any, resource_group: str, name: str) -> WorkspaceRecord:
-        return WorkspaceRecord(resource_group=resource_group, name=name, location=str(model.location or ""))
+    @staticmethod
+    def _workspace_record(doc: Mapping[str, Any], resource_group: str, name: str) -> WorkspaceRecord:
+        return WorkspaceRecord(resource_group=resource_group, name=name, location=str(doc.get("location") or ""))
 
     def _cluster_record(self, model: "models.Cluster", ref: ClusterRef) -> ClusterRecord:
         setup = model.node_setup
@@ -135,10 +137,11 @@ class BatchAIOperations(StorageAccountOperations):
 
     # -- workspaces -----------------------------------------------------------------------------
     def get_workspace(self, resource_group: str, name: str) -> "Steps[WorkspaceRecord]":
-        client = yield self._client()
-        with azure_errors("reading workspace", self.workspace_id(resource_group, name)):
-            model = yield client.workspaces.get(resource_group, name)
-        return self._workspace_record(model, resource_group, name)
+        resource = self.workspace_id(resource_group, name)
+        rest = yield self._rest()
+        with azure_errors("reading workspace", resource):
+            response = yield rest.send_request(json_request(rest, "GET", resource))
+            return self._workspace_record(checked_json(response, (200,)), resource_group, name)
 
     def begin_create_workspace(self, resource_group: str, name: str, location: Optional[str], *,
                                continuation_token: Optional[str] = None,
@@ -154,30 +157,29 @@ class BatchAIOperations(StorageAccountOperations):
                 return (yield Done((yield from self.get_workspace(resource_group, name)), action, resource))
         else:
             yield from self.ensure_resource_group(resource_group, location)
-        with azure_errors(action, resource):
-            if inner is None:
-                try:
-                    model = yield client.workspaces.get(resource_group, name)
-                    log.info("workspace %s exists; using it", resource)
-                    return (yield Done(self._workspace_record(model, resource_group, name), action, resource))
-                except ResourceNotFoundError:
-                    pass
+        if inner is None:
+            try:
+                found = yield from self.get_workspace(resource_group, name)
+                log.info("workspace %s exists; using it", resource)
+                return (yield Done(found, action, resource))
+            except NotFoundError:
                 log.info("creating workspace %s in %s", resource, location)
+        with azure_errors(action, resource):
             from azure.mgmt.batchai import models as batchai_models
             poller = yield client.workspaces.begin_create(
                 resource_group, name, batchai_models.WorkspaceCreateParameters(location=location),
                 continuation_token=inner, **poll_options(polling_interval))
-        return (yield Mapped(poller, lambda m: self._workspace_record(m, resource_group, name), action, resource))
+        return (yield Mapped(poller, lambda m: self._workspace_record(m.serialize(keep_readonly=True), resource_group,
+                                                                      name), action, resource))
 
     def list_workspaces(self, resource_group: Optional[str]) -> "Steps[List[WorkspaceRecord]]":
-        client = yield self._client()
+        rest = yield self._rest()
         scope = f"/subscriptions/{self._connection.subscription_id}" + (
-            f"/resourceGroups/{resource_group}" if resource_group else "")
+            f"/resourceGroups/{resource_group}" if resource_group is not None else "")
         with azure_errors("listing workspaces in", scope):
-            pages = (client.workspaces.list_by_resource_group(resource_group) if resource_group is not None
-                     else client.workspaces.list())
-            items = yield Listed(pages)
-        return [self._workspace_record(m, arm.resource_group_of(m.id or ""), m.name or "") for m in items]
+            docs = yield from listed_json(rest, json_request(rest, "GET", f"{scope}/providers/Microsoft.BatchAI/workspaces"))
+        return [self._workspace_record(d, arm.resource_group_of(str(d.get("id") or "")), str(d.get("name") or ""))
+                for d in docs]
 
     def begin_delete_workspace(self, resource_group: str, name: str, *,
                                continuation_token: Optional[str] = None,
@@ -431,10 +433,12 @@ class BatchAIOperations(StorageAccountOperations):
         return (yield Mapped(poller, lambda m: self._job_record(m, ref), action, resource))
 
     def list_jobs(self, resource_group: str, workspace: str, experiment: str) -> "Steps[List[JobRecord]]":
-        client = yield self._client()
-        with azure_errors("listing jobs in", self.experiment_id(resource_group, workspace, experiment)):
-            items = yield Listed(client.jobs.list_by_experiment(resource_group, workspace, experiment))
-        return [self._job_record(m, JobRef(resource_group, workspace, experiment, m.name or "")) for m in items]
+        where = self.experiment_id(resource_group, workspace, experiment)
+        rest = yield self._rest()
+        with azure_errors("listing jobs in", where):
+            docs = yield from listed_json(rest, json_request(rest, "GET", f"{where}/jobs"))
+        return [self._job_record(d, JobRef(resource_group, workspace, experiment, str(d.get("name") or "")))
+                for d in docs]
 
     def begin_delete_job(self, ref: JobRef, *, continuation_token: Optional[str] = None,
                          polling_interval: Optional[float] = None) -> "Steps[Any]":
@@ -461,11 +465,12 @@ class BatchAIOperations(StorageAccountOperations):
 
     def list_output_files(self, ref: JobRef, output_directory_id: str, directory: str,
                           link_expiry_minutes: int) -> "Steps[List[OutputFile]]":
-        options = output_files_options(output_directory_id, directory, link_expiry_minutes)
-        client = yield self._client()
+        params = output_files_params(output_directory_id, directory, link_expiry_minutes)
+        rest = yield self._rest()
         with azure_errors("listing output files of", f"{self.job_id(ref)} ({output_directory_id}/{directory})"):
-            items = yield Listed(client.jobs.list_output_files(*self._args(ref), options, **IDEMPOTENT_POST))
-        return output_files_from_rest(items)
+            first = json_request(rest, "POST", self.job_id(ref), action="listOutputFiles", params=params)
+            docs = yield from listed_json(rest, first, **IDEMPOTENT_POST)
+        return output_files_from_json(docs)
 
     def open_output(self, url: str) -> "Steps[Any]":
         """The output file behind ``url`` (a SAS link), for ranged reads."""
@@ -650,16 +655,9 @@ def share_check_errors(spec: HorovodJob, index: int, mount: AzureFileShareMount)
             raise err
 
 
-def output_files_options(output_directory_id: str, directory: str,
-                         link_expiry_minutes: int) -> "models.JobsListOutputFilesOptions":
-    from azure.mgmt.batchai import models
+def output_files_params(output_directory_id: str, directory: str, link_expiry_minutes: int) -> dict[str, str]:
+    """The query of ``listOutputFiles`` (pages of 1000, the service's most)."""
     if output_directory_id != STDOUTERR:
         check_directory_id(output_directory_id, "output_directory_id", kind="OUTPUT")
-    return models.JobsListOutputFilesOptions(outputdirectoryid=output_directory_id, directory=directory,
-                                             linkexpiryinminutes=link_expiry_minutes, max_results=1000)
-
-
-def output_files_from_rest(items: List[Any]) -> List[OutputFile]:
-    return [OutputFile(name=f.name or "", is_directory=str(getattr(f.file_type, "value", f.file_type)) == "directory",
-                       size=f.content_length, last_modified=f.last_modified, download_url=f.download_url)
-            for f in items]
+    return {"outputdirectoryid": output_directory_id, "directory": directory,
+            "linkexpiryinminutes": str(link_expiry_minutes), "maxresults": "1000"}

@@ -1,8 +1,9 @@
-"""A job is read from the service's JSON (no generated model): its status must be what
-azure-mgmt-batchai's own deserialiser makes of the same answer. Checked on the REST spec's job
+"""Batch AI answers read as JSON (no generated model) must read as azure-mgmt-batchai's own
+deserialiser reads them. A job's status: Checked on the REST spec's job
 examples and on answers with Azure's seven-digit fractions, UTC offsets, errors and no execution
-info, against ``azure.mgmt.batchai.models.Job.deserialize``. A cluster's errors, read from its
-generated model through the same JSON reading, keep every field."""
+info, against ``azure.mgmt.batchai.models.Job.deserialize``; ``listOutputFiles``' files (the spec's
+example, a directory without properties) against ``models.File``. A cluster's errors, read from
+its generated model through the same JSON reading, keep every field."""
 from __future__ import annotations
 
 import copy
@@ -13,7 +14,8 @@ from typing import Any
 import pytest
 from azure.mgmt.batchai import models
 
-from horovod_batchai._places.batchai.conversions import cluster_status_from_rest, job_status_from_json
+from horovod_batchai._places.batchai.conversions import (cluster_status_from_rest, job_status_from_json,
+                                                         output_files_from_json)
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "batchai-api-2018-05-01" / "examples"
 
@@ -87,3 +89,24 @@ def test_a_clusters_errors_keep_their_fields() -> None:
     status = cluster_status_from_rest(cluster, resource_group="rg", workspace="ws")
     assert [(e.code, e.message, list(e.details)) for e in status.errors] == [
         ("SetupTaskFailed", "the setup task exited with 7", [("exitCode", "7")])]
+
+
+def _spec_files() -> list[dict[str, Any]]:
+    directory = {"name": "saved_models", "fileType": "directory"}
+    if not EXAMPLES.is_dir():
+        return [directory]
+    return [*json.loads((EXAMPLES / "ListOutputFiles.json").read_text())["responses"]["200"]["body"]["value"],
+            directory]
+
+
+def test_output_files_read_from_json_are_what_the_generated_model_reads() -> None:
+    files = _spec_files()
+    ours = [(f.name, f.is_directory, f.size, f.last_modified, f.download_url) for f in output_files_from_json(files)]
+    theirs = []
+    for doc in files:
+        model = models.File.deserialize(copy.deepcopy(doc))
+        theirs.append((model.name, str(model.file_type) == "directory" or getattr(model.file_type, "value", "") ==
+                       "directory", model.content_length, model.last_modified, model.download_url))
+    assert ours == theirs
+    assert ours[-1] == ("saved_models", True, None, None, None)
+    assert len(ours) > 1 or not EXAMPLES.is_dir()

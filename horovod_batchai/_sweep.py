@@ -233,8 +233,8 @@ class Sweep(HeldSweepBase):
         :returns: the sweep's :class:`SweepResults`.
         :raises WaitTimeoutError: when ``timeout`` is spent.
         :raises StoppedError: when ``stop`` is set."""
-        interval = poll_interval if poll_interval is not None else self.experiment._backend.default_poll_interval
-        polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop, poll_interval=interval)
+        polling = Polling(timeout=timeout, clock=clock, sleep=sleep, stop=stop,
+                          poll_interval=self._poll_interval(poll_interval))
         while True:
             polling.check_stopped(f"waiting for sweep {self.name!r}")
             self.refresh()

@@ -21,6 +21,7 @@ __all__ = [
     "check_environment_size", "check_container_image", "check_shm_size", "check_registry_url", "check_cluster_id",
     "check_container_name", "check_count", "describe_value", "MAX_PATH_BYTES", "MAX_COMMAND_BYTES",
     "MAX_ARGUMENT_BYTES", "MAX_ENVIRONMENT_BYTES", "MAX_INT32", "local_destination", "local_directory", "check_mode",
+    "check_sweep_name", "check_objective", "check_seed",
 ]
 
 _RESOURCE_GROUP = re.compile(r"^[-\w.()]{1,90}\Z")
@@ -416,3 +417,28 @@ def check_mode(mode: Any, field_name: str = "mode") -> str:
     if mode not in _MODES:
         raise InvalidSpecError(field_name, f"{mode!r} is not a direction", "'max' (e.g. accuracy) or 'min' (e.g. loss)")
     return mode
+
+
+def check_sweep_name(name: Any, maximum: int, trial_names: str) -> str:
+    """A sweep's name: a Batch AI name short enough for its trials' job names (``trial_names``:
+    their form, e.g. ``'<name>-<n>'``)."""
+    check_batchai_name(name, "name")
+    if len(name) > maximum:
+        raise InvalidSpecError("name", f"{name!r} has {len(name)} characters",
+                               f"at most {maximum}, so that its trials' names ({trial_names}) are valid job names")
+    return str(name)
+
+
+def check_objective(metric: Any, recorded_in: str) -> str:
+    """A sweep's objective: a metric name the trials record (``recorded_in`` says where)."""
+    if not isinstance(metric, str) or not metric:
+        raise InvalidSpecError("metric", f"{describe_value(metric)} is not a metric name",
+                               f"a {recorded_in}, e.g. 'val_accuracy'")
+    return metric
+
+
+def check_seed(seed: Any) -> Optional[int]:
+    """A sampler's seed: an integer >= 0, or None."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise InvalidSpecError("seed", f"{describe_value(seed)} is not a seed", "an integer >= 0, or None")
+    return seed

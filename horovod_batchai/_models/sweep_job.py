@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import InvalidSpecError
-from .names import check_batchai_name, check_mode, describe_value
+from .names import check_mode, check_objective, check_seed, check_sweep_name, describe_value
 from .sweep_spec import LogUniform, MedianStopping, Uniform
 
 __all__ = ["Choice", "Normal", "LogNormal", "QUniform", "QLogUniform", "QNormal", "QLogNormal", "Randint",
@@ -333,21 +333,14 @@ def plan_request(name: str, *, cluster: str, arguments: str, variables: Mapping[
                  sampling: Any, num_trials: Any, seed: Any, max_concurrent_trials: Any, metric: Any, mode: Any,
                  early_termination: Any, sweep_timeout: Any, trial_timeout: Any) -> SweepRequest:
     """``Experiment.sweep``'s arguments, checked and in the sweep-job shape."""
-    check_batchai_name(name, "name")
-    if len(name) > MAX_HELD_SWEEP_NAME:
-        raise InvalidSpecError("name", f"{name!r} has {len(name)} characters",
-                               f"at most {MAX_HELD_SWEEP_NAME}, so that its trials' names ('<name>-<n>') are valid "
-                               "job names")
+    check_sweep_name(name, MAX_HELD_SWEEP_NAME, "'<name>-<n>'")
     if sampling not in SAMPLINGS:
         raise InvalidSpecError("sampling", f"{describe_value(sampling)} is not a sampling", "'grid', 'random' or "
                                "'bayesian'")
     space = _space(parameters, sampling)
-    if not isinstance(metric, str) or not metric:
-        raise InvalidSpecError("metric", f"{describe_value(metric)} is not a metric name",
-                               "a metric the trials record (MLflow or metrics.csv), e.g. 'val_accuracy'")
+    check_objective(metric, "metric the trials record (MLflow or metrics.csv)")
     check_mode(mode)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise InvalidSpecError("seed", f"{describe_value(seed)} is not a seed", "an integer >= 0, or None")
+    check_seed(seed)
     limits: Dict[str, Any] = {"jobLimitsType": "Sweep"}
     if sampling == "grid":
         if num_trials is not None:

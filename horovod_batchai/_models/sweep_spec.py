@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from .errors import InvalidSpecError
-from .names import check_batchai_name, check_mode, describe_value
+from .names import check_mode, check_objective, check_seed, check_sweep_name, describe_value
 
 __all__ = ["Uniform", "LogUniform", "MedianStopping", "SweepDefinition", "trial_arguments", "trial_name",
            "SWEEP_VARIABLE", "TRIAL_VARIABLE", "MAX_TRIALS", "MAX_SWEEP_NAME"]
@@ -216,20 +216,13 @@ class SweepDefinition:
     def build(cls, name: Any, *, cluster: str, base_arguments: str, parameters: Any, sampling: Any,
               num_trials: Any, seed: Any, metric: Any, mode: Any, max_concurrent_trials: Any,
               early_stopping: Any) -> "SweepDefinition":
-        check_batchai_name(name, "name")
-        if len(name) > MAX_SWEEP_NAME:
-            raise InvalidSpecError("name", f"{name!r} has {len(name)} characters",
-                                   f"at most {MAX_SWEEP_NAME}, so that its trials' names ('<name>-000') are valid job "
-                                   "names")
+        check_sweep_name(name, MAX_SWEEP_NAME, "'<name>-000'")
         if sampling not in _SAMPLINGS:
             raise InvalidSpecError("sampling", f"{sampling!r} is not a sampling", "'grid' or 'random'")
         space = _check_space(parameters, sampling)
-        if not isinstance(metric, str) or not metric:
-            raise InvalidSpecError("metric", f"{describe_value(metric)} is not a metric name",
-                                   "a column of the trials' metrics.csv, e.g. 'val_accuracy'")
+        check_objective(metric, "column of the trials' metrics.csv")
         check_mode(mode)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise InvalidSpecError("seed", f"{describe_value(seed)} is not a seed", "an integer >= 0, or None")
+        check_seed(seed)
         for field, value in (("max_concurrent_trials", max_concurrent_trials),):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidSpecError(field, f"{describe_value(value)} is not an integer >= 1", "e.g. 2")

@@ -34,6 +34,10 @@ class HeldSweepBase(BestOf):
         return (f"Sweep(experiment={self.experiment.name!r}, name={self.name!r}, trials={len(self._record.trials)}, "
                 f"state={self.state.value!r})")
 
+    def _poll_interval(self, poll_interval: Optional[float]) -> float:
+        """Seconds between reads: the caller's, else the target's (the service drives the sweep)."""
+        return poll_interval if poll_interval is not None else self.experiment._backend.default_poll_interval
+
     @property
     def _ref(self) -> JobRef:
         ws = self.experiment.workspace

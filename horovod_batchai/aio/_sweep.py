@@ -211,8 +211,7 @@ class Sweep(HeldSweepBase):
     async def wait(self, timeout: Optional[float] = None, *, poll_interval: Optional[float] = None,
                    on_step: Optional[Callable[["Sweep"], None]] = None) -> SweepResults:
         """Wait for the sweep to end and return :meth:`results` (see :meth:`horovod_batchai.Sweep.wait`)."""
-        interval = poll_interval if poll_interval is not None else self.experiment._backend.default_poll_interval
-        polling = Polling(timeout=timeout, poll_interval=interval)
+        polling = Polling(timeout=timeout, poll_interval=self._poll_interval(poll_interval))
         while True:
             await self.refresh()
             if on_step is not None:

@@ -19,12 +19,22 @@ os.environ.setdefault("HOROVOD_BATCHAI_MLFLOW_TRACKING", "0")
 
 from horovod_batchai.local import LocalService  # noqa: E402
 
-from service_support import FAST, SUBSCRIPTION, client_kwargs
+from service_support import FAST, SUBSCRIPTION, TRACKED, client_kwargs
 
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[LocalService]:
     svc = LocalService(tmp_path / "state", settings=FAST).start()
+    try:
+        yield svc
+    finally:
+        svc.stop()
+
+
+@pytest.fixture
+def tracked(tmp_path: Path) -> Iterator[LocalService]:
+    """A service with MLflow tracking on."""
+    svc = LocalService(tmp_path / "state", settings=TRACKED).start()
     try:
         yield svc
     finally:

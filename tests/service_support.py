@@ -7,6 +7,7 @@ reach whichever was imported first.)
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 
@@ -16,6 +17,8 @@ SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 
 # Fast enough for tests, slow enough that "resizing"/"preparing" states are observable.
 FAST = ServiceSettings(provision_delay_s=0.3, deallocation_delay_s=0.1, scale_down_delay_s=0.5)
+#: FAST with MLflow tracking on (the suite turns it off elsewhere: its server takes seconds to start)
+TRACKED = dataclasses.replace(FAST, mlflow_tracking=True)
 
 
 def client_kwargs(svc: LocalService) -> dict:

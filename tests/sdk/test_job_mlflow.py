@@ -7,7 +7,6 @@ at once."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,12 +18,10 @@ from horovod_batchai import (Experiment, FileShare, GpuCluster, HorovodBatchAIEr
 from horovod_batchai import aio
 from horovod_batchai.local import LocalService
 
-from service_support import FAST
 
 pytest.importorskip("mlflow")
 pytestmark = pytest.mark.slow
 
-TRACKED = dataclasses.replace(FAST, mlflow_tracking=True)
 
 # Logs with MLflow only: a parameter, two epochs of val_accuracy (step = epoch), a per-step metric,
 # a metric logged without a step (MLflow's step 0 each time) and an artifact; waits for the test's
@@ -48,15 +45,6 @@ while not os.path.exists(go):
 mlflow.log_metric("val_accuracy", 0.75, step=2)
 mlflow.log_metric("noted", 9.0)
 """
-
-
-@pytest.fixture
-def tracked(tmp_path: Path) -> Iterator[LocalService]:
-    svc = LocalService(tmp_path / "state", settings=TRACKED).start()
-    try:
-        yield svc
-    finally:
-        svc.stop()
 
 
 @pytest.fixture

@@ -20,14 +20,13 @@ from typing import List
 from urllib.parse import urlencode
 
 import pytest
-from azure.mgmt.batchai import BatchAI
 
 from horovod_batchai.local import LocalService
 from horovod_batchai.local.tracking.ui import MlflowUiProxy
 
-from jobs_support import EXP, SUBSCRIPTION, make_lab
-from sweeps_support import Sweeps, sweep_body
-from tracking_support import mlflow_api
+from jobs_support import EXP
+from sweeps_support import sweep_body
+from tracking_support import mlflow_api, sweep_lab
 
 pytest.importorskip("mlflow")
 pytestmark = pytest.mark.slow
@@ -89,19 +88,11 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 def test_mlflow_ui_in_a_real_browser_compares_a_sweeps_trials(tracked: LocalService) -> None:
     chromium = _chromium()
-    with BatchAI(tracked.credential(), SUBSCRIPTION, base_url=tracked.endpoint,
-                 connection_verify=str(tracked.info.ca_cert)) as batchai:
-        lab = make_lab(tracked, batchai)
-        lab.create_cluster(nodes=2)
-        lab.upload("sweep/trial.py", TRIAL)
-        sweeps = Sweeps(tracked)
-        try:
-            body = sweep_body(lab, space={"x": ["choice", [[0.1, 0.3, 0.6]]], "y": ["choice", [[-0.2]]]},
-                              limits={"maxConcurrentTrials": 2})
-            assert sweeps.put("ui", body).status_code == 201
-            done = sweeps.wait_status("ui", timeout=600)["properties"]
-        finally:
-            sweeps.close()
+    with sweep_lab(tracked, TRIAL) as (lab, sweeps):
+        body = sweep_body(lab, space={"x": ["choice", [[0.1, 0.3, 0.6]]], "y": ["choice", [[-0.2]]]},
+                          limits={"maxConcurrentTrials": 2})
+        assert sweeps.put("ui", body).status_code == 201
+        done = sweeps.wait_status("ui", timeout=600)["properties"]
     assert done["status"] == "completed", [t.get("reason") for t in done["trials"]]
     trials = sorted(t["name"] for t in done["trials"])
     assert trials == ["ui-0", "ui-1", "ui-2"]

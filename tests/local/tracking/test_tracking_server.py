@@ -3,13 +3,12 @@ behind the service's authenticated HTTPS front, each job an MLflow run that the 
 logs to with ``mlflow.log_metric``; restarted after it is killed, stopped with the service."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import psutil
 import pytest
@@ -21,11 +20,9 @@ from horovod_batchai.local.tracking.endpoint import TrackingEndpoint
 from horovod_batchai.local.tracking.server import TrackingUnavailable
 
 from jobs_support import EXP, RG, SUBSCRIPTION, WS, make_lab, wait_for
-from service_support import FAST
 
 pytest.importorskip("mlflow")
 
-TRACKED = dataclasses.replace(FAST, mlflow_tracking=True)
 SCRIPT = """\
 import os
 import mlflow
@@ -36,15 +33,6 @@ for step in range(3):
 mlflow.log_text("hello from the job", "notes/hello.txt")  # an artifact, through the service's front
 print("logged to run", run_id)
 """
-
-
-@pytest.fixture
-def tracked(tmp_path: Path) -> Iterator[LocalService]:
-    svc = LocalService(tmp_path / "state", settings=TRACKED).start()
-    try:
-        yield svc
-    finally:
-        svc.stop()
 
 
 def _api(svc: LocalService, method: str, path: str, *, token: str | None = "arm", **kwargs: Any) -> requests.Response:

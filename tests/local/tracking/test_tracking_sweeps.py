@@ -5,22 +5,17 @@ metric logged before the objective is not taken for a misspelt objective while t
 a misspelt objective is reported once a trial's run has ended, naming what it logged."""
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from horovod_batchai.local import LocalService
 
 from jobs_support import make_lab
-from service_support import FAST
 from sweeps_support import sweep_body
 
 pytest.importorskip("mlflow")
 pytestmark = pytest.mark.slow
 
-TRACKED = dataclasses.replace(FAST, mlflow_tracking=True)
 
 #: logs with MLflow only: a per-step metric and the first epoch's loss first, then (after a pause in
 #: which the driver looks at the run: it must not take the objective's absence for a misspelling
@@ -44,13 +39,9 @@ for epoch in range(a.epochs):
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[LocalService]:
-    """The local service with MLflow tracking on (the suite's services have it off)."""
-    svc = LocalService(tmp_path / "state", settings=TRACKED).start()
-    try:
-        yield svc
-    finally:
-        svc.stop()
+def service(tracked: LocalService) -> LocalService:
+    """The service the local fixtures use (``batchai``) is one with MLflow tracking on."""
+    return tracked
 
 
 @pytest.fixture

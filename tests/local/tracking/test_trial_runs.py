@@ -5,13 +5,12 @@ from __future__ import annotations
 
 
 import pytest
-from azure.mgmt.batchai import BatchAI
 
 from horovod_batchai.local import LocalService
 
-from jobs_support import EXP, SUBSCRIPTION, make_lab
-from sweeps_support import Sweeps, sweep_body
-from tracking_support import mlflow_api
+from jobs_support import EXP
+from sweeps_support import sweep_body
+from tracking_support import mlflow_api, sweep_lab
 
 pytest.importorskip("mlflow")
 pytestmark = pytest.mark.slow
@@ -28,22 +27,14 @@ with open(os.path.join(os.environ["AZ_BATCHAI_STDOUTERR_DIR"], "metrics.csv"), "
 
 
 def test_each_trials_run_is_tagged_with_its_sweep_number_and_values(tracked: LocalService) -> None:
-    with BatchAI(tracked.credential(), SUBSCRIPTION, base_url=tracked.endpoint,
-                 connection_verify=str(tracked.info.ca_cert)) as batchai:
-        lab = make_lab(tracked, batchai)
-        lab.create_cluster(nodes=2)
-        lab.upload("sweep/trial.py", TRIAL)
-        sweeps = Sweeps(tracked)
-        try:
-            body = sweep_body(lab, space={"x": ["choice", [[0.25, 0.5]]]})
-            body["properties"]["trial"]["environmentVariables"] = []
-            assert sweeps.put("tagged", body).status_code == 201
-            done = sweeps.wait_status("tagged", timeout=300)["properties"]
-            taken = sweep_body(lab, space={"x": ["choice", [[0.5]]]})
-            taken["properties"]["trial"]["environmentVariables"] = [{"name": "AZ_BATCHAI_TRIAL_INDEX", "value": "7"}]
-            refused = sweeps.put("taken", taken)
-        finally:
-            sweeps.close()
+    with sweep_lab(tracked, TRIAL) as (lab, sweeps):
+        body = sweep_body(lab, space={"x": ["choice", [[0.25, 0.5]]]})
+        body["properties"]["trial"]["environmentVariables"] = []
+        assert sweeps.put("tagged", body).status_code == 201
+        done = sweeps.wait_status("tagged", timeout=300)["properties"]
+        taken = sweep_body(lab, space={"x": ["choice", [[0.5]]]})
+        taken["properties"]["trial"]["environmentVariables"] = [{"name": "AZ_BATCHAI_TRIAL_INDEX", "value": "7"}]
+        refused = sweeps.put("taken", taken)
     assert done["status"] == "completed", [t.get("reason") for t in done["trials"]]
     assert refused.status_code == 400 and "AZ_BATCHAI_TRIAL_INDEX" in refused.text
 

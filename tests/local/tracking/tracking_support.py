@@ -1,29 +1,19 @@
-"""What the tests of the local MLflow tracking server share: a service that tracks its jobs, and
-MLflow's REST API through the service's authenticated front."""
+"""What the tests of the local MLflow tracking server share: MLflow's REST API through the
+service's authenticated front (the ``tracked`` service is tests/conftest.py's)."""
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
+from contextlib import contextmanager
 from typing import Any, Iterator
 
-import pytest
 import requests
+from azure.mgmt.batchai import BatchAI
 
 from horovod_batchai.local import LocalService
 
-from service_support import FAST
+from jobs_support import SUBSCRIPTION, make_lab
+from sweeps_support import Sweeps
 
-__all__ = ["tracked", "mlflow_api"]
-
-
-@pytest.fixture
-def tracked(tmp_path: Path) -> Iterator[LocalService]:
-    """A service with MLflow tracking on (the suite turns it off elsewhere)."""
-    svc = LocalService(tmp_path / "state", settings=dataclasses.replace(FAST, mlflow_tracking=True)).start()
-    try:
-        yield svc
-    finally:
-        svc.stop()
+__all__ = ["mlflow_api", "sweep_lab"]
 
 
 def mlflow_api(svc: LocalService, method: str, path: str, **kwargs: Any) -> Any:
@@ -33,3 +23,19 @@ def mlflow_api(svc: LocalService, method: str, path: str, **kwargs: Any) -> Any:
                               headers={"Authorization": f"Bearer {token}"}, verify=str(svc.info.ca_cert), **kwargs)
     assert answer.status_code == 200, answer.text
     return answer.json()
+
+
+@contextmanager
+def sweep_lab(svc: LocalService, trial: str) -> Iterator[tuple[Any, Sweeps]]:
+    """A 2-node cluster on ``svc`` with ``trial`` uploaded as ``sweep/trial.py``, and the sweeps'
+    REST client (closed after)."""
+    with BatchAI(svc.credential(), SUBSCRIPTION, base_url=svc.endpoint,
+                 connection_verify=str(svc.info.ca_cert)) as batchai:
+        lab = make_lab(svc, batchai)
+        lab.create_cluster(nodes=2)
+        lab.upload("sweep/trial.py", trial)
+        sweeps = Sweeps(svc)
+        try:
+            yield lab, sweeps
+        finally:
+            sweeps.close()
